@@ -1,0 +1,5 @@
+"""`python -m aide_tui` entry point."""
+
+from aide_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Headless core: scan, chunk, index, search. Imports no Textual."""

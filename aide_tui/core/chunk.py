@@ -1,0 +1,374 @@
+"""Structure-aware chunking of source files into retrieval units (:class:`~aide_tui.core.model.Chunk`).
+
+Each language family finds its units (functions, classes, methods, headings, config keys; see
+``chunk_code`` / ``chunk_text``); this module packs adjacent small units and module-level code greedily up to
+a budget of non-whitespace characters, splits oversized units on their members and then on blank lines /
+statement boundaries, and enriches every chunk with a short header. Any failure inside a language chunker
+falls back to plain line windows.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .chunk_base import Src, Unit
+from .chunk_code import anchor_units, python_units
+from .chunk_text import json_units, markdown_units, toml_units, yaml_units
+from .model import Chunk
+
+__all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
+
+CHUNKER_VERSION = "1"
+
+WINDOW_LINES = 60
+_MAX_SIG = 120
+_MAX_HEADER = 300
+
+_EXT: dict[str, str] = {
+    ".py": "python", ".pyi": "python", ".pyw": "python",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".kts": "kotlin", ".cs": "csharp",
+    ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
+    ".h++": "cpp", ".ipp": "cpp", ".inl": "cpp",
+    ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby", ".ru": "ruby",
+    ".php": "php", ".phtml": "php",
+    ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".ksh": "shell",
+    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
+    ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
+    ".json": "json", ".jsonc": "json", ".json5": "json", ".ipynb": "json",
+}  # fmt: skip
+_NAMES: dict[str, str] = {
+    "rakefile": "ruby", "gemfile": "ruby", "guardfile": "ruby", "vagrantfile": "ruby", "podfile": "ruby",
+    ".bashrc": "shell", ".bash_profile": "shell", ".zshrc": "shell", ".profile": "shell", "pipfile": "toml",
+    "cargo.lock": "toml", "poetry.lock": "toml", "uv.lock": "toml",
+}  # fmt: skip
+
+
+def detect_language(path: str) -> str:
+    """Language of ``path`` from its file name or extension; ``"text"`` when unknown."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    if name in _NAMES:
+        return _NAMES[name]
+    dot = name.rfind(".")
+    return _EXT.get(name[dot:], "text") if dot > 0 or (dot == 0 and name.count(".") > 1) else "text"
+
+
+Found = tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]
+
+
+def _find_units(language: str, src: Src) -> Found | None:
+    if language == "python":
+        try:
+            return python_units(src)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return anchor_units(src, "python")
+    if language == "markdown":
+        return markdown_units(src)
+    if language == "yaml":
+        return yaml_units(src)
+    if language == "toml":
+        return toml_units(src)
+    if language == "json":
+        return json_units(src)
+    if language == "text":
+        return None
+    return anchor_units(src, language)
+
+
+@dataclass(slots=True)
+class _Piece:
+    lo: int  # 0-based inclusive
+    hi: int
+    chain: tuple[Unit, ...]  # enclosing units (outermost first)
+    first: Unit | None  # first unit of the region packed into this piece
+
+
+_CONT_WORDS = frozenset(
+    ["else", "elif", "except", "finally", "catch", "end", "rescue", "ensure", "elsif", "fi", "done", "esac",
+     "then", "do"]
+)  # fmt: skip
+_WORD = re.compile(r"[A-Za-z_]+")
+
+
+class _Chunker:
+    def __init__(self, src: Src, budget: int, is_lead: Callable[[int], bool]) -> None:
+        self.src = src
+        self.budget = max(1, budget)
+        self.is_lead = is_lead
+
+    # ---- generic line splitting (oversized code without member units, gaps, big sections)
+
+    def _is_cont(self, j: int) -> bool:
+        s = self.src.lines[j].lstrip()
+        if s[:1] in (")", "]", "}", "."):
+            return True
+        m = _WORD.match(s)
+        return m is not None and m.group() in _CONT_WORDS
+
+    def split(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """Cut ``lo..hi`` into ranges within the budget, preferring blank lines, then statement starts."""
+        src = self.src
+        lo, hi = src.trim(lo, hi)
+        if lo > hi:
+            return []
+        if lo == hi or src.size(lo, hi) <= self.budget:
+            return [(lo, hi)]
+        blank, indent = src.blank, src.indent
+        nb = [j for j in range(lo, hi + 1) if not blank[j]]
+        base = min(indent[j] for j in nb)
+        starts = [j for j in nb[1:] if indent[j] <= base and blank[j - 1] and not self._is_cont(j)]
+        if not starts:
+            starts = []
+            prev = nb[0]
+            for j in nb[1:]:
+                if (
+                    indent[j] <= base
+                    and not self._is_cont(j)
+                    and not (indent[prev] <= base and self.is_lead(prev))
+                ):
+                    starts.append(j)
+                prev = j
+        if not starts:
+            rest = nb[1:]
+            if rest and min(indent[j] for j in rest) > base:
+                # Peel the head line (e.g. ``for ...:``): the deeper body is split on its own level and the
+                # head line rides along with the body's first piece.
+                body = self.split(rest[0], hi)
+                if body and src.size(lo, lo) <= self.budget // 4:
+                    body[0] = (lo, body[0][1])
+                    return body
+                return self.merge([(lo, lo), *body])
+            else:
+                starts = rest  # nothing better: every line is a boundary
+        bounds = [lo, *starts, hi + 1]
+        out: list[tuple[int, int]] = []
+        for a, b in zip(bounds, bounds[1:], strict=False):
+            out.extend(self.split(a, b - 1))
+        return self.merge(out)
+
+    def merge(self, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Greedily join adjacent ranges while the result stays within the budget."""
+        out: list[tuple[int, int]] = []
+        for a, b in ranges:
+            if out and self.src.size(out[-1][0], b) <= self.budget:
+                out[-1] = (out[-1][0], b)
+            else:
+                out.append((a, b))
+        return out
+
+    # ---- unit packing
+
+    def pack(self, lo: int, hi: int, units: list[Unit], chain: tuple[Unit, ...]) -> list[_Piece]:
+        """Pack the region ``lo..hi`` holding ``units`` (plus the code between them) into pieces."""
+        src = self.src
+        segs: list[tuple[int, int, Unit | None]] = []
+        cur = lo
+        for u in units:
+            if u.start > cur:
+                segs.append((cur, u.start - 1, None))
+            segs.append((u.start, u.end, u))
+            cur = u.end + 1
+        if cur <= hi:
+            segs.append((cur, hi, None))
+        pieces: list[_Piece] = []
+        acc: _Piece | None = None
+        tail: _Piece | None = (
+            None  # last piece of a split unit: trailing code (e.g. a closing brace) joins it
+        )
+        for a, b, u in segs:
+            if u is None:
+                a, b = src.trim(a, b)
+                if a > b:
+                    continue
+                if tail is not None and src.size(tail.lo, b) <= self.budget:
+                    tail.hi = b
+                    continue
+            tail = None
+            if src.size(a, b) > self.budget and b > a:
+                if u is not None:
+                    split = self.split_unit(u, chain)
+                else:
+                    split = [_Piece(x, y, chain, None) for x, y in self.split(a, b)]
+                if acc is not None:
+                    # Pure module/class-level code just before (imports, a class line) joins the first piece.
+                    if split and acc.first is None and src.size(acc.lo, split[0].hi) <= self.budget:
+                        split[0].lo = acc.lo
+                    else:
+                        pieces.append(acc)
+                    acc = None
+                pieces.extend(split)
+                tail = split[-1] if split else None
+                continue
+            if acc is not None and src.size(acc.lo, b) <= self.budget:
+                acc.hi = b
+                if acc.first is None:
+                    acc.first = u
+            else:
+                if acc is not None:
+                    pieces.append(acc)
+                acc = _Piece(a, b, chain, u)
+        if acc is not None:
+            pieces.append(acc)
+        return pieces
+
+    def split_unit(self, u: Unit, chain: tuple[Unit, ...]) -> list[_Piece]:
+        """Split an oversized unit on its members, else on blank lines / statement boundaries."""
+        inner = (*chain, u)
+        if u.children:
+            return self.pack(u.start, u.end, u.children, inner)
+        return [_Piece(a, b, inner, None) for a, b in self.split(u.start, u.end)]
+
+
+def _attach_leading(units: list[Unit], lower: int, src: Src, is_lead: Callable[[int], bool]) -> None:
+    """Extend each unit upwards over the comments/decorators directly above it (no blank line between)."""
+    prev_end = lower - 1
+    blank = src.blank
+    for u in units:
+        s = max(u.start, prev_end + 1)
+        while s - 1 > prev_end and not blank[s - 1] and is_lead(s - 1):
+            s -= 1
+        u.start = min(s, u.head)
+        _attach_leading(u.children, u.head + 1, src, is_lead)
+        prev_end = u.end
+
+
+def _flatten(units: list[Unit], out: list[tuple[int, str]]) -> None:
+    for u in units:
+        if u.define and u.name:
+            out.append((u.head, u.name))
+        _flatten(u.children, out)
+
+
+def _signature(src: Src, u: Unit, language: str) -> str:
+    if language in ("markdown", "yaml", "toml", "json"):
+        return src.lines[u.head].strip()[:_MAX_SIG]
+    parts: list[str] = []
+    opened = 0
+    for j in range(u.head, min(u.head + 4, u.end + 1, src.n)):
+        s = src.lines[j].strip()
+        if not s:
+            break
+        parts.append(s)
+        opened += s.count("(") - s.count(")")
+        if s.endswith((":", "{", ";", "=>", "=")) or opened <= 0:
+            break
+    sig = " ".join(parts).replace("( ", "(").replace(" )", ")")
+    return sig if len(sig) <= _MAX_SIG else sig[: _MAX_SIG - 3] + "..."
+
+
+def _header(path: str, symbol: str | None, sigs: list[str]) -> str:
+    head = f"file: {path}"
+    if symbol:
+        head += "\nsymbol: " + (symbol if len(symbol) <= 160 else symbol[:157] + "...")
+    kept: list[str] = []
+    room = _MAX_HEADER - len(head)
+    for sig in reversed(sigs):  # innermost first: it is the most informative
+        if len(sig) + 1 > room:
+            break
+        kept.insert(0, sig)
+        room -= len(sig) + 1
+    return "\n".join([head, *kept])
+
+
+def _windows(src: Src, budget: int) -> list[tuple[int, int]]:
+    """Plain line windows of at most WINDOW_LINES lines and (unless one line is bigger) the budget."""
+    out: list[tuple[int, int]] = []
+    i = 0
+    n = src.n
+    while i < n:
+        lo, _ = src.trim(i, n - 1)
+        if lo >= n or lo > n - 1:
+            break
+        hi = lo
+        while hi + 1 < n and hi + 1 - lo < WINDOW_LINES and src.size(lo, hi + 1) <= budget:
+            hi += 1
+        a, b = src.trim(lo, hi)
+        if a <= b:
+            out.append((a, b))
+        i = hi + 1
+    return out
+
+
+def _valid(src: Src, pieces: list[_Piece]) -> bool:
+    """Sorted, non-overlapping, in range, and covering every non-blank line."""
+    blank = src.blank
+    prev = -1
+    inside = 0
+    for p in pieces:
+        if p.lo <= prev or p.hi < p.lo or p.hi >= src.n:
+            return False
+        inside += blank[p.lo : p.hi + 1].count(False)
+        prev = p.hi
+    return inside == blank.count(False)
+
+
+def chunk_file(path: str, text: str, budget: int = 1500) -> list[Chunk]:
+    """Split one file into structure-aware chunks covering every non-blank line, in file order.
+
+    ``path`` is the posix path relative to the workspace root; ``budget`` is the target size of a chunk in
+    non-whitespace characters (a single unit is never cut when it fits).
+    """
+    language = detect_language(path)
+    src = Src(text)
+    if all(src.blank):
+        return []
+    pieces: list[_Piece] | None = None
+    defs: list[tuple[int, str]] = []
+    try:
+        found = _find_units(language, src)
+        if found is not None:
+            roots, extras, is_lead = found
+            _attach_leading(roots, 0, src, is_lead)
+            ch = _Chunker(src, budget, is_lead)
+            pieces = ch.pack(0, src.n - 1, roots, ())
+            _flatten(roots, defs)
+            defs.extend(extras)
+            defs.sort()
+            if not _valid(src, pieces):
+                pieces = None
+    except Exception:  # a chunker bug must never lose a file: fall back to windows
+        pieces = None
+    if pieces is None:
+        pieces = [_Piece(a, b, (), None) for a, b in _windows(src, budget)]
+        defs = []
+    def_lines = [d[0] for d in defs]
+    chunks: list[Chunk] = []
+    sig_cache: dict[int, str] = {}
+    for p in pieces:
+        lo, hi = p.lo, p.hi
+        chain = p.chain
+        labels = [u.label for u in chain]
+        if p.first is not None and not (chain and lo <= chain[-1].head <= hi):
+            labels.append(p.first.label)
+        symbol = " > ".join(labels) if labels else None
+        sigs: list[str] = []
+        if language != "markdown":
+            for u in chain:
+                if u.head < lo:
+                    key = id(u)
+                    if key not in sig_cache:
+                        sig_cache[key] = _signature(src, u, language)
+                    sigs.append(sig_cache[key])
+        names: list[str] = []
+        for k in range(bisect_left(def_lines, lo), bisect_right(def_lines, hi)):
+            name = defs[k][1]
+            if name not in names:
+                names.append(name)
+        chunks.append(
+            Chunk(
+                path=path,
+                start_line=lo + 1,
+                end_line=hi + 1,
+                language=language,
+                symbol=symbol,
+                header=_header(path, symbol, sigs),
+                text="\n".join(src.raw[lo : hi + 1]),
+                defines=tuple(names),
+            )
+        )
+    return chunks

@@ -1,0 +1,590 @@
+"""Unit detection for programming languages.
+
+Python uses the stdlib ``ast``; every other family (and Python with syntax errors) uses anchor regexes on
+lines plus a small tokenizer that skips string/char literals and comments, so that bracket depth and the
+matching ``}`` of a body are reliable. Block ends come from brace matching ("brace" mode) or indentation
+("indent" mode: Ruby, Python fallback).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from .chunk_base import Src, Unit
+
+# --------------------------------------------------------------------------------------------- tokenizer
+
+_C_COMMENTS = r"//[^\n]*|/\*[\s\S]*?(?:\*/|\Z)"
+_DQ = r'"(?:[^"\\\n]|\\.)*"'
+_SQ = r"'(?:[^'\\\n]|\\.)*'"
+_DQ_ML = r'"(?:[^"\\]|\\[\s\S])*"'
+_SQ_ML = r"'(?:[^'\\]|\\[\s\S])*'"
+_CHAR = r"'(?:[^'\\\n]|\\[^\n]{1,9}?)'"
+_BRK = r"[{}()\[\];]|\n"
+# A JS regex literal: a "/" where an expression starts (after an operator/bracket or ``return``).
+_JS_REGEX = (
+    r"(?:(?<=[(,=:\[!&|?{};])|(?<=\breturn))[ \t]*/(?![/*])(?:[^/\\\n\[]|\\.|\[(?:[^\]\\\n]|\\.)*\])+/[a-z]*"
+)
+_BRK_NOSEMI = r"[{}()\[\]]|\n"
+
+
+def _tok(*alts: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile("|".join(alts), flags)
+
+
+TOKENS: dict[str, re.Pattern[str]] = {
+    "c": _tok(_C_COMMENTS, _DQ, _CHAR, _BRK),
+    "cpp": _tok(_C_COMMENTS, r'R"([^(\s"\\]{0,16})\([\s\S]*?\)\1"', _DQ, _CHAR, _BRK),
+    "java": _tok(_C_COMMENTS, r'"""[\s\S]*?"""', _DQ, _CHAR, _BRK),
+    "csharp": _tok(
+        _C_COMMENTS, r'"""[\s\S]*?"""', r'\$?@\$?"(?:[^"]|"")*"', r'\$?"(?:[^"\\\n]|\\.)*"', _CHAR, _BRK
+    ),
+    "go": _tok(_C_COMMENTS, r"`[^`]*`", _DQ, _CHAR, _BRK),
+    "rust": _tok(_C_COMMENTS, r'b?r(#*)"[\s\S]*?"\1', r'b?"(?:[^"\\]|\\[\s\S])*"', r"b?" + _CHAR, _BRK),
+    "js": _tok(_C_COMMENTS, _JS_REGEX, r"`(?:[^`\\]|\\[\s\S])*`", _DQ, _SQ, _BRK),
+    "php": _tok(_C_COMMENTS, r"#(?!\[)[^\n]*", _DQ_ML, _SQ_ML, _BRK),
+    "shell": _tok(
+        r"(?:(?<=[\s;|&(])|^)#[^\n]*",
+        r"<<-?[ \t]*['\"]?(\w+)['\"]?[^\n]*\n[\s\S]*?\n[ \t]*\1(?=\n|\Z)",
+        r"'[^']*'",
+        _DQ_ML,
+        r"\\[\s\S]",
+        r"[{}]|\n",
+        flags=re.M,
+    ),
+    "python": _tok(
+        r"#[^\n]*",
+        r"[rRbBuUfF]{0,2}(?:\"\"\"[\s\S]*?(?:\"\"\"|\Z)|'''[\s\S]*?(?:'''|\Z))",
+        _DQ,
+        _SQ,
+        _BRK_NOSEMI,
+    ),
+    "ruby": _tok(r"#[^\n]*", r"^=begin[\s\S]*?(?:^=end[^\n]*|\Z)", _DQ, _SQ, _BRK_NOSEMI, flags=re.M),
+    "toml": _tok(r"#[^\n]*", r'"""[\s\S]*?(?:"""|\Z)', r"'''[\s\S]*?(?:'''|\Z)", _DQ, _SQ, _BRK_NOSEMI),
+    "json": _tok(_C_COMMENTS, _DQ, _BRK_NOSEMI),
+}
+
+_OPEN = {"{": "}", "(": ")", "[": "]"}
+_CLOSE = {"}": "{", ")": "(", "]": "["}
+
+
+class Scan:
+    """Bracket structure of a file: depth at each line start and the brace/semicolon events."""
+
+    __slots__ = ("depth_at", "lit_at", "ev_line", "ev_char", "ev_depth", "match")
+
+    def __init__(self, text: str, n_lines: int, tokens: re.Pattern[str]) -> None:
+        depth_at = [0] * (n_lines + 1)
+        lit_at = [False] * (n_lines + 1)
+        ev_line: list[int] = []
+        ev_char: list[str] = []
+        ev_depth: list[int] = []  # depth before an opener / ";", depth after a closer
+        match: dict[int, int] = {}  # event index of an opener -> line of its closer
+        stack: list[tuple[str, int]] = []
+        line = 0
+        for m in tokens.finditer(text):
+            s = m.group()
+            c = s[0]
+            if c == "\n":
+                line += 1
+                depth_at[line] = len(stack)
+            elif len(s) == 1 and c in _OPEN:
+                ev_line.append(line)
+                ev_char.append(c)
+                ev_depth.append(len(stack))
+                stack.append((c, len(ev_line) - 1))
+            elif len(s) == 1 and c in _CLOSE:
+                want = _CLOSE[c]
+                for back in range(1, min(3, len(stack)) + 1):  # tolerate a stray bracket of another kind
+                    if stack[-back][0] == want:
+                        del stack[len(stack) - back + 1 :]
+                        match[stack.pop()[1]] = line
+                        break
+                ev_line.append(line)
+                ev_char.append(c)
+                ev_depth.append(len(stack))
+            elif c == ";" and len(s) == 1:
+                ev_line.append(line)
+                ev_char.append(c)
+                ev_depth.append(len(stack))
+            else:
+                for _ in range(s.count("\n")):
+                    line += 1
+                    depth_at[line] = len(stack)
+                    lit_at[line] = True
+        self.depth_at = depth_at
+        self.lit_at = lit_at
+        self.ev_line = ev_line
+        self.ev_char = ev_char
+        self.ev_depth = ev_depth
+        self.match = match
+
+
+# --------------------------------------------------------------------------------------------- languages
+
+
+@dataclass(frozen=True, slots=True)
+class Pat:
+    """One anchor regex; groups ``kind`` (optional), ``name`` and ``name2``/``recv``/``type`` (optional)."""
+
+    rx: re.Pattern[str]
+    kind: str = ""
+    member: bool = False  # only accepted directly inside a container
+    group: bool = False  # the body is a ``( ... )`` group (Go const/var/type blocks)
+    define: bool = True
+    kw: bool = False  # reject names that are keywords (patterns that could match a call statement)
+
+
+@dataclass(frozen=True, slots=True)
+class Lang:
+    """How to find units in one language family."""
+
+    tokens: str
+    pats: tuple[Pat, ...]
+    containers: frozenset[str]
+    comments: tuple[str, ...]
+    decorator: Callable[[str], bool] | None = None
+    mode: str = "brace"  # "brace" | "indent"
+    closer: str = ""  # indent mode: regex of the line closing a block at the same indentation
+
+
+def _p(rx: str, kind: str = "", **kw: bool) -> Pat:
+    return Pat(re.compile(rx), kind, **kw)
+
+
+_KEYWORDS = frozenset(
+    ["if", "else", "elif", "for", "foreach", "while", "do", "switch", "case", "catch", "try", "finally",
+     "return", "new", "throw", "await", "yield", "using", "lock", "synchronized", "when", "typeof", "sizeof",
+     "delete", "in", "of", "with", "super", "this", "function", "fn", "goto", "defined", "alignof",
+     "decltype", "static_assert", "unless", "until", "begin", "rescue", "ensure"]
+)  # fmt: skip
+_JMODS = (
+    "public|private|protected|internal|static|final|abstract|sealed|partial|open|inner|data|value|annotation|"
+    "strictfp|non-sealed|readonly|unsafe|new|file|ref|override|virtual|extern|async|synchronized|native|default|"
+    "transient|volatile|const|lateinit|suspend|inline|tailrec|operator|infix|external|expect|actual|required"
+)
+_MODSET = frozenset(_JMODS.split("|"))
+_MODS = rf"(?:(?:{_JMODS})\s+)*"
+_ANNOT = r"(?:@[\w.]+(?:\([^)]*\))?\s+)*(?:\[[^\]]*\]\s*)*"
+_TYPE = r"[\w.?\[\]]+(?:<[^()]*?>)?[\w.?\[\]]*"
+_TYPEDECL = _p(
+    rf"^\s*{_ANNOT}{_MODS}(?P<kind>class|interface|enum\s+class|enum|record|struct|object|@interface|namespace)"
+    r"\s+(?P<name>[\w.]+)"
+)
+_JMETHOD = _p(
+    rf"^\s*{_ANNOT}{_MODS}(?:<[^>]*>\s*)?(?P<type>{_TYPE})\s+(?P<name>\w+)\s*(?:<[^>]*>\s*)?\(",
+    "method",
+    member=True,
+    kw=True,
+)
+_CS_PROP = _p(
+    rf"^\s*{_ANNOT}{_MODS}(?P<type>{_TYPE})\s+(?P<name>\w+)\s*(?:\{{|=>)", "property", member=True, kw=True
+)
+
+
+def _at(s: str) -> bool:
+    return s.startswith("@")
+
+
+LANGS: dict[str, Lang] = {
+    "java": Lang(
+        "java",
+        (_TYPEDECL, _JMETHOD),
+        frozenset({"class", "interface", "enum", "record", "@interface"}),
+        ("//", "/*", "*"),
+        _at,
+    ),
+    "csharp": Lang(
+        "csharp",
+        (_TYPEDECL, _JMETHOD, _CS_PROP),
+        frozenset({"class", "interface", "enum", "record", "struct", "namespace"}),
+        ("//", "/*", "*"),
+        lambda s: s.startswith("[") and s.endswith("]"),
+    ),
+    "kotlin": Lang(
+        "java",
+        (
+            _p(rf"^\s*{_ANNOT}{_MODS}(?P<kind>companion\s+object)\b\s*(?P<name>\w*)"),
+            _TYPEDECL,
+            _p(rf"^\s*{_ANNOT}{_MODS}fun\s+(?:<[^>]*>\s*)?(?:[\w.<>?, ]+\.)?(?P<name>\w+)\s*\(", "fun"),
+            _p(rf"^\s*{_ANNOT}{_MODS}(?P<kind>val|var)\s+(?:[\w.<>?]+\.)?(?P<name>\w+)"),
+            _p(rf"^\s*{_ANNOT}{_MODS}(?P<name>constructor)\s*\(", "constructor", member=True),
+        ),
+        frozenset({"class", "interface", "enum class", "object", "companion object"}),
+        ("//", "/*", "*"),
+        _at,
+    ),
+    "go": Lang(
+        "go",
+        (
+            _p(r"^func\s+(?:\((?P<recv>[^)]*)\)\s*)?(?P<name>\w+)", "func"),
+            _p(r"^(?P<kind>var|const|type)\s*\(\s*(?://.*)?$", group=True, define=False),
+            _p(r"^(?P<kind>type|var|const)\s+(?P<name>\w+)"),
+        ),
+        frozenset(),
+        ("//", "/*", "*"),
+    ),
+    "rust": Lang(
+        "rust",
+        (
+            _p(
+                r"^\s*(?:pub(?:\s*\([^)]*\))?\s+)?(?:(?:default|const|async|unsafe|extern(?:\s+\"[^\"]*\")?)\s+)*"
+                r"(?P<kind>fn|struct|enum|trait|union|mod|type|const|static)\s+(?P<name>\w+)"
+            ),
+            _p(
+                r"^\s*(?:unsafe\s+)?(?P<kind>impl)\b\s*(?:<(?:[^<>]|<[^<>]*>)*>)?\s*(?P<name>[^{]*?)\s*"
+                r"(?:\bwhere\b[^{]*)?\{?\s*$",
+                define=False,
+            ),
+            _p(r"^\s*(?:#\[macro_export\]\s*)?(?P<kind>macro_rules!)\s*(?P<name>\w+)"),
+        ),
+        frozenset({"impl", "trait", "mod"}),
+        ("//", "/*", "*"),
+        lambda s: s.startswith(("#[", "#![")),
+    ),
+    "js": Lang(
+        "js",
+        (
+            _p(
+                r"^\s*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:const\s+)?"
+                r"(?P<kind>function\*?|class|interface|enum|namespace|module|type)\s+(?P<name>[\w$.]+)"
+            ),
+            _p(
+                r"^\s*(?:export\s+)?(?:const|let|var)\s+(?P<name>[\w$]+)\s*(?::[^=]+)?=\s*(?:async\s+)?"
+                r"(?:function\b|\([^)]*\)\s*(?::[^=]+?)?=>|[\w$]+\s*=>|\(\s*$|<)",
+                "function",
+            ),
+            _p(r"^\s*(?:export\s+)?(?:const|let|var)\s+(?P<name>[\w$]+)", "const"),
+            _p(
+                r"^\s*(?:(?:public|private|protected|static|readonly|override)\s+)*(?P<name>#?[\w$]+)\s*(?::[^=]+)?="
+                r"\s*(?:async\s+)?(?:\([^)]*\)|[\w$]+)\s*(?::[^=]+?)?=>",
+                "method",
+                member=True,
+                kw=True,
+            ),
+            _p(
+                r"^\s*(?:(?:public|private|protected|static|async|readonly|abstract|override|declare|get|set|accessor)"
+                r"\s+)*\*?(?P<name>#?[\w$]+)\s*\??\s*(?:<[^>]*>)?\s*\(",
+                "method",
+                member=True,
+                kw=True,
+            ),
+        ),
+        frozenset({"class", "interface", "namespace", "module"}),
+        ("//", "/*", "*"),
+        _at,
+    ),
+    "php": Lang(
+        "php",
+        (
+            _p(
+                r"^\s*(?:(?:abstract|final|readonly)\s+)*(?P<kind>class|interface|trait|enum)\s+(?P<name>\w+)"
+            ),
+            _p(r"^\s*(?P<kind>namespace)\s+(?P<name>[\w\\]+)\s*(?:\{\s*)?$"),
+            _p(
+                r"^\s*(?:(?:public|private|protected|static|abstract|final)\s+)*function\s+&?(?P<name>\w+)",
+                "function",
+            ),
+        ),
+        frozenset({"class", "interface", "trait", "enum", "namespace"}),
+        ("//", "/*", "*", "#"),
+        lambda s: s.startswith("#["),
+    ),
+    "c": Lang("c", (), frozenset({"extern"}), ("//", "/*", "*")),  # patterns filled below
+    "cpp": Lang(
+        "cpp",
+        (),
+        frozenset({"class", "struct", "union", "namespace", "extern"}),
+        ("//", "/*", "*"),
+        lambda s: s.startswith("template"),
+    ),
+    "shell": Lang(
+        "shell",
+        (
+            _p(
+                r"^\s*(?:function\s+(?P<name>[\w.:-]+)\s*(?:\(\s*\))?|(?P<name2>[\w.:-]+)\s*\(\s*\))",
+                "function",
+                kw=True,
+            ),
+        ),
+        frozenset(),
+        ("#",),
+    ),
+    "ruby": Lang(
+        "ruby",
+        (
+            _p(r"^\s*(?P<kind>def)\s+(?P<name>(?:self\.)?[\w.]+[?!=]?|[^\s(;]+)"),
+            _p(r"^\s*(?P<kind>class|module)\s+(?P<name>[\w:]+|<<\s*\w+)"),
+        ),
+        frozenset({"class", "module"}),
+        ("#",),
+        None,
+        "indent",
+        r"end\b",
+    ),
+    "python": Lang(
+        "python",
+        (_p(r"^\s*(?:async\s+)?(?P<kind>def|class)\s+(?P<name>\w+)"),),
+        frozenset({"class"}),
+        ("#",),
+        _at,
+        "indent",
+    ),
+}
+_C_PATS = (
+    _p(r'^\s*extern\s+"C(?:\+\+)?"\s*\{?\s*$', "extern", define=False),
+    _p(
+        r"^\s*(?:template\s*<[^>]*>\s*)?(?:typedef\s+)?(?P<kind>class|struct|union|enum\s+class|enum\s+struct|enum"
+        r"|namespace)\s+(?:[\w:]+\s+)*?(?P<name>[\w:]+)\s*(?=[:{;]|final\b|$)"
+    ),
+    _p(r"^\s*typedef\b", "typedef"),
+    _p(
+        r"^\s*(?!(?:if|else|for|while|switch|return|do|case|goto|sizeof|typedef|using|throw|delete|new)\b)"
+        r"(?:[\w:<>,~\[\]]+[\s*&]+)*?(?P<name>~?[A-Za-z_]\w*(?:::~?[A-Za-z_]\w*)*|operator\s*[^\s(]+)\s*\(",
+        "function",
+        kw=True,
+    ),
+)
+LANGS["c"] = Lang("c", _C_PATS, LANGS["c"].containers, LANGS["c"].comments)
+LANGS["cpp"] = Lang("cpp", _C_PATS, LANGS["cpp"].containers, LANGS["cpp"].comments, LANGS["cpp"].decorator)
+FAMILY = {"javascript": "js", "typescript": "js"}
+
+_DEFINE_RX = re.compile(r"^\s*#\s*define\s+(\w+)")
+_TYPEDEF_NAME = re.compile(r"(\w+)\s*(?:\[[^\]]*\])?\s*(?:\([^)]*\))?\s*;\s*$")
+_GROUP_MEMBER = re.compile(r"^\s*([A-Za-z_]\w*)")
+_MAX_ANCHOR_LINE = 400
+
+
+def _lead_checker(src: Src, lang: Lang, lit_at: list[bool] | None) -> Callable[[int], bool]:
+    comments = lang.comments
+    deco = lang.decorator
+    lines = src.lines
+
+    def is_lead(j: int) -> bool:
+        if lit_at is not None and lit_at[j]:
+            return True
+        s = lines[j].strip()
+        return s.startswith(comments) or (deco is not None and deco(s))
+
+    return is_lead
+
+
+def _indent_end(src: Src, sc: Scan, i: int, closer: re.Pattern[str] | None, comments: tuple[str, ...]) -> int:
+    ind = src.indent[i]
+    base = sc.depth_at[i]
+    last = i
+    lines, blank, indent, depth_at, lit_at = src.lines, src.blank, src.indent, sc.depth_at, sc.lit_at
+    for j in range(i + 1, src.n):
+        if blank[j]:
+            continue
+        s = lines[j].lstrip()
+        if lit_at[j] or (depth_at[j] > base and (indent[j] > ind or s[:1] in ")]}")):
+            last = j
+            continue
+        if indent[j] <= ind:
+            if closer is not None and indent[j] == ind and closer.match(s):
+                return j
+            if s.startswith(comments):
+                continue
+            return last
+        last = j
+    return last
+
+
+def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
+    """Last line of the unit anchored at ``i``; -1 when its body brace is unbalanced."""
+    base = sc.depth_at[i]
+    stop = min(nxt - 1, i + 60, src.n - 1)
+    j = i + 1
+    while j <= stop and not src.blank[j]:
+        j += 1
+    stop = min(stop, j - 1)
+    opener = "(" if group else "{"
+    evl, evc, evd = sc.ev_line, sc.ev_char, sc.ev_depth
+    k = bisect_left(evl, i)
+    while k < len(evl) and evl[k] <= stop:
+        d = evd[k]
+        if d < base:
+            break
+        if d == base:
+            c = evc[k]
+            if c == opener:
+                close = sc.match.get(k)
+                return -1 if close is None else close
+            if c == ";":
+                return evl[k]
+        k += 1
+    end = i
+    while end + 1 <= stop and sc.depth_at[end + 1] > base:
+        end += 1
+    return end
+
+
+def anchor_units(src: Src, language: str) -> tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]:
+    """Units of a non-Python file (or Python that does not parse) found with anchors + bracket structure."""
+    lang = LANGS[FAMILY.get(language, language)]
+    sc = Scan(src.text, src.n, TOKENS[lang.tokens])
+    lines, blank, lit_at = src.lines, src.blank, sc.lit_at
+    cands: list[tuple[int, Pat, re.Match[str]]] = []
+    extras: list[tuple[int, str]] = []
+    for i, ln in enumerate(lines):
+        if blank[i] or lit_at[i] or len(ln) > _MAX_ANCHOR_LINE:
+            continue
+        if language in ("c", "cpp") and "#" in ln:
+            dm = _DEFINE_RX.match(ln)
+            if dm:
+                extras.append((i, dm.group(1)))
+                continue
+        for p in lang.pats:
+            m = p.rx.match(ln)
+            if m is None:
+                continue
+            gd = m.groupdict()
+            name = gd.get("name") or gd.get("name2") or ""
+            typ = gd.get("type")
+            if p.kw and (name in _KEYWORDS or (typ is not None and typ in _KEYWORDS)):
+                continue
+            cands.append((i, p, m))
+            break
+    closer_rx = lang.closer or (r"[}\])]" if lang.mode == "brace" else "")
+    closer = re.compile(closer_rx) if closer_rx else None
+    items: list[tuple[Unit, bool]] = []
+    for idx, (i, p, m) in enumerate(cands):
+        nxt = cands[idx + 1][0] if idx + 1 < len(cands) else src.n
+        if lang.mode == "indent":
+            end = _indent_end(src, sc, i, closer, lang.comments)
+        else:
+            end = _brace_end(src, sc, i, nxt, p.group)
+            if end < 0:
+                end = _indent_end(src, sc, i, closer, lang.comments)
+        gd = m.groupdict()
+        kind = " ".join((gd.get("kind") or p.kind).split())
+        name = (gd.get("name") or gd.get("name2") or "").strip()
+        typ = gd.get("type")
+        if typ is not None and typ in _MODSET:
+            kind = "constructor"
+        if kind == "typedef":
+            tm = _TYPEDEF_NAME.search(lines[end])
+            name = tm.group(1) if tm else ""
+        label = f"{kind} {name}".strip()
+        if gd.get("recv"):
+            recv = gd["recv"].split()[-1] if gd["recv"].split() else ""
+            label = f"func ({recv}) {name}"
+        define_name = name.rsplit("::", 1)[-1]
+        if define_name.startswith("self."):
+            define_name = define_name[5:]
+        u = Unit(
+            head=i,
+            end=max(end, i),
+            kind=kind,
+            name=define_name,
+            label=label,
+            container=kind in lang.containers,
+            define=p.define and bool(define_name),
+        )
+        items.append((u, p.member))
+        if p.group:
+            d1 = sc.depth_at[i] + 1
+            for j in range(i + 1, u.end):
+                if sc.depth_at[j] == d1 and not lit_at[j] and not blank[j]:
+                    gm = _GROUP_MEMBER.match(lines[j])
+                    if gm and not lines[j].lstrip().startswith("//"):
+                        extras.append((j, gm.group(1)))
+    roots = build_tree(items, sc.depth_at if lang.mode == "brace" else None)
+    return roots, extras, _lead_checker(src, lang, sc.lit_at)
+
+
+def build_tree(items: list[tuple[Unit, bool]], depth_at: list[int] | None, root_depth: int = 0) -> list[Unit]:
+    """Nest units by span containment; drop anchors inside non-container units (e.g. in function bodies)."""
+    roots: list[Unit] = []
+    stack: list[Unit] = []
+    last_head = -1
+    for u, member in items:
+        if u.head <= last_head:
+            continue
+        while stack and stack[-1].end < u.head:
+            stack.pop()
+        parent = stack[-1] if stack else None
+        if parent is None:
+            if member or (depth_at is not None and depth_at[u.head] != root_depth):
+                continue
+            roots.append(u)
+        else:
+            if not parent.container:
+                continue
+            if depth_at is not None and depth_at[u.head] != depth_at[parent.head] + 1:
+                continue
+            u.end = min(u.end, parent.end)
+            parent.children.append(u)
+        last_head = u.head
+        stack.append(u)
+    return roots
+
+
+# --------------------------------------------------------------------------------------------- python
+
+_COMPOUND = (ast.If, ast.Try, ast.With, ast.AsyncWith) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _flat(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
+    for st in stmts:
+        yield st
+        if isinstance(st, _COMPOUND):
+            for attr in ("body", "orelse", "finalbody"):
+                yield from _flat(getattr(st, attr, []) or [])
+            for h in getattr(st, "handlers", []) or []:
+                yield from _flat(h.body)
+
+
+def python_units(src: Src) -> tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]:
+    """Units of a Python file via ``ast`` (raises SyntaxError/ValueError when it does not parse)."""
+    tree = ast.parse(src.text)
+    extras: list[tuple[int, str]] = []
+
+    def names(st: ast.stmt) -> None:
+        targets: list[ast.expr] = []
+        if isinstance(st, ast.Assign):
+            targets = st.targets
+        elif isinstance(st, ast.AnnAssign):
+            targets = [st.target]
+        elif type(st).__name__ == "TypeAlias":
+            targets = [st.name]  # type: ignore[attr-defined]
+        for t in targets:
+            if isinstance(t, ast.Name):
+                extras.append((t.lineno - 1, t.id))
+            elif isinstance(t, ast.Tuple):
+                extras.extend((e.lineno - 1, e.id) for e in t.elts if isinstance(e, ast.Name))
+
+    def units(stmts: list[ast.stmt], collect: bool) -> list[Unit]:
+        out: list[Unit] = []
+        for st in _flat(stmts):
+            if isinstance(st, _DEFS):
+                out.append(mk(st))
+            elif collect:
+                names(st)
+        out.sort(key=lambda u: u.head)  # try/except/else branches are not visited in line order
+        return out
+
+    def mk(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> Unit:
+        head = node.lineno - 1
+        start = min([d.lineno - 1 for d in node.decorator_list] + [head])
+        kind = "class" if isinstance(node, ast.ClassDef) else "def"
+        u = Unit(
+            head=head,
+            end=(node.end_lineno or node.lineno) - 1,
+            kind=kind,
+            name=node.name,
+            label=f"{kind} {node.name}",
+            start=start,
+            container=True,
+        )
+        u.children = units(node.body, kind == "class")
+        return u
+
+    roots = units(tree.body, True)
+    return roots, extras, _lead_checker(src, LANGS["python"], None)

@@ -1,0 +1,179 @@
+"""Settings: defaults < user config < workspace config < AIDE_* environment < flags.
+
+Every key lives in a ``[section]`` of a TOML file and maps to the environment variable
+``AIDE_<SECTION>_<KEY>`` (upper case). ``embedding.allow_remote`` is honoured from the user config,
+the environment and flags only, never from the workspace config: a cloned repository must not be
+able to send your code anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """What gets indexed and how it is cut."""
+
+    max_file_kb: int = 512
+    chunk_budget: int = 1500
+    exclude: tuple[str, ...] = ()
+    include_sensitive: bool = False
+    lock_timeout: float = 30.0
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    """Which embedder computes the dense vectors."""
+
+    backend: str = "builtin"  # builtin | openai | ollama | none
+    url: str = ""  # empty = the backend's loopback default
+    model: str = ""
+    prefixes: bool | None = None  # None = backend default
+    model_dir: str = ""  # builtin only: a BERT-family sentence-embedding folder
+    max_doc_tokens: int = 128
+    workers: int = 0  # builtin: embedding processes while indexing (0 = one per core, at most 2)
+    allow_remote: bool = False
+    timeout: float = 30.0
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Ranking knobs (defaults chosen on the public eval)."""
+
+    mode: str = "hybrid"  # hybrid | bm25 | dense
+    rrf_k: int = 20
+    top_n: int = 50
+    bm25_weight: float = 1.0
+    dense_weight: float = 1.0
+    symbol_weight: float = 1.0
+    path_weight: float = 0.5
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All settings, grouped by section."""
+
+    index: IndexSettings = field(default_factory=IndexSettings)
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+
+
+class ConfigError(Exception):
+    """A config file or variable is invalid; the message names the source and the key."""
+
+
+_WORKSPACE_FORBIDDEN = {("embedding", "allow_remote")}
+
+
+def user_config_path() -> Path:
+    """``$XDG_CONFIG_HOME/aide-tui/config.toml`` (default ``~/.config``)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "aide-tui" / "config.toml"
+
+
+def workspace_config_path(root: Path) -> Path:
+    """The workspace's own config file, kept across index rebuilds."""
+    return root / ".aide" / "config.toml"
+
+
+def _coerce(value: Any, default: Any, where: str) -> Any:
+    """Convert ``value`` to the type of ``default`` (strings from the environment included)."""
+    try:
+        if value is None:
+            return None
+        if isinstance(default, bool) or default is None:
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                if default is None and low in ("", "auto"):
+                    return None
+                raise ValueError(value)
+            return bool(value)
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        if isinstance(default, tuple):
+            if isinstance(value, str):
+                return tuple(v.strip() for v in value.split(",") if v.strip())
+            return tuple(str(v) for v in value)
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: invalid value {value!r}") from exc
+
+
+def apply_mapping(settings: Settings, data: dict[str, Any], source: str, workspace: bool = False) -> Settings:
+    """Overlay a parsed TOML mapping onto ``settings``."""
+    for section in fields(Settings):
+        table = data.get(section.name)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: [{section.name}] must be a table")
+        current = getattr(settings, section.name)
+        known = {f.name: f for f in fields(current)}
+        changes: dict[str, Any] = {}
+        for key, value in table.items():
+            if key not in known:
+                raise ConfigError(f"{source}: unknown key {section.name}.{key}")
+            if workspace and (section.name, key) in _WORKSPACE_FORBIDDEN:
+                continue  # never honoured from inside the workspace
+            changes[key] = _coerce(value, getattr(current, key), f"{source}: {section.name}.{key}")
+        settings = replace(settings, **{section.name: replace(current, **changes)})
+    return settings
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def env_overrides(environ: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """Collect ``AIDE_<SECTION>_<KEY>`` variables into a TOML-shaped mapping."""
+    environ = dict(os.environ) if environ is None else environ
+    out: dict[str, dict[str, str]] = {}
+    for section in fields(Settings):
+        for f in fields(section.default_factory()):  # type: ignore[misc]
+            name = f"AIDE_{section.name}_{f.name}".upper()
+            if name in environ:
+                out.setdefault(section.name, {})[f.name] = environ[name]
+    if "AIDE_ALLOW_REMOTE_EMBEDDER" in environ:
+        out.setdefault("embedding", {})["allow_remote"] = environ["AIDE_ALLOW_REMOTE_EMBEDDER"]
+    if "AIDE_EMBEDDER" in environ:
+        out.setdefault("embedding", {})["backend"] = environ["AIDE_EMBEDDER"]
+    return out
+
+
+def load_settings(
+    root: Path | None,
+    flags: dict[str, dict[str, Any]] | None = None,
+    environ: dict[str, str] | None = None,
+    user_config: Path | None = None,
+) -> Settings:
+    """Resolve settings for a workspace through every layer, lowest precedence first."""
+    settings = Settings()
+    settings = apply_mapping(settings, _read_toml(user_config or user_config_path()), "user config")
+    if root is not None:
+        ws = workspace_config_path(root)
+        settings = apply_mapping(settings, _read_toml(ws), str(ws), workspace=True)
+    settings = apply_mapping(settings, env_overrides(environ), "environment")
+    if flags:
+        settings = apply_mapping(settings, flags, "command line")
+    if settings.embedding.backend not in ("builtin", "openai", "ollama", "none"):
+        raise ConfigError(f"unknown embedder {settings.embedding.backend!r} (builtin, openai, ollama, none)")
+    if settings.search.mode not in ("hybrid", "bm25", "dense"):
+        raise ConfigError(f"unknown search mode {settings.search.mode!r} (hybrid, bm25, dense)")
+    return settings

@@ -1,0 +1,1 @@
+"""Embedding backends: builtin (numpy MiniLM), OpenAI-compatible (llama.cpp), Ollama."""

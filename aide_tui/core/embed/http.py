@@ -1,0 +1,314 @@
+"""HTTP embedding backends: llama.cpp's OpenAI-compatible server and Ollama (loopback by default)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+import numpy as np
+
+from aide_tui.core.embed.base import EmbedderError, Kind, l2_normalise
+from aide_tui.core.embed.policy import check_endpoint, display_url, is_loopback_host
+
+MAX_BATCH = 16
+BACKOFF = (0.2, 0.5, 1.0)  # seconds before retry 1, 2, 3+
+PREFIXES: dict[str, str] = {"document": "search_document: ", "query": "search_query: "}
+DIM_PROBE_TEXT = "dim probe"
+
+
+class _Retryable(Exception):
+    """A failed attempt worth retrying; carries the final user-facing message."""
+
+
+def _excerpt(text: str, limit: int = 200) -> str:
+    """One-line, bounded excerpt of a response body."""
+    flat = " ".join(text.split())
+    if not flat:
+        return "(empty body)"
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class _HTTPEmbedder:
+    """Shared machinery: endpoint policy, batching, retries, validation, normalisation."""
+
+    _name = ""  # id prefix, e.g. "openai"
+    _paths: tuple[str, ...] = ()  # suffixes stripped from a user URL; the first is the endpoint path
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        prefixes: bool,
+        allow_remote: bool,
+        timeout: float,
+        retries: int,
+        batch_size: int,
+        client: httpx.Client | None,
+    ) -> None:
+        if not model:
+            raise EmbedderError(f"no embedding model name given for the {self._name} backend")
+        check_endpoint(url, allow_remote)
+        self.model = model
+        self.prefixes = prefixes
+        self.url = self._base_url(url)
+        self.endpoint = self.url + self._paths[0]
+        try:
+            host = httpx.URL(self.endpoint).host
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise EmbedderError(f"invalid embedding endpoint URL {display_url(url)}: {exc}") from None
+        if not allow_remote and not is_loopback_host(host):  # guard against URL-parser disagreement
+            check_endpoint(f"http://{host}/", allow_remote)
+        self._shown = display_url(self.url)
+        self._connect_timeout = min(timeout, 10.0)
+        self._timeout = httpx.Timeout(timeout, connect=self._connect_timeout)
+        self._timeout_s = timeout
+        self._retries = max(0, retries)
+        self._batch_size = max(1, min(batch_size, MAX_BATCH))
+        self._owns_client = client is None
+        # trust_env=False: never route a loopback request through an HTTP(S)_PROXY from the environment.
+        self._client = client if client is not None else httpx.Client(trust_env=False, follow_redirects=False)
+        self._lock = threading.RLock()
+        self._dim: int | None = None
+        self._closed = False
+
+    # -- identity ---------------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """``<backend>:<model>`` plus ``:p`` when nomic-style task prefixes are used."""
+        return f"{self._name}:{self.model}" + (":p" if self.prefixes else "")
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension; the first access without a prior embed makes one probe request."""
+        if self._dim is None:
+            self.embed([DIM_PROBE_TEXT], "document")
+        assert self._dim is not None
+        return self._dim
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the HTTP client if this embedder created it."""
+        with self._lock:
+            self._closed = True
+            if self._owns_client:
+                self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(url={self._shown!r}, model={self.model!r}, prefixes={self.prefixes})"
+
+    # -- embedding --------------------------------------------------------------------------------------
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> np.ndarray:
+        """Embed ``texts`` in batches of at most 16; L2-normalised float32 of shape (len(texts), dim)."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not a single string")
+        if kind not in PREFIXES:
+            raise ValueError(f"kind must be 'document' or 'query', not {kind!r}")
+        items = list(texts)
+        if not all(isinstance(t, str) for t in items):
+            raise TypeError("embed() takes a sequence of strings")
+        if not items:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        if self.prefixes:
+            items = [PREFIXES[kind] + t for t in items]
+        with self._lock:
+            if self._closed:
+                raise EmbedderError(f"embedder for {self._shown} is closed")
+            out = [
+                self._embed_batch(items[i : i + self._batch_size])
+                for i in range(0, len(items), self._batch_size)
+            ]
+        return l2_normalise(np.concatenate(out, axis=0))
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        payload = self._request(self._body(batch))
+        raw = self._vectors(payload, len(batch))
+        if len(raw) != len(batch):
+            raise EmbedderError(
+                f"embedding server at {self._shown} returned {len(raw)} vectors for {len(batch)} inputs"
+            )
+        dims = {len(v) if isinstance(v, list) else -1 for v in raw}
+        if -1 in dims:
+            raise EmbedderError(f"embedding server at {self._shown} returned an embedding that is not a list")
+        if len(dims) > 1:
+            raise EmbedderError(
+                f"embedding server at {self._shown} returned vectors of inconsistent dimensions "
+                f"{sorted(dims)} in one response"
+            )
+        (dim,) = dims
+        if dim == 0:
+            raise EmbedderError(f"embedding server at {self._shown} returned empty vectors")
+        if self._dim is not None and dim != self._dim:
+            raise EmbedderError(
+                f"embedding server at {self._shown} returned vectors of dimension {dim}, "
+                f"expected {self._dim} (did the model behind it change?)"
+            )
+        if not all(type(x) in (int, float) for v in raw for x in v):
+            raise EmbedderError(f"embedding server at {self._shown} returned non-numeric embedding values")
+        arr = np.asarray(raw, dtype=np.float64)
+        if not np.isfinite(arr).all():
+            raise EmbedderError(f"embedding server at {self._shown} returned non-finite values (NaN or inf)")
+        if self._dim is None:
+            self._dim = dim
+        return arr.astype(np.float32)
+
+    def _request(self, body: dict[str, Any]) -> Any:
+        """POST ``body`` with retries on connection errors, timeouts and 5xx; return the decoded JSON."""
+        attempts = self._retries + 1
+        for attempt in range(attempts):
+            try:
+                return self._attempt(body)
+            except _Retryable as exc:
+                if attempt + 1 >= attempts:
+                    suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
+                    raise EmbedderError(f"{exc}{suffix}") from None
+                time.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
+        raise AssertionError("unreachable")
+
+    def _attempt(self, body: dict[str, Any]) -> Any:
+        where = f"embedding server at {self._shown}"
+        try:
+            resp = self._client.post(self.endpoint, json=body, timeout=self._timeout)
+        except httpx.ConnectTimeout:
+            raise _Retryable(
+                f"{where} did not accept a connection within {self._connect_timeout:g}s"
+            ) from None
+        except httpx.TimeoutException:
+            raise _Retryable(f"{where} did not answer within {self._timeout_s:g}s (timeout)") from None
+        except httpx.ConnectError as exc:
+            reason = "connection refused" if "refused" in str(exc).lower() else _excerpt(str(exc), 120)
+            raise _Retryable(f"{where} is not reachable ({reason})") from None
+        except httpx.TransportError as exc:
+            raise _Retryable(f"{where} failed: {_excerpt(str(exc) or type(exc).__name__, 120)}") from None
+        except RuntimeError as exc:  # e.g. a closed client supplied by the caller
+            raise EmbedderError(f"{where} cannot be used: {exc}") from None
+        if not 200 <= resp.status_code < 300:  # redirects are not followed (they could leave loopback)
+            message = (
+                f"{where} returned HTTP {resp.status_code} for POST {self._paths[0]}: {_excerpt(resp.text)}"
+            )
+            if resp.status_code >= 500:
+                raise _Retryable(message)
+            raise EmbedderError(message)
+        try:
+            return resp.json()
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError
+            raise EmbedderError(f"{where} returned invalid JSON: {_excerpt(resp.text, 120)}") from None
+
+    # -- backend specifics ------------------------------------------------------------------------------
+
+    @classmethod
+    def _base_url(cls, url: str) -> str:
+        """``url`` without a trailing slash or a known endpoint path."""
+        base = url.strip().rstrip("/")
+        for suffix in cls._paths:
+            if base.lower().endswith(suffix):
+                return base[: -len(suffix)].rstrip("/")
+        return base
+
+    def _body(self, batch: list[str]) -> dict[str, Any]:
+        return {"model": self.model, "input": batch}
+
+    def _vectors(self, payload: Any, n: int) -> list[Any]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class OpenAIEmbedder(_HTTPEmbedder):
+    """llama.cpp server (or any OpenAI-compatible server): POST {url}/v1/embeddings."""
+
+    _name = "openai"
+    _paths = ("/v1/embeddings", "/embeddings", "/v1")
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:8080",
+        model: str = "default",
+        *,
+        prefixes: bool = False,
+        allow_remote: bool = False,
+        timeout: float = 30.0,
+        retries: int = 2,
+        batch_size: int = MAX_BATCH,
+        client: httpx.Client | None = None,
+    ) -> None:
+        super().__init__(
+            url,
+            model,
+            prefixes=prefixes,
+            allow_remote=allow_remote,
+            timeout=timeout,
+            retries=retries,
+            batch_size=batch_size,
+            client=client,
+        )
+
+    def _vectors(self, payload: Any, n: int) -> list[Any]:
+        where = f"embedding server at {self._shown}"
+        data = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(data, list):
+            raise EmbedderError(
+                f"{where} returned an unexpected response (no 'data' list): {_excerpt(str(payload))}"
+            )
+        if not all(isinstance(d, dict) and "embedding" in d for d in data):
+            raise EmbedderError(f"{where} returned an unexpected response (a 'data' item has no 'embedding')")
+        if all("index" in d for d in data):
+            indices = [d["index"] for d in data]
+            if not all(type(i) is int for i in indices) or sorted(indices) != list(range(len(data))):
+                raise EmbedderError(
+                    f"{where} returned bad 'index' values for {n} inputs: {_excerpt(str(indices))}"
+                )
+            data = sorted(data, key=lambda d: d["index"])
+        return [d["embedding"] for d in data]
+
+
+class OllamaEmbedder(_HTTPEmbedder):
+    """Ollama: POST {url}/api/embed with {"model", "input"} -> {"embeddings": [...]}."""
+
+    _name = "ollama"
+    _paths = ("/api/embed", "/api/embeddings", "/api")
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:11434",
+        model: str = "nomic-embed-text",
+        *,
+        prefixes: bool | None = None,
+        allow_remote: bool = False,
+        timeout: float = 30.0,
+        retries: int = 2,
+        batch_size: int = MAX_BATCH,
+        client: httpx.Client | None = None,
+    ) -> None:
+        super().__init__(
+            url,
+            model,
+            prefixes=("nomic" in (model or "").lower()) if prefixes is None else prefixes,
+            allow_remote=allow_remote,
+            timeout=timeout,
+            retries=retries,
+            batch_size=batch_size,
+            client=client,
+        )
+
+    def _vectors(self, payload: Any, n: int) -> list[Any]:
+        vectors = payload.get("embeddings") if isinstance(payload, dict) else None
+        if not isinstance(vectors, list):
+            raise EmbedderError(
+                f"embedding server at {self._shown} returned an unexpected response (no 'embeddings' list): "
+                f"{_excerpt(str(payload))}"
+            )
+        return vectors

@@ -1,0 +1,288 @@
+"""Query → ranked, explained results: BM25, symbol and path lists plus dense top-k, fused with RRF."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from aide_tui.core.bm25 import BM25, top_positive
+from aide_tui.core.config import Settings
+from aide_tui.core.embed.base import Embedder, EmbedderError
+from aide_tui.core.fuse import rrf
+from aide_tui.core.indexer import index_dir_for
+from aide_tui.core.model import Chunk
+from aide_tui.core.store import MANIFEST, IndexData, read_index
+from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
+from aide_tui.core.vectors import top_k
+
+_FILTER = re.compile(r"(?:^|\s)(path|lang):(\S+)")
+_CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")
+LONG_QUERY_TERMS = 24
+
+
+@dataclass
+class Hit:
+    """One result row: a chunk with its fused score, per-list ranks and why it matched."""
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    symbol: str | None
+    language: str
+    ranks: dict[str, int | None]
+    query_terms: list[str] = field(default_factory=list)
+    text: str = ""
+
+    def matched_terms(self) -> list[str]:
+        """Query terms that occur in this chunk's code or path (for the "why" line)."""
+        return sorted(set(self.query_terms) & set(tokenize(f"{self.text} {self.path}")))
+
+    def to_json(self) -> dict[str, object]:
+        """The contract's result object."""
+        return {
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": round(self.score, 6),
+            "symbol": self.symbol,
+            "ranks": self.ranks,
+        }
+
+
+@dataclass
+class SearchResponse:
+    """Results of one query plus whether the dense side was unavailable."""
+
+    query: str
+    results: list[Hit]
+    degraded: bool = False
+    degraded_reason: str | None = None
+    took_ms: float = 0.0
+    mode: str = "hybrid"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "query": self.query,
+            "degraded": self.degraded,
+            "degraded_reason": self.degraded_reason,
+            "took_ms": round(self.took_ms, 3),
+            "results": [h.to_json() for h in self.results],
+        }
+
+
+@dataclass
+class ParsedQuery:
+    """Free text plus ``path:GLOB`` / ``lang:NAME`` filters."""
+
+    text: str
+    path_globs: list[str]
+    langs: list[str]
+
+    def accepts(self, chunk: Chunk) -> bool:
+        if self.langs and chunk.language not in self.langs:
+            return False
+        if self.path_globs:
+            return any(_glob_match(chunk.path, g) for g in self.path_globs)
+        return True
+
+
+def _glob_match(path: str, glob: str) -> bool:
+    if any(ch in glob for ch in "*?["):
+        return (
+            fnmatch.fnmatch(path, glob)
+            or fnmatch.fnmatch(path, f"*/{glob}")
+            or fnmatch.fnmatch(path, f"{glob}/*")
+        )
+    return glob in path
+
+
+def parse_query(query: str) -> ParsedQuery:
+    """Split filters out of the query text."""
+    globs: list[str] = []
+    langs: list[str] = []
+    for kind, value in _FILTER.findall(query):
+        (globs if kind == "path" else langs).append(value if kind == "path" else value.lower())
+    text = _FILTER.sub(" ", query).strip()
+    return ParsedQuery(text, globs, langs)
+
+
+class NoIndex(Exception):
+    """The workspace has no usable index yet."""
+
+
+class Searcher:
+    """Answers queries over a workspace's current index; reloads when a new generation lands."""
+
+    def __init__(self, root: Path, settings: Settings, embedder: Embedder | None = None,
+                 embedder_error: str | None = None) -> None:  # fmt: skip
+        self.root = Path(root)
+        self.settings = settings
+        self.embedder = embedder
+        self.embedder_error = embedder_error
+        self._lock = threading.Lock()
+        self._generation: str | None = None
+        self._manifest_stat: tuple[int, int] | None = None
+        self.data: IndexData | None = None
+        self.bm25: BM25 | None = None
+        self.symbols: dict[str, list[int]] = {}
+        self.path_parts: dict[str, set[str]] = {}
+
+    # -- loading -----------------------------------------------------------------------------------
+
+    def refresh(self) -> bool:
+        """Load the index if it changed on disk; returns True when (re)loaded. Raises IndexError_."""
+        idx = index_dir_for(self.root, create=False)
+        try:
+            st = os.stat(idx / MANIFEST)
+            key = (st.st_mtime_ns, st.st_ino)
+        except OSError:
+            key = None
+        with self._lock:
+            if key is not None and key == self._manifest_stat and self.data is not None:
+                return False
+            data = read_index(idx, mmap=True)
+            self._install(data)
+            self._manifest_stat = key
+            return True
+
+    def _install(self, data: IndexData) -> None:
+        self.data = data
+        self.bm25 = BM25(data.docs, data.vocab)
+        symbols: dict[str, list[int]] = {}
+        paths: dict[str, set[str]] = {}
+        for i, c in enumerate(data.chunks):
+            for name in c.defines:
+                symbols.setdefault(name.lower(), []).append(i)
+        for p in data.files:
+            parts = p.lower().split("/")
+            stem = parts[-1].rsplit(".", 1)[0]
+            for part in {*parts[:-1], stem, parts[-1]}:
+                paths.setdefault(part, set()).add(p)
+        self.symbols = symbols
+        self.path_parts = paths
+
+    # -- retrievers --------------------------------------------------------------------------------
+
+    def _symbol_list(self, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
+        """Chunks defining a name the query mentions: exact case first, then case-insensitive."""
+        assert self.data is not None
+        words = identifiers(text)
+        short = len(words) <= 3
+        scored: dict[int, tuple[int, float]] = {}
+        for w in words:
+            if not (short or _CODE_LIKE.search(w)):
+                continue
+            for cand in dict.fromkeys([w, w.rsplit(".", 1)[-1]]):
+                if len(cand) < 3 or cand.lower() in STOPWORDS:
+                    continue
+                for row in self.symbols.get(cand.lower(), ()):
+                    exact = 2 if cand in self.data.chunks[row].defines else 1
+                    prev = scored.get(row, (0, 0.0))
+                    scored[row] = (max(prev[0], exact), float(bm25_scores[row]))
+        ranked = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], r))
+        return ranked[:limit]
+
+    def _path_list(self, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
+        """Chunks of files whose name or folders match query words, by BM25 score within them."""
+        assert self.data is not None
+        hits: dict[str, int] = {}
+        for raw in re.findall(r"[\w./-]+", text):
+            word = raw.lower().strip("./")
+            if len(word) < 3 or word in STOPWORDS:
+                continue
+            if "/" in word:
+                for p in self.data.files:
+                    if p.lower().endswith(word) or f"/{word}/" in f"/{p.lower()}":
+                        hits[p] = hits.get(p, 0) + 2
+                continue
+            for p in self.path_parts.get(word, ()):
+                hits[p] = hits.get(p, 0) + 1
+        if not hits or len(hits) > 50:
+            return []
+        rows = [i for i in np.flatnonzero(bm25_scores > 0) if self.data.chunks[i].path in hits]
+        rows.sort(key=lambda r: (-hits[self.data.chunks[r].path], -float(bm25_scores[r]), r))
+        return [int(r) for r in rows[:limit]]
+
+    def _query_terms(self, text: str) -> tuple[list[str], dict[str, float] | None]:
+        """BM25 terms; a long pasted text keeps its rarest distinct terms only."""
+        terms = list(dict.fromkeys(tokenize(text)))
+        if len(terms) <= LONG_QUERY_TERMS or self.bm25 is None:
+            return terms, None
+        idf = self.bm25.idf
+        known = [(float(idf[self.bm25.vocab[t]]), t) for t in terms if t in self.bm25.vocab]
+        known.sort(reverse=True)
+        return [t for _, t in known[:LONG_QUERY_TERMS]], None
+
+    # -- search ------------------------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 20, mode: str | None = None) -> SearchResponse:
+        """Rank chunks for ``query``. Never raises for bad query text."""
+        mode = mode or self.settings.search.mode
+        t0 = time.perf_counter()
+        if self.data is None:
+            self.refresh()
+        data, bm25 = self.data, self.bm25
+        assert data is not None and bm25 is not None
+        s = self.settings.search
+        parsed = parse_query(query[:20_000])
+        resp = SearchResponse(query=query, results=[], mode=mode)
+        lists: dict[str, list[int]] = {}
+        terms, weights = self._query_terms(parsed.text)
+        scores = bm25.scores(terms, weights) if terms else np.zeros(len(data.chunks), np.float32)
+        if mode in ("hybrid", "bm25"):
+            lists["bm25"] = [int(i) for i in top_positive(scores, s.top_n)[0]]
+            lists["symbol"] = self._symbol_list(parsed.text, scores, s.top_n)
+            lists["path"] = self._path_list(parsed.text, scores, s.top_n)
+        if mode in ("hybrid", "dense") and parsed.text:
+            dense, reason = self._dense_list(parsed.text, s.top_n)
+            if dense is not None:
+                lists["dense"] = dense
+            elif reason is not None:
+                resp.degraded, resp.degraded_reason = True, reason
+        weights_by_list = {
+            "bm25": s.bm25_weight,
+            "dense": s.dense_weight,
+            "symbol": s.symbol_weight,
+            "path": s.path_weight,
+        }
+        fused = rrf(lists, k=s.rrf_k, weights=weights_by_list)
+        for f in fused:
+            c = data.chunks[f.doc]
+            if not parsed.accepts(c):
+                continue
+            ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
+            for extra in ("symbol", "path"):
+                if extra in f.ranks:
+                    ranks[extra] = f.ranks[extra]
+            resp.results.append(
+                Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text)
+            )
+            if len(resp.results) >= limit:
+                break
+        resp.took_ms = (time.perf_counter() - t0) * 1000
+        return resp
+
+    def _dense_list(self, text: str, n: int) -> tuple[list[int] | None, str | None]:
+        """Dense top-n, or (None, reason) when the dense side is unusable (None, None: not configured)."""
+        data = self.data
+        assert data is not None
+        if self.embedder is None:
+            return None, self.embedder_error
+        try:
+            emb_id = self.embedder.id
+            q = self.embedder.embed([text], kind="query")[0]
+        except EmbedderError as exc:
+            return None, str(exc)
+        if data.meta.get("embedder") != emb_id or not data.present.any():
+            return [], None  # vectors are still being computed: not degraded, just nothing to fuse yet
+        idx, _ = top_k(data.vectors, data.present, q, 4 * n)
+        ranked = list(dict.fromkeys(int(data.owners[i]) for i in idx))  # a chunk ranks by its best piece
+        return ranked[:n], None

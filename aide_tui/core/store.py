@@ -1,0 +1,466 @@
+"""On-disk index: versioned manifest, generation folders, atomic writes, checksums, writer lock.
+
+Layout under ``<root>/.aide/`` (or the user cache dir when the workspace is read-only)::
+
+    config.toml                 workspace settings, kept across rebuilds
+    index/manifest.json         the single source of truth: format, embedder, files, checksums
+    index/g<stamp>/...          one immutable generation: chunks.jsonl, vocab.json, *.npy
+    index/lock                  writer lock (flock) holding the writer's PID
+    cache/embeddings/<id>/      vectors keyed by chunk-text hash, per embedder id
+
+A writer builds a complete new generation folder, fsyncs it, then atomically replaces the manifest;
+a crash at any point leaves the previous manifest and its generation intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aide_tui.core.bm25 import DocTerms
+from aide_tui.core.model import Chunk
+
+FORMAT_VERSION = 2
+MANIFEST = "manifest.json"
+_ARRAYS = ("doc_ptr", "term_ids", "tfs", "vectors", "present", "owners")
+
+
+class IndexError_(Exception):
+    """Base of index problems; the message is meant for the user."""
+
+
+class IndexMissing(IndexError_):
+    """No index has been built yet."""
+
+
+class IndexCorrupt(IndexError_):
+    """The index exists but cannot be trusted (truncated, garbage, unknown format)."""
+
+
+class LockTimeout(IndexError_):
+    """Another writer holds the index lock."""
+
+    def __init__(self, message: str, pid: int | None) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+@dataclass
+class FileRecord:
+    """What the index knows about one source file."""
+
+    size: int
+    mtime_ns: int
+    sha1: str
+
+
+@dataclass
+class IndexData:
+    """Everything one generation holds, in memory.
+
+    Row i of ``docs`` belongs to ``chunks[i]``; row j of ``vectors``/``present``/``owners`` belongs to
+    ``pieces[j]``, a finer span inside chunk ``owners[j]`` (see pieces.py).
+    """
+
+    chunks: list[Chunk]
+    files: dict[str, FileRecord]
+    vocab: dict[str, int]
+    docs: DocTerms
+    pieces: list[Chunk]
+    owners: np.ndarray  # (p,) int32: chunk row of each piece
+    vectors: np.ndarray  # (p, dim) float32; rows with present=False are meaningless
+    present: np.ndarray  # (p,) bool
+    meta: dict[str, Any] = field(default_factory=dict)  # embedder, dim, settings, skipped, ...
+
+
+# -- locations -------------------------------------------------------------------------------------
+
+
+def _writable_dir(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        probe = path / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        return True
+    except OSError:
+        return False
+
+
+def state_dir(root: Path, create: bool = True) -> Path:
+    """``<root>/.aide``, or a per-workspace folder in the user cache dir if the workspace is read-only."""
+    local = Path(root) / ".aide"
+    if (local / "index" / MANIFEST).exists() and os.access(local / "index", os.W_OK):
+        return local
+    if not create:
+        if (local / "index" / MANIFEST).exists():
+            return local
+        fb = fallback_dir(root)
+        return fb if (fb / "index" / MANIFEST).exists() else local
+    if _writable_dir(local / "index"):
+        return local
+    fb = fallback_dir(root)
+    fb.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return fb
+
+
+def fallback_dir(root: Path) -> Path:
+    """Where a read-only workspace keeps its index: ``$XDG_CACHE_HOME/aide-tui/<name>-<hash>``."""
+    real = os.path.realpath(root)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    tag = hashlib.sha1(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return Path(base) / "aide-tui" / f"{Path(real).name or 'root'}-{tag}"
+
+
+# -- atomic primitives -----------------------------------------------------------------------------
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a user-only temp file, fsync and rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _write_file(path: Path, data: bytes) -> tuple[int, int]:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return len(data), zlib.crc32(data)
+
+
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _chunk_to_json(c: Chunk) -> dict[str, Any]:
+    return {
+        "path": c.path,
+        "start": c.start_line,
+        "end": c.end_line,
+        "lang": c.language,
+        "symbol": c.symbol,
+        "header": c.header,
+        "defines": list(c.defines),
+        "text": c.text,
+    }
+
+
+def _chunk_from_json(d: dict[str, Any]) -> Chunk:
+    return Chunk(
+        path=d["path"],
+        start_line=int(d["start"]),
+        end_line=int(d["end"]),
+        language=d["lang"],
+        symbol=d["symbol"],
+        header=d["header"],
+        text=d["text"],
+        defines=tuple(d.get("defines", ())),
+    )
+
+
+# -- index read/write ------------------------------------------------------------------------------
+
+
+def write_index(index_dir: Path, data: IndexData) -> str:
+    """Persist ``data`` as a new generation and switch the manifest to it; returns the generation name."""
+    index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    gen = f"g{time.time_ns():x}-{os.getpid()}"
+    tmp_dir = index_dir / f".tmp-{gen}"
+    tmp_dir.mkdir(mode=0o700)
+    checksums: dict[str, list[int]] = {}
+    try:
+        payloads: dict[str, bytes] = {
+            "chunks.jsonl": "".join(
+                json.dumps(_chunk_to_json(c), ensure_ascii=True) + "\n" for c in data.chunks
+            ).encode(),
+            "pieces.jsonl": "".join(
+                json.dumps(_chunk_to_json(c), ensure_ascii=True) + "\n" for c in data.pieces
+            ).encode(),
+            "owners.npy": _npy_bytes(data.owners.astype(np.int32)),
+            "vocab.json": json.dumps(sorted(data.vocab, key=data.vocab.__getitem__)).encode(),
+            "doc_ptr.npy": _npy_bytes(data.docs.doc_ptr.astype(np.int64)),
+            "term_ids.npy": _npy_bytes(data.docs.term_ids.astype(np.int32)),
+            "tfs.npy": _npy_bytes(data.docs.tfs.astype(np.float32)),
+            "vectors.npy": _npy_bytes(data.vectors.astype(np.float32)),
+            "present.npy": _npy_bytes(data.present.astype(bool)),
+        }
+        for name, payload in payloads.items():
+            checksums[name] = list(_write_file(tmp_dir / name, payload))
+        _fsync_dir(tmp_dir)
+        os.rename(tmp_dir, index_dir / gen)
+        _fsync_dir(index_dir)
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    manifest = {
+        "format": FORMAT_VERSION,
+        "generation": gen,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "files": {p: [r.size, r.mtime_ns, r.sha1] for p, r in data.files.items()},
+        "counts": {"files": len(data.files), "chunks": len(data.chunks), "embedded": embedded_chunks(data)},
+        "checksums": checksums,
+        "meta": data.meta,
+    }
+    atomic_write_bytes(index_dir / MANIFEST, json.dumps(manifest, ensure_ascii=True).encode())
+    _remove_old_generations(index_dir, keep={gen})
+    return gen
+
+
+def embedded_chunks(data: IndexData) -> int:
+    """Chunks whose every dense piece has a vector."""
+    missing = np.unique(data.owners[~data.present]) if len(data.pieces) else np.zeros(0)
+    return len(data.chunks) - len(missing) if data.meta.get("embedder", "none") != "none" else 0
+
+
+def _remove_old_generations(index_dir: Path, keep: set[str]) -> None:
+    """Delete generations older than the newest two (a reader may still be loading the previous one)."""
+    gens = sorted(
+        (p for p in index_dir.iterdir() if p.name.startswith("g") and p.is_dir()), key=os.path.getmtime
+    )
+    stale = [p for p in gens if p.name not in keep][:-1]
+    stale += [p for p in index_dir.iterdir() if p.name.startswith(".tmp-g") and not _pid_alive_from_tmp(p)]
+    for p in stale:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def _pid_alive_from_tmp(path: Path) -> bool:
+    try:
+        return _pid_alive(int(path.name.rsplit("-", 1)[-1]))
+    except ValueError:
+        return False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_manifest(index_dir: Path) -> dict[str, Any]:
+    """Load and validate the manifest; raise IndexMissing / IndexCorrupt."""
+    path = index_dir / MANIFEST
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise IndexMissing(f"no index at {index_dir}") from exc
+    except OSError as exc:
+        raise IndexCorrupt(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        manifest = json.loads(raw)
+        if not isinstance(manifest, dict):
+            raise ValueError("not an object")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise IndexCorrupt(f"index manifest is corrupt ({exc.__class__.__name__}); rebuilding") from exc
+    if manifest.get("format") != FORMAT_VERSION:
+        raise IndexCorrupt(
+            f"index format {manifest.get('format')!r} is not the supported {FORMAT_VERSION}; rebuilding"
+        )
+    for key in ("generation", "files", "checksums", "meta", "counts"):
+        if key not in manifest:
+            raise IndexCorrupt(f"index manifest lacks {key!r}; rebuilding")
+    return manifest
+
+
+def read_index(index_dir: Path, mmap: bool = False) -> IndexData:
+    """Load the current generation, verifying sizes and checksums; raise IndexMissing / IndexCorrupt."""
+    manifest = read_manifest(index_dir)
+    gen_dir = index_dir / str(manifest["generation"])
+    blobs: dict[str, bytes] = {}
+    try:
+        for name, (size, crc) in manifest["checksums"].items():
+            if name == "vectors.npy" and mmap:
+                if os.path.getsize(gen_dir / name) != size:
+                    raise IndexCorrupt(f"index file {name} has the wrong size; rebuilding")
+                continue
+            blob = (gen_dir / name).read_bytes()
+            if len(blob) != size or zlib.crc32(blob) != crc:
+                raise IndexCorrupt(f"index file {name} is damaged (checksum mismatch); rebuilding")
+            blobs[name] = blob
+        chunks = [_chunk_from_json(json.loads(line)) for line in blobs["chunks.jsonl"].splitlines() if line]
+        pieces = [_chunk_from_json(json.loads(line)) for line in blobs["pieces.jsonl"].splitlines() if line]
+        vocab_list = json.loads(blobs["vocab.json"])
+        arrays = {}
+        for name in _ARRAYS:
+            if name == "vectors" and mmap:
+                arrays[name] = np.load(gen_dir / "vectors.npy", mmap_mode="r", allow_pickle=False)
+            else:
+                import io
+
+                arrays[name] = np.load(io.BytesIO(blobs[f"{name}.npy"]), allow_pickle=False)
+        files = {p: FileRecord(int(v[0]), int(v[1]), str(v[2])) for p, v in manifest["files"].items()}
+    except IndexCorrupt:
+        raise
+    except FileNotFoundError as exc:
+        raise IndexCorrupt(f"index generation {manifest['generation']} is missing files; rebuilding") from exc
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise IndexCorrupt(f"index is unreadable ({exc.__class__.__name__}: {exc}); rebuilding") from exc
+    docs = DocTerms(arrays["doc_ptr"], arrays["term_ids"], arrays["tfs"])
+    n = len(chunks)
+    p = len(pieces)
+    owners = arrays["owners"]
+    if docs.n_docs != n or len(arrays["present"]) != p or arrays["vectors"].shape[0] != p or len(owners) != p:
+        raise IndexCorrupt("index arrays disagree on the number of chunks; rebuilding")
+    if p and (int(owners.min()) < 0 or int(owners.max()) >= n):
+        raise IndexCorrupt("index piece table points outside the chunk list; rebuilding")
+    return IndexData(
+        chunks=chunks,
+        files=files,
+        vocab={t: i for i, t in enumerate(vocab_list)},
+        docs=docs,
+        pieces=pieces,
+        owners=owners.astype(np.int64),
+        vectors=arrays["vectors"],
+        present=arrays["present"].astype(bool),
+        meta=dict(manifest["meta"], written=manifest.get("written"), generation=manifest["generation"]),
+    )
+
+
+# -- writer lock -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def writer_lock(index_dir: Path, timeout: float = 30.0, poll: float = 0.1) -> Iterator[None]:
+    """Hold the index's exclusive writer lock; wait up to ``timeout`` s, then raise LockTimeout.
+
+    flock is released by the kernel when its holder dies, so a stale lock is taken over at once.
+    """
+    index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = index_dir / "lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + max(timeout, 0.0)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise
+                if time.monotonic() >= deadline:
+                    pid = _read_pid(path)
+                    who = f"process {pid}" if pid else "another process"
+                    raise LockTimeout(
+                        f"index is locked by {who} (another aide-tui is indexing {index_dir.parent.parent}); "
+                        f"gave up after {timeout:g} s",
+                        pid,
+                    ) from None
+                time.sleep(poll)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip() or 0) or None
+    except (OSError, ValueError):
+        return None
+
+
+# -- embedding cache -------------------------------------------------------------------------------
+
+
+class EmbeddingCache:
+    """Vectors keyed by chunk-text hash for one embedder id; survives reindexing and renames."""
+
+    def __init__(self, state: Path, embedder_id: str, dim: int) -> None:
+        slug = hashlib.sha1(embedder_id.encode()).hexdigest()[:16]
+        self.dir = state / "cache" / "embeddings" / slug
+        self.embedder_id = embedder_id
+        self.dim = dim
+        self.rows: dict[str, int] = {}
+        self.matrix = np.zeros((0, dim), np.float32)
+        self._new_keys: list[str] = []
+        self._new_vecs: list[np.ndarray] = []
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            meta = json.loads((self.dir / "keys.json").read_text())
+            matrix = np.load(self.dir / "vectors.npy", allow_pickle=False)
+            keys = meta["keys"]
+            if meta.get("embedder") != self.embedder_id or matrix.shape != (len(keys), self.dim):
+                return
+            self.rows = {k: i for i, k in enumerate(keys)}
+            self.matrix = matrix.astype(np.float32, copy=False)
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # a missing or damaged cache only costs re-embedding
+
+    def lookup(self, key: str) -> np.ndarray | None:
+        """The cached vector for ``key``, or None."""
+        row = self.rows.get(key)
+        return None if row is None else self.matrix[row]
+
+    def add(self, keys: list[str], vectors: np.ndarray) -> None:
+        """Remember new vectors (saved by ``save``)."""
+        for key, vec in zip(keys, vectors, strict=True):
+            if key not in self.rows:
+                self.rows[key] = len(self.rows)
+                self._new_keys.append(key)
+                self._new_vecs.append(np.asarray(vec, np.float32))
+
+    def save(self, live_keys: set[str]) -> None:
+        """Write the cache atomically; prune to ``live_keys`` once it holds twice as many as needed."""
+        if self._new_vecs:
+            self.matrix = np.vstack([self.matrix, np.stack(self._new_vecs)]).astype(np.float32)
+            self._new_keys, self._new_vecs = [], []
+        elif not self.rows:
+            return
+        keys = sorted(self.rows, key=self.rows.__getitem__)
+        if len(keys) > 2 * max(len(live_keys), 1000):
+            keep = [i for i, k in enumerate(keys) if k in live_keys]
+            keys = [keys[i] for i in keep]
+            self.matrix = self.matrix[keep]
+            self.rows = {k: i for i, k in enumerate(keys)}
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        atomic_write_bytes(self.dir / "vectors.npy", _npy_bytes(self.matrix))
+        atomic_write_bytes(
+            self.dir / "keys.json", json.dumps({"embedder": self.embedder_id, "keys": keys}).encode()
+        )

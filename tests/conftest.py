@@ -1,0 +1,127 @@
+"""Shared test helpers: a small realistic workspace on disk and the loopback embedding server."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "unit"))
+
+FILES = {
+    "src/httpclient/client.py": '''
+        """A tiny HTTP client."""
+
+        import socket
+
+        DEFAULT_TIMEOUT = 5.0
+
+
+        class Client:
+            """Sends requests and follows redirects."""
+
+            def __init__(self, base_url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+                self.base_url = base_url
+                self.timeout = timeout
+
+            def send(self, request):
+                """Send one request over a socket and return the response."""
+                conn = socket.create_connection((request.host, 80), timeout=self.timeout)
+                conn.sendall(request.encode())
+                return conn.recv(65536)
+
+            def follow_redirects(self, response, max_hops: int = 10):
+                """Follow Location headers until a non-redirect response arrives."""
+                hops = 0
+                while response.status in (301, 302, 307, 308) and hops < max_hops:
+                    response = self.send(response.next_request())
+                    hops += 1
+                return response
+    ''',
+    "src/httpclient/headers.py": '''
+        """Header parsing helpers."""
+
+
+        def parse_header(line: str) -> tuple[str, str]:
+            """Split a raw header line into a lower-cased name and its value."""
+            name, _, value = line.partition(":")
+            return name.strip().lower(), value.strip()
+
+
+        def format_headers(headers: dict[str, str]) -> str:
+            """Serialise headers as CRLF-separated lines."""
+            return "".join(f"{k}: {v}\\r\\n" for k, v in headers.items())
+    ''',
+    "src/httpclient/retry.py": '''
+        """Retry with exponential backoff."""
+
+        import time
+
+
+        def backoff_delays(attempts: int, base: float = 0.5):
+            """Yield exponentially growing sleep durations."""
+            for n in range(attempts):
+                yield base * (2 ** n)
+
+
+        def with_retries(fn, attempts: int = 3):
+            """Call fn until it succeeds or the attempts run out."""
+            for delay in backoff_delays(attempts):
+                try:
+                    return fn()
+                except OSError:
+                    time.sleep(delay)
+            return fn()
+    ''',
+    "docs/usage.md": """
+        # Usage
+
+        Install the package and create a client.
+
+        ## Redirects
+
+        The client follows redirects up to ten hops.
+    """,
+    "web/app.ts": """
+        import { Router } from "./router";
+
+        export function renderPage(title: string): string {
+          return `<h1>${title}</h1>`;
+        }
+
+        export class PageCache {
+          private entries = new Map<string, string>();
+
+          get(key: string): string | undefined {
+            return this.entries.get(key);
+          }
+        }
+    """,
+}
+
+
+def write_workspace(root: Path, files: dict[str, str] = FILES) -> Path:
+    """Write a small realistic multi-language workspace under ``root``."""
+    for rel, body in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(body).lstrip("\n"))
+    return root
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A fresh copy of the sample workspace."""
+    return write_workspace(tmp_path / "ws")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep tests away from the developer's own config and cache."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    for var in list(__import__("os").environ):
+        if var.startswith("AIDE_"):
+            monkeypatch.delenv(var)

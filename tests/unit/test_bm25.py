@@ -1,0 +1,73 @@
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from aide_tui.core.bm25 import BM25, DocTerms, concat, encode_docs, top_positive
+
+
+def _index(docs: list[list[str]]) -> BM25:
+    vocab: dict[str, int] = {}
+    return BM25(encode_docs((Counter(d) for d in docs), vocab), vocab)
+
+
+def test_scores_match_hand_computation() -> None:
+    docs = [["apple", "banana", "apple"], ["banana", "cherry"], ["cherry", "cherry", "cherry", "date"]]
+    bm = _index(docs)
+    n, k1, b = 3, 1.2, 0.75
+    avgdl = (3 + 2 + 4) / 3
+
+    def expected(doc: list[str], term: str) -> float:
+        df = sum(term in d for d in docs)
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        tf = doc.count(term)
+        return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+
+    got = bm.scores(["apple", "cherry"])
+    want = [expected(d, "apple") + expected(d, "cherry") for d in docs]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_exact_symbol_beats_prose() -> None:
+    docs = [
+        ["parse_header", "parse", "header", "line", "name", "value"],
+        ["parse", "the", "header", "line", "prose", "explains", "parse", "header", "usage", "more", "text"],
+    ]
+    bm = _index(docs)
+    idx, _ = bm.top(["parse_header", "parse", "header"], 10)
+    assert idx[0] == 0
+
+
+def test_zero_scores_never_returned() -> None:
+    bm = _index([["alpha"], ["beta"], ["gamma"]])
+    idx, scores = bm.top(["beta", "unknown"], 10)
+    assert idx.tolist() == [1]
+    assert (scores > 0).all()
+    idx, _ = bm.top(["nothing"], 10)
+    assert idx.size == 0
+
+
+def test_top_positive_orders_and_truncates() -> None:
+    idx, vals = top_positive(np.array([0.0, 3.0, -1.0, 5.0, 3.0], np.float32), 2)
+    assert idx.tolist() == [3, 1]
+    assert vals.tolist() == [5.0, 3.0]
+
+
+def test_take_and_concat_round_trip() -> None:
+    vocab: dict[str, int] = {}
+    docs = encode_docs([Counter({"a": 1}), Counter({"b": 2, "c": 1}), Counter({"d": 3})], vocab)
+    sub = docs.take([2, 0])
+    assert sub.n_docs == 2
+    back = concat([sub, docs.take([1])])
+    assert back.n_docs == 3
+    bounds = zip(back.doc_ptr[:-1], back.doc_ptr[1:], strict=True)
+    rows = [dict(zip(back.term_ids[s:e].tolist(), back.tfs[s:e].tolist(), strict=True)) for s, e in bounds]
+    assert rows == [{vocab["d"]: 3.0}, {vocab["a"]: 1.0}, {vocab["b"]: 2.0, vocab["c"]: 1.0}]
+    assert DocTerms.empty().take([]).n_docs == 0
+
+
+@pytest.mark.parametrize("terms", [[], ["x"] * 3])
+def test_empty_or_unknown_queries(terms: list[str]) -> None:
+    bm = _index([["a1"], ["b2"]])
+    assert bm.scores(terms).tolist() == [0.0, 0.0]

@@ -1,0 +1,110 @@
+"""The CLI contract (shared/eval/CONTRACT.md) end to end, as subprocesses on a real workspace."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from loopback_server import LoopbackServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "aide_tui", *args],
+        input=stdin, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+    )  # fmt: skip
+
+
+def test_version() -> None:
+    out = run("--version")
+    assert out.returncode == 0 and out.stdout.startswith("aide-tui ")
+
+
+def test_index_search_status_contract(workspace: Path) -> None:
+    out = run("index", str(workspace), "--embedder", "none", "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(summary) == {"files", "chunks", "seconds", "embedder", "degraded", "degraded_reason"}
+    assert summary["files"] == 5 and summary["embedder"] == "none" and summary["degraded"] is False
+
+    batch = "parse_header\n\nwhere are redirects followed\n"
+    out = run("search", "--path", str(workspace), "--embedder", "none", "--mode", "bm25", "--limit", "3",
+              "--json", "--batch", "-", stdin=batch)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(x) for x in out.stdout.splitlines()]
+    assert [x["query"] for x in lines] == ["parse_header", "", "where are redirects followed"]
+    assert lines[1]["results"] == []
+    first = lines[0]
+    assert set(first) == {"query", "degraded", "degraded_reason", "took_ms", "results"}
+    assert first["degraded"] is False and first["took_ms"] >= 0
+    top = first["results"][0]
+    assert top["path"] == "src/httpclient/headers.py" and top["start_line"] >= 1
+    assert top["end_line"] >= top["start_line"] and isinstance(top["score"], float)
+    assert {"bm25", "dense"} <= set(top["ranks"]) and top["ranks"]["dense"] is None
+    assert len(first["results"]) <= 3
+    assert "src/httpclient/client.py" in [r["path"] for r in lines[2]["results"]]
+
+    out = run("status", str(workspace), "--json", "--embedder", "none")
+    st = json.loads(out.stdout)
+    assert set(st) == {"state", "files", "chunks", "embedded", "embedder", "degraded", "degraded_reason",
+                       "last_indexed"}  # fmt: skip
+    assert st["state"] == "ready" and st["files"] == 5 and st["last_indexed"]
+
+
+def test_search_indexes_first_and_plain_output(workspace: Path) -> None:
+    out = run("search", "--path", str(workspace), "--embedder", "none", "backoff_delays")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0].startswith("src/httpclient/retry.py:")
+
+
+def test_dead_server_degrades_and_dense_mode_exits_1(workspace: Path) -> None:
+    with LoopbackServer() as srv:
+        url = srv.url
+    args = ["--embedder", "openai", "--embedding-url", url]
+    out = run("index", str(workspace), *args, "--json")
+    assert out.returncode == 0
+    summary = json.loads(out.stdout.splitlines()[-1])
+    assert summary["degraded"] is True and "not reachable" in summary["degraded_reason"]
+    assert "degraded" in out.stderr
+    out = run("search", "--path", str(workspace), *args, "--json", "parse_header")
+    res = json.loads(out.stdout)
+    assert res["degraded"] is True and res["results"][0]["path"] == "src/httpclient/headers.py"
+    out = run("search", "--path", str(workspace), *args, "--mode", "dense", "--json", "parse_header")
+    assert out.returncode == 1 and "dense" in out.stderr
+
+
+def test_remote_embedder_refused_without_opt_in(workspace: Path) -> None:
+    (workspace / ".aide").mkdir()
+    # a workspace config cannot opt in: a cloned repository must not be able to exfiltrate code
+    (workspace / ".aide" / "config.toml").write_text(
+        '[embedding]\nbackend = "openai"\nurl = "http://192.0.2.1:8080"\nallow_remote = true\n'
+    )
+    out = run("index", str(workspace), "--json")
+    summary = json.loads(out.stdout.splitlines()[-1])
+    assert summary["degraded"] is True and "non-loopback" in summary["degraded_reason"]
+
+
+def test_bad_root_and_config_errors(tmp_path: Path, workspace: Path) -> None:
+    out = run("index", str(tmp_path / "missing"))
+    assert out.returncode == 2 and "not a directory" in out.stderr
+    (workspace / ".aide").mkdir()
+    (workspace / ".aide" / "config.toml").write_text("[search]\nrrf_k = 'many'\n")
+    out = run("index", str(workspace))
+    assert out.returncode == 2 and "rrf_k" in out.stderr
+
+
+def test_core_imports_no_textual() -> None:
+    code = (
+        "import sys, aide_tui.cli, aide_tui.core.search, aide_tui.core.indexer, aide_tui.core.embed.factory\n"
+        "assert 'textual' not in sys.modules, 'core imported textual'\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0

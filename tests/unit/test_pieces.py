@@ -1,0 +1,33 @@
+from aide_tui.core.chunk import chunk_file
+from aide_tui.core.pieces import dense_pieces
+
+
+def _source(n: int) -> str:
+    funcs = []
+    for i in range(n):
+        body = "\n".join(f"    value_{i}_{j} = compute_{j}(argument_{i})" for j in range(6))
+        funcs.append(f"def function_{i}(argument_{i}):\n    \"\"\"Doc {i}.\"\"\"\n{body}\n    return value_{i}_0\n")
+    return "import os\n\n\n" + "\n\n".join(funcs)
+
+
+def test_pieces_lie_inside_their_chunk_and_cover_every_chunk() -> None:
+    text = _source(12)
+    chunks = chunk_file("pkg/mod.py", text, 1500)
+    pieces = dense_pieces("pkg/mod.py", text, chunks, budget=300)
+    assert {owner for owner, _ in pieces} == set(range(len(chunks)))
+    lines = text.split("\n")
+    for owner, p in pieces:
+        c = chunks[owner]
+        assert c.start_line <= p.start_line <= p.end_line <= c.end_line
+        assert p.text == "\n".join(lines[p.start_line - 1 : p.end_line])
+        assert p.header.startswith("file: pkg/mod.py")
+    # a packed chunk holding several functions gets one piece per function, each starting at its def
+    # (the first one shares its piece with the module-level import above it)
+    starts = {p.start_line for _, p in pieces}
+    for i in range(1, 12):
+        def_line = lines.index(f"def function_{i}(argument_{i}):") + 1
+        assert def_line in starts
+
+
+def test_no_chunks_no_pieces() -> None:
+    assert dense_pieces("a.py", "", []) == []
