@@ -46,12 +46,13 @@ class SearchSettings:
     """Ranking knobs (defaults chosen on the public eval)."""
 
     mode: str = "hybrid"  # hybrid | bm25 | dense
-    rrf_k: int = 20
+    rrf_k: int = 10
     top_n: int = 50
     bm25_weight: float = 1.0
     dense_weight: float = 1.0
     symbol_weight: float = 1.0
     path_weight: float = 0.5
+    test_weight: float = 0.5  # score factor for test files unless the query mentions tests
 
 
 @dataclass(frozen=True)

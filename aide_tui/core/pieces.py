@@ -14,7 +14,9 @@ from aide_tui.core.model import Chunk
 PIECE_BUDGET = 600
 
 
-def dense_pieces(path: str, text: str, chunks: list[Chunk], budget: int = PIECE_BUDGET) -> list[tuple[int, Chunk]]:
+def dense_pieces(
+    path: str, text: str, chunks: list[Chunk], budget: int = PIECE_BUDGET
+) -> list[tuple[int, Chunk]]:
     """(index into ``chunks``, piece) pairs covering every chunk; each piece lies inside one chunk."""
     if not chunks:
         return []

@@ -25,6 +25,17 @@ from aide_tui.core.vectors import top_k
 _FILTER = re.compile(r"(?:^|\s)(path|lang):(\S+)")
 _CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")
 LONG_QUERY_TERMS = 24
+PROSE_SYMBOL_FACTOR = 0.3
+PROSE_PATH_FACTOR = 0.0
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
+)
+
+
+def _looks_like_code(text: str) -> bool:
+    """A short query made of identifiers (``parse_header``, ``Client.send``) rather than prose."""
+    words = text.split()
+    return 0 < len(words) <= 3 or sum(bool(_CODE_LIKE.search(w)) for w in words) * 2 >= len(words) > 0
 
 
 @dataclass
@@ -253,7 +264,16 @@ class Searcher:
             "symbol": s.symbol_weight,
             "path": s.path_weight,
         }
+        if not _looks_like_code(parsed.text):
+            # prose mentioning a name usually asks about code that uses it, not for its definition
+            weights_by_list["symbol"] *= PROSE_SYMBOL_FACTOR
+            weights_by_list["path"] *= PROSE_PATH_FACTOR
         fused = rrf(lists, k=s.rrf_k, weights=weights_by_list)
+        if s.test_weight != 1 and "test" not in parsed.text.lower():
+            for f in fused:
+                if _TEST_PATH.search(data.chunks[f.doc].path):
+                    f.score *= s.test_weight
+            fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), f.doc))
         for f in fused:
             c = data.chunks[f.doc]
             if not parsed.accepts(c):

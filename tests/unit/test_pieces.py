@@ -6,7 +6,7 @@ def _source(n: int) -> str:
     funcs = []
     for i in range(n):
         body = "\n".join(f"    value_{i}_{j} = compute_{j}(argument_{i})" for j in range(6))
-        funcs.append(f"def function_{i}(argument_{i}):\n    \"\"\"Doc {i}.\"\"\"\n{body}\n    return value_{i}_0\n")
+        funcs.append(f'def function_{i}(argument_{i}):\n    """Doc {i}."""\n{body}\n    return value_{i}_0\n')
     return "import os\n\n\n" + "\n\n".join(funcs)
 
 

@@ -1,0 +1,114 @@
+"""Ranking mechanisms on small real workspaces: symbol list, path list, test demotion, filters, long queries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import write_workspace
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.indexer import Indexer
+from aide_tui.core.search import Searcher, parse_query
+
+FILES = {
+    "pkg/routing.py": '''
+        """URL routing."""
+
+
+        def match_route(path, routes):
+            """Find the handler registered for a path."""
+            for pattern, handler in routes:
+                if pattern == path:
+                    return handler
+            return None
+    ''',
+    "pkg/server.py": '''
+        """The server calls into the router for every request."""
+
+        from pkg.routing import match_route
+
+
+        def handle(request, routes):
+            """Dispatch one request: match_route decides, match_route again for fallbacks."""
+            handler = match_route(request.path, routes) or match_route("/404", routes)
+            return handler(request)
+    ''',
+    "tests/test_routing.py": '''
+        from pkg.routing import match_route
+
+
+        def test_match_route_finds_handler():
+            """Find the handler registered for a path."""
+            assert match_route("/a", [("/a", 1)]) == 1
+    ''',
+    "pkg/cli/main.go": """
+        package main
+
+        import "fmt"
+
+        func main() {
+            fmt.Println("hello")
+        }
+    """,
+}
+
+
+def searcher(tmp_path: Path, **search: object) -> Searcher:
+    root = write_workspace(tmp_path / "ws", FILES)
+    settings = load_settings(root, {"embedding": {"backend": "none"}, "search": search} if search else
+                             {"embedding": {"backend": "none"}})  # fmt: skip
+    Indexer(root, settings).run()
+    s = Searcher(root, settings)
+    s.refresh()
+    return s
+
+
+def test_symbol_list_puts_definition_before_heavier_users(tmp_path: Path) -> None:
+    s = searcher(tmp_path)
+    top = s.search("match_route").results[0]
+    assert top.path == "pkg/routing.py" and top.ranks.get("symbol") == 1
+    # without the symbol list, BM25 alone prefers the file that repeats the name most
+    s.settings = load_settings(s.root, {"embedding": {"backend": "none"}, "search": {"symbol_weight": 0.0}})
+    assert s.search("match_route").results[0].path != "pkg/routing.py"
+
+
+def test_path_list_for_code_like_queries(tmp_path: Path) -> None:
+    s = searcher(tmp_path)
+    res = s.search("cli/main.go println").results
+    assert res[0].path == "pkg/cli/main.go" and res[0].ranks.get("path") == 1
+
+
+def test_tests_are_demoted_unless_asked_for(tmp_path: Path) -> None:
+    s = searcher(tmp_path)
+    paths = [h.path for h in s.search("find the handler registered for a path").results]
+    assert paths.index("pkg/routing.py") < paths.index("tests/test_routing.py")
+    paths = [h.path for h in s.search("test find the handler registered for a path").results]
+    assert paths[0] == "tests/test_routing.py"
+
+
+def test_filters_restrict_results(tmp_path: Path) -> None:
+    s = searcher(tmp_path)
+    assert {h.path for h in s.search("match_route path:tests/*").results} == {"tests/test_routing.py"}
+    assert {h.language for h in s.search("main lang:go").results} == {"go"}
+    assert parse_query("foo path:src lang:Python bar").langs == ["python"]
+
+
+def test_long_pasted_issue_still_finds_the_code(tmp_path: Path) -> None:
+    s = searcher(tmp_path)
+    issue = (
+        "Hi all, after upgrading yesterday our service started returning errors for every request. "
+        "I think it is related to how the router works, but I am not sure. Here is the traceback: "
+        'Traceback (most recent call last): File "app.py", line 12, in <module> '
+        'File "pkg/server.py", line 8, in handle handler = match_route(request.path, routes) '
+        "TypeError: 'NoneType' object is not callable. Any idea what could be wrong? Thanks a lot, "
+        "we are running version 2.3 on Linux with Python 3.11 and the default configuration. " * 3
+    )
+    res = s.search(issue).results
+    assert res[0].path in ("pkg/server.py", "pkg/routing.py")
+    assert {"pkg/server.py", "pkg/routing.py"} <= {h.path for h in res[:3]}
+
+
+def test_bad_queries_never_raise(tmp_path: Path) -> None:
+    s = searcher(tmp_path)
+    for q in ["", "   ", "the of and", "((*[?", "\x00\x1b[31m", "x" * 100_000, "päth:ünïcode 日本語"]:
+        assert isinstance(s.search(q).results, list)
