@@ -1,4 +1,4 @@
-"""Ranking mechanisms on small real workspaces: symbol list, path list, test demotion, filters, long queries."""
+"""Ranking mechanisms on small workspaces: symbol list, path list, test demotion, filters, long queries."""
 
 from __future__ import annotations
 
