@@ -27,6 +27,7 @@ _CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")
 LONG_QUERY_TERMS = 24
 PROSE_SYMBOL_FACTOR = 0.3
 PROSE_PATH_FACTOR = 0.0
+_FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
 )
@@ -201,36 +202,52 @@ class Searcher:
         ranked = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], r))
         return ranked[:limit]
 
-    def _path_list(self, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
-        """Chunks of files whose name or folders match query words, by BM25 score within them."""
+    def _path_list(
+        self, text: str, bm25_scores: np.ndarray, limit: int, bare_words: bool
+    ) -> tuple[list[int], bool]:
+        """Chunks of files named by the query, by BM25 score within them; and whether a path was explicit.
+
+        Explicit paths (``cli/main.go``, ``server.py``, as in a stack trace) always count; bare words
+        (``routing``) only when ``bare_words`` (identifier-like queries).
+        """
         assert self.data is not None
         hits: dict[str, int] = {}
+        explicit = False
         for raw in re.findall(r"[\w./-]+", text):
-            word = raw.lower().strip("./")
+            word = raw.lower().strip("./-")
             if len(word) < 3 or word in STOPWORDS:
                 continue
-            if "/" in word:
+            if "/" in word or _FILE_NAME.fullmatch(word):
                 for p in self.data.files:
-                    if p.lower().endswith(word) or f"/{word}/" in f"/{p.lower()}":
+                    low = p.lower()
+                    if low == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}":
                         hits[p] = hits.get(p, 0) + 2
-                continue
-            for p in self.path_parts.get(word, ()):
-                hits[p] = hits.get(p, 0) + 1
+                        explicit = True
+            elif bare_words:
+                for p in self.path_parts.get(word, ()):
+                    hits[p] = hits.get(p, 0) + 1
         if not hits or len(hits) > 50:
-            return []
+            return [], False
         rows = [i for i in np.flatnonzero(bm25_scores > 0) if self.data.chunks[i].path in hits]
         rows.sort(key=lambda r: (-hits[self.data.chunks[r].path], -float(bm25_scores[r]), r))
-        return [int(r) for r in rows[:limit]]
+        return [int(r) for r in rows[:limit]], explicit
 
     def _query_terms(self, text: str) -> tuple[list[str], dict[str, float] | None]:
-        """BM25 terms; a long pasted text keeps its rarest distinct terms only."""
+        """BM25 terms and weights. A long pasted text (issue, stack trace) keeps its identifiers, weighted
+        double, and its rarest other terms, so boilerplate prose cannot drown the names that matter."""
         terms = list(dict.fromkeys(tokenize(text)))
         if len(terms) <= LONG_QUERY_TERMS or self.bm25 is None:
             return terms, None
-        idf = self.bm25.idf
-        known = [(float(idf[self.bm25.vocab[t]]), t) for t in terms if t in self.bm25.vocab]
-        known.sort(reverse=True)
-        return [t for _, t in known[:LONG_QUERY_TERMS]], None
+        code_terms = list(
+            dict.fromkeys(t for w in identifiers(text) if _CODE_LIKE.search(w) for t in tokenize(w))
+        )
+        idf, vocab = self.bm25.idf, self.bm25.vocab
+        known = sorted(
+            ((float(idf[vocab[t]]), t) for t in terms if t in vocab and t not in code_terms), reverse=True
+        )
+        keep = [t for t in code_terms if t in vocab][: 2 * LONG_QUERY_TERMS]
+        keep += [t for _, t in known[: max(LONG_QUERY_TERMS - len(keep) // 2, 8)]]
+        return keep, {t: 2.0 for t in code_terms}
 
     # -- search ------------------------------------------------------------------------------------
 
@@ -246,12 +263,14 @@ class Searcher:
         parsed = parse_query(query[:20_000])
         resp = SearchResponse(query=query, results=[], mode=mode)
         lists: dict[str, list[int]] = {}
+        code_like = _looks_like_code(parsed.text)
+        explicit_path = False
         terms, weights = self._query_terms(parsed.text)
         scores = bm25.scores(terms, weights) if terms else np.zeros(len(data.chunks), np.float32)
         if mode in ("hybrid", "bm25"):
             lists["bm25"] = [int(i) for i in top_positive(scores, s.top_n)[0]]
             lists["symbol"] = self._symbol_list(parsed.text, scores, s.top_n)
-            lists["path"] = self._path_list(parsed.text, scores, s.top_n)
+            lists["path"], explicit_path = self._path_list(parsed.text, scores, s.top_n, code_like)
         if mode in ("hybrid", "dense") and parsed.text:
             dense, reason = self._dense_list(parsed.text, s.top_n)
             if dense is not None:
@@ -264,10 +283,11 @@ class Searcher:
             "symbol": s.symbol_weight,
             "path": s.path_weight,
         }
-        if not _looks_like_code(parsed.text):
+        if not code_like:
             # prose mentioning a name usually asks about code that uses it, not for its definition
             weights_by_list["symbol"] *= PROSE_SYMBOL_FACTOR
-            weights_by_list["path"] *= PROSE_PATH_FACTOR
+            if not explicit_path:
+                weights_by_list["path"] *= PROSE_PATH_FACTOR
         fused = rrf(lists, k=s.rrf_k, weights=weights_by_list)
         if s.test_weight != 1 and "test" not in parsed.text.lower():
             for f in fused:
