@@ -1,0 +1,65 @@
+"""IndexService (subprocess indexing with coalescing) and the watcher's change filter, on real files."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from watchfiles import Change
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.indexer import read_status
+from aide_tui.core.service import IndexService
+from aide_tui.core.watch import ChangeFilter, changed_paths
+
+
+def test_requests_during_a_run_coalesce_into_one_more(workspace: Path) -> None:
+    settings = load_settings(workspace, {"embedding": {"backend": "none"}})
+    events: list[dict] = []
+    first_event = threading.Event()
+
+    def on_event(e: dict) -> None:
+        events.append(e)
+        first_event.set()
+
+    svc = IndexService(workspace, settings, on_event)
+    svc.request()
+    assert first_event.wait(60)  # the first run is under way
+    for _ in range(5):
+        svc.request()
+    assert svc.wait(120)
+    assert svc.runs == 2
+    done = [e for e in events if e["event"] == "done"]
+    assert len(done) == 2 and done[0]["files"] == 5 and done[1]["changed"] == 0
+    assert any(e["event"] == "progress" and e["state"] == "scanning" for e in events)
+    assert read_status(workspace)["files"] == 5
+    svc.close()
+
+
+def test_rebuild_request_and_error_event(workspace: Path, tmp_path: Path) -> None:
+    settings = load_settings(workspace, {"embedding": {"backend": "none"}})
+    events: list[dict] = []
+    svc = IndexService(workspace, settings, events.append)
+    svc.request(rebuild=True)
+    assert svc.wait(120)
+    assert [e for e in events if e["event"] == "done"][0]["changed"] == 5
+    gone = IndexService(tmp_path / "missing", settings, events.append)
+    gone.request()
+    assert gone.wait(120)
+    assert events[-1]["event"] == "error" and "not a directory" in events[-1]["message"]
+
+
+def test_change_filter_applies_ignore_rules(workspace: Path) -> None:
+    (workspace / ".gitignore").write_text("generated/\n*.log\n")
+    filt = ChangeFilter(workspace, load_settings(workspace, {"embedding": {"backend": "none"}}))
+    root = str(workspace)
+    changes = {
+        (Change.modified, f"{root}/src/httpclient/client.py"),
+        (Change.added, f"{root}/generated/x.py"),
+        (Change.added, f"{root}/debug.log"),
+        (Change.modified, f"{root}/.aide/index/manifest.json"),
+        (Change.modified, f"{root}/node_modules/a/index.js"),
+        (Change.deleted, f"{root}/src/httpclient/retry.py"),
+        (Change.added, "/elsewhere/file.py"),
+    }
+    assert changed_paths(filt, changes) == {"src/httpclient/client.py", "src/httpclient/retry.py"}
