@@ -262,3 +262,37 @@ def test_progress_events_and_cancel(workspace: Path) -> None:
     cancel.set()
     rep = Indexer(workspace, bm25_settings(workspace)).run(cancel=cancel, rebuild=True)
     assert rep.cancelled
+
+
+def test_builtin_weights_mismatch_degrades_index_and_search(workspace: Path, tmp_path: Path) -> None:
+    """A tampered model copy (wrong sha256) must give BM25-only results with the reason, never a crash."""
+    from aide_tui.core.embed.builtin import PACKAGED_SHA256, BuiltinEmbedder, packaged_model_dir
+
+    bad = tmp_path / "model"
+    bad.mkdir()
+    for f in packaged_model_dir().iterdir():
+        if f.is_file():
+            (bad / f.name).symlink_to(f)
+    (bad / "vocab.txt").unlink()
+    (bad / "vocab.txt").write_text((packaged_model_dir() / "vocab.txt").read_text() + "tampered\n")
+    emb = BuiltinEmbedder(model_dir=bad, expected_sha256=PACKAGED_SHA256)
+    rep = index(workspace, emb)
+    assert rep.degraded and "sha256 mismatch" in (rep.degraded_reason or "")
+    assert rep.files == 5
+    s = Searcher(workspace, bm25_settings(workspace), emb)
+    resp = s.search("parse_header")
+    assert resp.degraded and "sha256" in (resp.degraded_reason or "")
+    assert resp.results[0].path == "src/httpclient/headers.py"
+
+
+def test_builtin_embedder_end_to_end_and_rename_hits_cache(workspace: Path) -> None:
+    from aide_tui.core.embed.builtin import BuiltinEmbedder
+
+    rep = index(workspace, BuiltinEmbedder())
+    assert not rep.degraded and rep.embedded == rep.chunks and rep.newly_embedded > 0
+    os.rename(workspace / "src/httpclient/retry.py", workspace / "src/httpclient/backoff.py")
+    rep = index(workspace, BuiltinEmbedder())
+    assert rep.changed == 1 and rep.newly_embedded == 0 and rep.embedded == rep.chunks
+    s = Searcher(workspace, load_settings(workspace, {"search": {"mode": "dense"}}), BuiltinEmbedder())
+    top = s.search("wait longer and longer between attempts").results[0]
+    assert top.path == "src/httpclient/backoff.py" and top.ranks["dense"] == 1
