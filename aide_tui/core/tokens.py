@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-TOKENIZER_VERSION = "2"
+TOKENIZER_VERSION = "3"
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|[0-9]+[A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -25,15 +25,19 @@ STOPWORDS = frozenset(
 
 
 def _fold(part: str) -> str:
-    """Light suffix folding: plurals and common verb endings (``headers``→``header``)."""
-    if len(part) <= 3:
+    """Suffix folding v2: plurals, -ed, -ing and a final -e share one stem (parse/parsed/parsing)."""
+    if len(part) <= 4 or part.endswith(("ss", "us", "is")):
         return part
-    if part.endswith("ies") and len(part) > 4:
+    if part.endswith("ies"):
         return part[:-3] + "y"
-    if part.endswith(("sses", "xes", "ches", "shes")):
+    if part.endswith("sses"):
         return part[:-2]
-    if part.endswith("s") and not part.endswith(("ss", "us", "is")):
-        return part[:-1]
+    for suf in ("ing", "ed", "es", "s", "e"):
+        if part.endswith(suf) and len(part) - len(suf) >= 3:
+            stem = part[: -len(suf)]
+            if suf in ("ing", "ed") and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+                stem = stem[:-1]
+            return stem
     return part
 
 

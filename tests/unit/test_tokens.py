@@ -17,7 +17,7 @@ def test_keeps_whole_identifiers_and_parts() -> None:
 
 
 def test_camel_case_with_acronyms() -> None:
-    assert tokenize("getHTTPResponseCode") == ["gethttpresponsecode", "get", "http", "response", "code"]
+    assert tokenize("getHTTPResponseCode") == ["gethttpresponsecode", "get", "http", "respons", "code"]
 
 
 def test_stopwords_dropped_and_plurals_folded() -> None:
@@ -28,3 +28,11 @@ def test_stopwords_dropped_and_plurals_folded() -> None:
 
 def test_lowercase_and_no_single_letters() -> None:
     assert tokenize("X = Foo + y") == ["foo"]
+
+
+def test_inflections_share_a_stem() -> None:
+    forms = ["parse", "parsed", "parsing", "parses"]
+    assert len({tokenize(f)[0] for f in forms}) == 1
+    assert tokenize("followed")[0] == tokenize("follows")[0] == tokenize("follow")[0]
+    assert tokenize("classes")[0] == tokenize("class")[0] == "class"
+    assert tokenize("status") == ["status"] and tokenize("address") == ["address"]
