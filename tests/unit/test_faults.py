@@ -1,0 +1,160 @@
+"""Fault injection: kill -9 during indexing, hostile trees, secrets, and no network beyond loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.indexer import Indexer, index_dir_for
+from aide_tui.core.search import Searcher
+from aide_tui.core.store import read_index
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def generate_repo(root: Path, n_files: int, seed: int) -> None:
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "parse", "render", "fetch", "store", "retry", "token"]
+    for i in range(n_files):
+        p = root / f"pkg{i % 7}" / f"mod_{i}.py"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        funcs = []
+        for j in range(rng.randint(3, 12)):
+            name = f"{rng.choice(words)}_{rng.choice(words)}_{i}_{j}"
+            body = "\n".join(
+                f"    x{k} = {rng.choice(words)}_{k}(x{k - 1})" for k in range(1, rng.randint(3, 15))
+            )
+            funcs.append(
+                f"def {name}(x0):\n    '''Do {rng.choice(words)} things.'''\n{body}\n    return x0\n"
+            )
+        p.write_text("import os\n\n\n" + "\n\n".join(funcs))
+
+
+def test_kill_9_at_random_points_never_corrupts(tmp_path: Path) -> None:
+    """`aide-tui index` is SIGKILLed after seeded random delays; every time the index stays usable."""
+    rounds = int(os.environ.get("AIDE_KILL_ROUNDS", "5"))
+    root = tmp_path / "repo"
+    generate_repo(root, 120, seed=1)
+    rng = random.Random(42)
+    cmd = [sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "none"]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=ENV, check=True, capture_output=True)
+    full = time.perf_counter() - t0
+    survived = 0
+    for r in range(rounds):
+        # change some files so each run has real work, then kill it somewhere inside that work
+        for i in rng.sample(range(120), 10):
+            p = root / f"pkg{i % 7}" / f"mod_{i}.py"
+            p.write_text(p.read_text() + f"\n\ndef round_{r}_{i}():\n    return {r}\n")
+        proc = subprocess.Popen([*cmd, *(["--rebuild"] if r % 2 else [])], env=ENV,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        time.sleep(rng.uniform(0.0, full * 1.2))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        out = subprocess.run(
+            [sys.executable, "-m", "aide_tui", "search", "--path", str(root), "--embedder", "none",
+             "--no-update", "--json", "parse_alpha"], env=ENV, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["results"], "a valid (old or new) index answers"
+        survived += 1
+    done = subprocess.run([*cmd, "--json"], env=ENV, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and json.loads(done.stdout.splitlines()[-1])["files"] == 120
+    data = read_index(index_dir_for(root))
+    assert any(
+        c.text.startswith(f"def round_{rounds - 1}_") or f"round_{rounds - 1}_" in c.text for c in data.chunks
+    )
+    assert survived == rounds
+    leftovers = [p.name for p in index_dir_for(root).iterdir() if p.name.startswith(".tmp")]
+    assert leftovers == []
+
+
+def _hostile_tree(root: Path) -> None:
+    root.mkdir()
+    (root / "ok.py").write_text("def fine_function():\n    return 'fine'\n")
+    (root / "fake.py").write_bytes(b"def looks_like_code():\n\x00\x01\x02 binary")
+    (root / "huge.js").write_bytes(b"var a=" + b"1" * (50 * 1024 * 1024) + b";")
+    (root / "latin1.py").write_bytes(b"# caf\xe9\ndef cafe_latin():\n    return '\xe9'\n")
+    (root / os.fsdecode(b"bad\xffname.py")).write_text("def badly_named():\n    pass\n")
+    (root / "crlf.py").write_bytes(
+        b"def crlf_one():\r\n    return 1\r\n\r\ndef crlf_two():\n    return 2\r\n"
+    )
+    (root / "loop").symlink_to(root)
+    (root / "outside").symlink_to("/etc")
+    deep = root
+    for i in range(60):
+        deep = deep / f"d{i}"
+    deep.mkdir(parents=True)
+    (deep / "deep.py").write_text("def deepest_function():\n    return 60\n")
+    (root / ".env").write_text("AWS_SECRET_ACCESS_KEY=abc\n")
+    (root / "config.py").write_text(
+        'AWS_KEY = "AKIAIOSFODNN7EXAMPLE"\napi_key = "sk_live_0123456789abcdef"\n'
+        "PEM = '''\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nqwertyuiop\n-----END RSA PRIVATE KEY-----\n'''\n"
+    )
+
+
+def test_hostile_tree_indexes_what_it_can(tmp_path: Path) -> None:
+    root = tmp_path / "hostile"
+    _hostile_tree(root)
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    rep = Indexer(root, settings).run()
+    data = read_index(index_dir_for(root))
+    paths = {c.path for c in data.chunks}
+    assert paths == {
+        "ok.py",
+        "latin1.py",
+        "crlf.py",
+        "config.py",
+        "/".join(f"d{i}" for i in range(60)) + "/deep.py",
+    }
+    assert rep.skipped["fake.py"] == "binary (NUL bytes)"
+    assert rep.skipped["huge.js"].startswith("over size cap")
+    assert "leaves the workspace" in rep.skipped["outside"]
+    assert any("not UTF-8" in v for v in rep.skipped.values())
+    assert ".env" in rep.skipped
+    stored = "\n".join(c.text for c in data.chunks if c.path == "config.py")
+    assert "AKIAIOSFODNN7EXAMPLE" not in stored and "sk_live_0123456789abcdef" not in stored
+    assert "MIIEowIBAAKCAQEA" not in stored and stored.count("\n") == 7  # masked, line count kept
+    s = Searcher(root, settings)
+    s.refresh()
+    assert s.search("crlf_two").results[0].path == "crlf.py"
+    assert s.search("cafe_latin").results[0].path == "latin1.py"
+    assert s.search("deepest_function").results[0].path.endswith("deep.py")
+
+
+def test_no_connection_leaves_loopback(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Index and search with every backend; any socket connect outside loopback fails the test."""
+    attempts: list[object] = []
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: object) -> None:
+        host = address[0] if isinstance(address, tuple) else str(address)
+        if self.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
+            attempts.append(address)
+            raise OSError("non-loopback connect blocked by test")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+    from aide_tui.core.embed.base import EmbedderError
+    from aide_tui.core.embed.factory import make_embedder
+
+    for backend in ("builtin", "openai", "ollama"):
+        settings = load_settings(workspace, {"embedding": {"backend": backend}})
+        emb = make_embedder(settings)
+        Indexer(workspace, settings, emb).run()
+        Searcher(workspace, settings, emb).search("parse_header")
+    remote = load_settings(workspace, {"embedding": {"backend": "openai", "url": "http://192.0.2.7:8080"}})
+    with pytest.raises(EmbedderError, match="non-loopback"):
+        make_embedder(remote)
+    assert attempts == []
