@@ -100,7 +100,8 @@ def _hostile_tree(root: Path) -> None:
     (root / ".env").write_text("AWS_SECRET_ACCESS_KEY=abc\n")
     (root / "config.py").write_text(
         'AWS_KEY = "AKIAIOSFODNN7EXAMPLE"\napi_key = "sk_live_0123456789abcdef"\n'
-        "PEM = '''\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nqwertyuiop\n-----END RSA PRIVATE KEY-----\n'''\n"
+        "PEM = '''\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nqwertyuiop\n"
+        "-----END RSA PRIVATE KEY-----\n'''\n"
     )
 
 
