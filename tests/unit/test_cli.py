@@ -108,3 +108,16 @@ def test_core_imports_no_textual() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.returncode == 0
+
+
+def test_second_writer_waits_then_exits_1_naming_holder(workspace: Path) -> None:
+    from aide_tui.core.indexer import index_dir_for
+    from aide_tui.core.store import writer_lock
+
+    assert run("index", str(workspace), "--embedder", "none").returncode == 0
+    with writer_lock(index_dir_for(workspace)):
+        out = run("index", str(workspace), "--embedder", "none", "--lock-timeout", "0.3")
+        assert out.returncode == 1 and f"process {os.getpid()}" in out.stderr
+        # search does not wait for the writer: it answers from the existing index
+        out = run("search", "--path", str(workspace), "--embedder", "none", "--json", "parse_header")
+        assert out.returncode == 0 and json.loads(out.stdout)["results"][0]["path"] == "src/httpclient/headers.py"
