@@ -120,4 +120,7 @@ def test_second_writer_waits_then_exits_1_naming_holder(workspace: Path) -> None
         assert out.returncode == 1 and f"process {os.getpid()}" in out.stderr
         # search does not wait for the writer: it answers from the existing index
         out = run("search", "--path", str(workspace), "--embedder", "none", "--json", "parse_header")
-        assert out.returncode == 0 and json.loads(out.stdout)["results"][0]["path"] == "src/httpclient/headers.py"
+        assert (
+            out.returncode == 0
+            and json.loads(out.stdout)["results"][0]["path"] == "src/httpclient/headers.py"
+        )
