@@ -313,29 +313,47 @@ def chunk_file(path: str, text: str, budget: int = 1500) -> list[Chunk]:
     ``path`` is the posix path relative to the workspace root; ``budget`` is the target size of a chunk in
     non-whitespace characters (a single unit is never cut when it fits).
     """
+    return chunk_file_multi(path, text, (budget,))[0]
+
+
+def chunk_file_multi(path: str, text: str, budgets: tuple[int, ...]) -> list[list[Chunk]]:
+    """``chunk_file`` at several budgets from one parse (the index uses 1,500 for chunks, less for pieces)."""
     language = detect_language(path)
     src = Src(text)
     if all(src.blank):
-        return []
-    pieces: list[_Piece] | None = None
+        return [[] for _ in budgets]
+    found = None
     defs: list[tuple[int, str]] = []
     try:
         found = _find_units(language, src)
         if found is not None:
             roots, extras, is_lead = found
             _attach_leading(roots, 0, src, is_lead)
-            ch = _Chunker(src, budget, is_lead)
-            pieces = ch.pack(0, src.n - 1, roots, ())
             _flatten(roots, defs)
             defs.extend(extras)
             defs.sort()
-            if not _valid(src, pieces):
-                pieces = None
     except Exception:  # a chunker bug must never lose a file: fall back to windows
-        pieces = None
-    if pieces is None:
-        pieces = [_Piece(a, b, (), None) for a, b in _windows(src, budget)]
-        defs = []
+        found = None
+    out: list[list[Chunk]] = []
+    for budget in budgets:
+        pieces: list[_Piece] | None = None
+        if found is not None:
+            try:
+                pieces = _Chunker(src, budget, found[2]).pack(0, src.n - 1, found[0], ())
+                if not _valid(src, pieces):
+                    pieces = None
+            except Exception:
+                pieces = None
+        if pieces is None:
+            pieces = [_Piece(a, b, (), None) for a, b in _windows(src, budget)]
+        out.append(_build_chunks(path, language, src, pieces, defs if found is not None else []))
+    return out
+
+
+def _build_chunks(
+    path: str, language: str, src: Src, pieces: list[_Piece], defs: list[tuple[int, str]]
+) -> list[Chunk]:
+    """Chunks (with symbol, header and defined names) for packed spans."""
     def_lines = [d[0] for d in defs]
     chunks: list[Chunk] = []
     sig_cache: dict[int, str] = {}

@@ -17,7 +17,7 @@ import numpy as np
 
 from aide_tui.core import bm25 as bm25_mod
 from aide_tui.core.bm25 import DocTerms, chunk_terms, concat, encode_docs
-from aide_tui.core.chunk import CHUNKER_VERSION, chunk_file
+from aide_tui.core.chunk import CHUNKER_VERSION, chunk_file_multi
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.model import Chunk
@@ -207,9 +207,9 @@ class Indexer:
             changed += 1
             try:
                 masked = mask_secrets(text)
-                file_chunks = chunk_file(entry.rel, masked, s.chunk_budget)
+                file_chunks, small = chunk_file_multi(entry.rel, masked, (s.chunk_budget, PIECE_BUDGET))
                 base = len(new_chunks)
-                new_pieces.extend((base + i, p) for i, p in dense_pieces(entry.rel, masked, file_chunks))
+                new_pieces.extend((base + i, p) for i, p in dense_pieces(file_chunks, small))
                 new_chunks.extend(file_chunks)
             except Exception as exc:  # a chunker bug must not cost the rest of the index
                 report.skipped[entry.rel] = f"chunker failed: {exc.__class__.__name__}: {exc}"

@@ -8,19 +8,18 @@ On the public eval this lifted dense-only nl2code MRR@10 from .665 to .738 (see 
 
 from __future__ import annotations
 
-from aide_tui.core.chunk import chunk_file
 from aide_tui.core.model import Chunk
 
 PIECE_BUDGET = 600
 
 
-def dense_pieces(
-    path: str, text: str, chunks: list[Chunk], budget: int = PIECE_BUDGET
-) -> list[tuple[int, Chunk]]:
-    """(index into ``chunks``, piece) pairs covering every chunk; each piece lies inside one chunk."""
+def dense_pieces(chunks: list[Chunk], small: list[Chunk]) -> list[tuple[int, Chunk]]:
+    """(index into ``chunks``, piece) pairs covering every chunk; each piece lies inside one chunk.
+
+    ``chunks`` and ``small`` are the same file chunked at the index budget and at ``PIECE_BUDGET``.
+    """
     if not chunks:
         return []
-    small = chunk_file(path, text, budget)
     out: list[tuple[int, Chunk]] = []
     j = 0
     for p in small:
@@ -33,7 +32,7 @@ def dense_pieces(
             body = "\n".join(c.text.split("\n")[s - c.start_line : e - c.start_line + 1])
             if body.strip():
                 header = p.header if s == p.start_line else c.header
-                out.append((k, Chunk(path, s, e, c.language, p.symbol or c.symbol, header, body)))
+                out.append((k, Chunk(c.path, s, e, c.language, p.symbol or c.symbol, header, body)))
             k += 1
     covered = {owner for owner, _ in out}
     for i, c in enumerate(chunks):  # never leave a chunk without a vector

@@ -1,4 +1,4 @@
-from aide_tui.core.chunk import chunk_file
+from aide_tui.core.chunk import chunk_file, chunk_file_multi
 from aide_tui.core.pieces import dense_pieces
 
 
@@ -12,8 +12,9 @@ def _source(n: int) -> str:
 
 def test_pieces_lie_inside_their_chunk_and_cover_every_chunk() -> None:
     text = _source(12)
-    chunks = chunk_file("pkg/mod.py", text, 1500)
-    pieces = dense_pieces("pkg/mod.py", text, chunks, budget=300)
+    chunks, small = chunk_file_multi("pkg/mod.py", text, (1500, 300))
+    assert chunks == chunk_file("pkg/mod.py", text, 1500) and small == chunk_file("pkg/mod.py", text, 300)
+    pieces = dense_pieces(chunks, small)
     assert {owner for owner, _ in pieces} == set(range(len(chunks)))
     lines = text.split("\n")
     for owner, p in pieces:
@@ -30,4 +31,4 @@ def test_pieces_lie_inside_their_chunk_and_cover_every_chunk() -> None:
 
 
 def test_no_chunks_no_pieces() -> None:
-    assert dense_pieces("a.py", "", []) == []
+    assert dense_pieces([], []) == []
