@@ -1,0 +1,45 @@
+"""Deterministic app instances for the snapshot tests.
+
+The fixture workspace ``fixtures/snapshot_ws`` is copied to a fixed path and indexed in-process
+before the app starts; the app neither reindexes nor watches and hides times, rates and sizes, so
+every rendering is the same on every run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.indexer import Indexer
+from aide_tui.tui.app import AideApp
+
+FIXTURE = Path(__file__).parent / "fixtures" / "snapshot_ws"
+ROOT = Path(tempfile.gettempdir()) / "aide-tui-snapshot" / "ws"
+DEAD_URL = "http://127.0.0.1:9"  # discard port: nothing listens, connections are refused at once
+
+
+def fixed_workspace() -> Path:
+    """A fresh copy of the fixture workspace at :data:`ROOT`, indexed with BM25 only."""
+    if ROOT.exists():
+        shutil.rmtree(ROOT)
+    shutil.copytree(FIXTURE, ROOT)
+    settings = load_settings(ROOT, {"embedding": {"backend": "none"}})
+    Indexer(ROOT, settings, None, None).run()
+    return ROOT
+
+
+def build(kind: str = "main") -> AideApp:
+    """``main``: BM25 settings; ``degraded``: an OpenAI-style embedder on a dead port."""
+    root = fixed_workspace()
+    flags: dict[str, Any] = {"embedding": {"backend": "none"}}
+    if kind == "degraded":
+        flags = {"embedding": {"backend": "openai", "url": DEAD_URL, "model": "test-model", "timeout": 1.0}}
+    settings = load_settings(root, flags)
+    return AideApp(root, settings, watch=False, show_timing=False, start_index=False)
+
+
+if __name__ == "__main__":
+    build().run()

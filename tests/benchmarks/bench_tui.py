@@ -1,0 +1,155 @@
+"""Benchmark of the Textual app, headless (a script; not collected by pytest).
+
+Usage: python tests/benchmarks/bench_tui.py [CORPUS] [--embedder none|builtin] [--screenshot FILE]
+
+CORPUS defaults to the largest eval corpus, /tmp/aide-eval/rich-13.9.4. It is copied to a temporary
+folder (without its ``.aide``) so the index is cold. Reports:
+
+- the longest UI stall while the cold index runs (an asyncio ticker on the app's loop, every 10 ms),
+  plus the cold index time as the app sees it;
+- keystroke-to-results latency p50/p95: queries are typed one character at a time, each measured from
+  the key press to the results list holding the results for that exact query string. The figure
+  includes the app's 100 ms typing debounce; the "after debounce" line subtracts it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from aide_tui.core.config import load_settings
+from aide_tui.tui.app import DEBOUNCE, AideApp
+
+DEFAULT_CORPUS = Path("/tmp/aide-eval/rich-13.9.4")
+QUERIES = [
+    "console render",
+    "Segment",
+    "progress bar",
+    "__rich_console__",
+    "markdown table",
+    "traceback frames",
+    "live refresh rate",
+    "highlighter regex",
+    "path:rich/*.py lang:python measure",
+    "syntax theme",
+]
+
+
+class Ticker:
+    """Records the longest gap between 10 ms ticks of the event loop (= the longest UI stall)."""
+
+    def __init__(self, period: float = 0.01) -> None:
+        self.period = period
+        self.max_gap = 0.0
+        self.ticks = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(self.period)
+            now = time.perf_counter()
+            self.max_gap = max(self.max_gap, now - last - self.period)
+            self.ticks += 1
+            last = now
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+def pct(values: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+async def bench(corpus: Path, embedder: str, screenshot: Path | None) -> None:
+    with tempfile.TemporaryDirectory(prefix="aide-bench-tui-") as tmp:
+        root = Path(tmp) / corpus.name
+        shutil.copytree(corpus, root, ignore=shutil.ignore_patterns(".aide"))
+        settings = load_settings(root, {"embedding": {"backend": embedder}})
+        app = AideApp(root, settings, watch=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            ticker = Ticker()
+            ticker.start()
+            t0 = time.perf_counter()
+            typed_during_index = 0
+            while app.index_runs_done < 1:  # type while the cold index runs: the UI must stay live
+                await pilot.press("a" if typed_during_index % 2 == 0 else "backspace")
+                typed_during_index += 1
+                await asyncio.sleep(0.05)
+                if time.perf_counter() - t0 > 1800:
+                    raise SystemExit("cold index did not finish within 30 minutes")
+            index_s = time.perf_counter() - t0
+            ticker.stop()
+            info = app.status_info
+            print(f"corpus {corpus.name}: {info.files} files, {info.chunks} chunks, embedder {embedder}")
+            print(
+                f"cold index (as seen by the app): {index_s:.1f} s; {typed_during_index} keys typed meanwhile"
+            )
+            stall_ms = ticker.max_gap * 1000
+            print(f"longest UI stall during the cold index: {stall_ms:.1f} ms over {ticker.ticks} ticks")
+
+            if embedder != "none":  # let the embedder finish loading before timing queries
+                while not app.embedder_ready and app.embedder_error is None:
+                    await asyncio.sleep(0.05)
+            latencies: list[float] = []
+            took: list[float] = []
+            stall = Ticker()
+            stall.start()
+            for query in QUERIES:
+                app.query_input.value = ""
+                await pilot.pause()
+                typed = ""
+                for ch in query:
+                    typed += ch
+                    start = time.perf_counter()
+                    await pilot.press("space" if ch == " " else ch)
+                    while app.results_query != typed:
+                        await asyncio.sleep(0.001)
+                    latencies.append(time.perf_counter() - start)
+                    if app.last_response is not None:
+                        took.append(app.last_response.took_ms)
+            stall.stop()
+            ms = [x * 1000 for x in latencies]
+            print(f"keystroke → results painted ({len(ms)} keys): p50 {pct(ms, 0.5):.1f} ms, "
+                  f"p95 {pct(ms, 0.95):.1f} ms, max {max(ms):.1f} ms")  # fmt: skip
+            after = [x - DEBOUNCE * 1000 for x in ms]
+            print(f"  after the {DEBOUNCE * 1000:.0f} ms debounce: p50 {pct(after, 0.5):.1f} ms, "
+                  f"p95 {pct(after, 0.95):.1f} ms")  # fmt: skip
+            print(f"  search itself (took_ms): p50 {pct(took, 0.5):.1f} ms, p95 {pct(took, 0.95):.1f} ms")
+            print(f"longest UI stall while typing: {stall.max_gap * 1000:.1f} ms")
+            if screenshot is not None:
+                app.query_input.value = ""
+                await pilot.press(*"console render")
+                while app.results_query != "console render" or app.preview.shown is None:
+                    await asyncio.sleep(0.01)
+                await pilot.pause(0.2)
+                app.save_screenshot(str(screenshot))
+                print(f"screenshot saved to {screenshot}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
+    p.add_argument("--embedder", choices=["none", "builtin"], default="none")
+    p.add_argument("--screenshot", type=Path, help="save an SVG of the main screen with results")
+    args = p.parse_args(argv)
+    if not args.corpus.is_dir():
+        print(f"{args.corpus}: not found (generate /tmp/aide-eval first or pass a folder)", file=sys.stderr)
+        return 2
+    asyncio.run(bench(args.corpus, args.embedder, args.screenshot))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
