@@ -126,8 +126,14 @@ def parse_query(query: str) -> ParsedQuery:
     return ParsedQuery(text, globs, langs)
 
 
-class NoIndex(Exception):
-    """The workspace has no usable index yet."""
+@dataclass(frozen=True)
+class LoadedIndex:
+    """One index generation with the lookups derived from it, published to queries as a unit."""
+
+    data: IndexData
+    bm25: BM25
+    symbols: dict[str, list[int]]  # lower-cased defined name -> chunk rows
+    path_parts: dict[str, set[str]]  # folder name, file name or stem -> files
 
 
 class Searcher:
@@ -142,10 +148,12 @@ class Searcher:
         self._lock = threading.Lock()
         self._generation: str | None = None
         self._manifest_stat: tuple[int, int] | None = None
-        self.data: IndexData | None = None
-        self.bm25: BM25 | None = None
-        self.symbols: dict[str, list[int]] = {}
-        self.path_parts: dict[str, set[str]] = {}
+        self._index: LoadedIndex | None = None  # replaced whole, so a query never mixes two generations
+
+    @property
+    def data(self) -> IndexData | None:
+        """The loaded index generation (None before the first refresh)."""
+        return self._index.data if self._index is not None else None
 
     # -- loading -----------------------------------------------------------------------------------
 
@@ -158,7 +166,7 @@ class Searcher:
         except OSError:
             key = None
         with self._lock:
-            if key is not None and key == self._manifest_stat and self.data is not None:
+            if key is not None and key == self._manifest_stat and self._index is not None:
                 return False
             data = read_index(idx, mmap=True)
             self._install(data)
@@ -166,8 +174,6 @@ class Searcher:
             return True
 
     def _install(self, data: IndexData) -> None:
-        self.data = data
-        self.bm25 = BM25(data.docs, data.vocab)
         symbols: dict[str, list[int]] = {}
         paths: dict[str, set[str]] = {}
         for i, c in enumerate(data.chunks):
@@ -178,14 +184,13 @@ class Searcher:
             stem = parts[-1].rsplit(".", 1)[0]
             for part in {*parts[:-1], stem, parts[-1]}:
                 paths.setdefault(part, set()).add(p)
-        self.symbols = symbols
-        self.path_parts = paths
+        self._index = LoadedIndex(data, BM25(data.docs, data.vocab), symbols, paths)
 
     # -- retrievers --------------------------------------------------------------------------------
 
-    def _symbol_list(self, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
+    @staticmethod
+    def _symbol_list(ix: LoadedIndex, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
         """Chunks defining a name the query mentions: exact case first, then case-insensitive."""
-        assert self.data is not None
         words = identifiers(text)
         short = len(words) <= 3
         scored: dict[int, tuple[int, float]] = {}
@@ -195,22 +200,22 @@ class Searcher:
             for cand in dict.fromkeys([w, w.rsplit(".", 1)[-1]]):
                 if len(cand) < 3 or cand.lower() in STOPWORDS:
                     continue
-                for row in self.symbols.get(cand.lower(), ()):
-                    exact = 2 if cand in self.data.chunks[row].defines else 1
+                for row in ix.symbols.get(cand.lower(), ()):
+                    exact = 2 if cand in ix.data.chunks[row].defines else 1
                     prev = scored.get(row, (0, 0.0))
                     scored[row] = (max(prev[0], exact), float(bm25_scores[row]))
         ranked = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], r))
         return ranked[:limit]
 
+    @staticmethod
     def _path_list(
-        self, text: str, bm25_scores: np.ndarray, limit: int, bare_words: bool
+        ix: LoadedIndex, text: str, bm25_scores: np.ndarray, limit: int, bare_words: bool
     ) -> tuple[list[int], bool]:
         """Chunks of files named by the query, by BM25 score within them; and whether a path was explicit.
 
         Explicit paths (``cli/main.go``, ``server.py``, as in a stack trace) always count; bare words
         (``routing``) only when ``bare_words`` (identifier-like queries).
         """
-        assert self.data is not None
         hits: dict[str, int] = {}
         explicit = False
         for raw in re.findall(r"[\w./-]+", text):
@@ -218,30 +223,31 @@ class Searcher:
             if len(word) < 3 or word in STOPWORDS:
                 continue
             if "/" in word or _FILE_NAME.fullmatch(word):
-                for p in self.data.files:
+                for p in ix.data.files:
                     low = p.lower()
                     if low == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}":
                         hits[p] = hits.get(p, 0) + 2
                         explicit = True
             elif bare_words:
-                for p in self.path_parts.get(word, ()):
+                for p in ix.path_parts.get(word, ()):
                     hits[p] = hits.get(p, 0) + 1
         if not hits or len(hits) > 50:
             return [], False
-        rows = [i for i in np.flatnonzero(bm25_scores > 0) if self.data.chunks[i].path in hits]
-        rows.sort(key=lambda r: (-hits[self.data.chunks[r].path], -float(bm25_scores[r]), r))
+        rows = [i for i in np.flatnonzero(bm25_scores > 0) if ix.data.chunks[i].path in hits]
+        rows.sort(key=lambda r: (-hits[ix.data.chunks[r].path], -float(bm25_scores[r]), r))
         return [int(r) for r in rows[:limit]], explicit
 
-    def _query_terms(self, text: str) -> tuple[list[str], dict[str, float] | None]:
+    @staticmethod
+    def _query_terms(bm25: BM25, text: str) -> tuple[list[str], dict[str, float] | None]:
         """BM25 terms and weights. A long pasted text (issue, stack trace) keeps its identifiers, weighted
         double, and its rarest other terms, so boilerplate prose cannot drown the names that matter."""
         terms = list(dict.fromkeys(tokenize(text)))
-        if len(terms) <= LONG_QUERY_TERMS or self.bm25 is None:
+        if len(terms) <= LONG_QUERY_TERMS:
             return terms, None
         code_terms = list(
             dict.fromkeys(t for w in identifiers(text) if _CODE_LIKE.search(w) for t in tokenize(w))
         )
-        idf, vocab = self.bm25.idf, self.bm25.vocab
+        idf, vocab = bm25.idf, bm25.vocab
         known = sorted(
             ((float(idf[vocab[t]]), t) for t in terms if t in vocab and t not in code_terms), reverse=True
         )
@@ -255,24 +261,25 @@ class Searcher:
         """Rank chunks for ``query``. Never raises for bad query text."""
         mode = mode or self.settings.search.mode
         t0 = time.perf_counter()
-        if self.data is None:
+        if self._index is None:
             self.refresh()
-        data, bm25 = self.data, self.bm25
-        assert data is not None and bm25 is not None
+        ix = self._index
+        assert ix is not None
+        data, bm25 = ix.data, ix.bm25
         s = self.settings.search
         parsed = parse_query(query[:20_000])
         resp = SearchResponse(query=query, results=[], mode=mode)
         lists: dict[str, list[int]] = {}
         code_like = _looks_like_code(parsed.text)
         explicit_path = False
-        terms, weights = self._query_terms(parsed.text)
+        terms, weights = self._query_terms(bm25, parsed.text)
         scores = bm25.scores(terms, weights) if terms else np.zeros(len(data.chunks), np.float32)
         if mode in ("hybrid", "bm25"):
             lists["bm25"] = [int(i) for i in top_positive(scores, s.top_n)[0]]
-            lists["symbol"] = self._symbol_list(parsed.text, scores, s.top_n)
-            lists["path"], explicit_path = self._path_list(parsed.text, scores, s.top_n, code_like)
+            lists["symbol"] = self._symbol_list(ix, parsed.text, scores, s.top_n)
+            lists["path"], explicit_path = self._path_list(ix, parsed.text, scores, s.top_n, code_like)
         if mode in ("hybrid", "dense") and parsed.text:
-            dense, reason = self._dense_list(parsed.text, s.top_n)
+            dense, reason = self._dense_list(data, parsed.text, s.top_n)
             if dense is not None:
                 lists["dense"] = dense
             elif reason is not None:
@@ -310,10 +317,8 @@ class Searcher:
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
 
-    def _dense_list(self, text: str, n: int) -> tuple[list[int] | None, str | None]:
+    def _dense_list(self, data: IndexData, text: str, n: int) -> tuple[list[int] | None, str | None]:
         """Dense top-n, or (None, reason) when the dense side is unusable (None, None: not configured)."""
-        data = self.data
-        assert data is not None
         if self.embedder is None:
             return None, self.embedder_error
         try:

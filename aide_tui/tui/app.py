@@ -298,10 +298,11 @@ class AideApp(App[None]):
     def _startup_done(
         self, searcher: Searcher, missing: IndexError_ | None, status: dict[str, Any], error: str | None
     ) -> None:
-        self.searcher = searcher
         self.ready = True
         self.embedder_error = error
-        self._apply_status(status)
+        if self.index_runs_done == 0:  # a finished reindex may already have installed a newer index
+            self.searcher = searcher
+            self._apply_status(status)
         if missing is not None:
             if isinstance(missing, IndexMissing):
                 self.index_bar.show_state("no index yet", "building…" if self.start_index else "")
