@@ -53,6 +53,7 @@ class SearchSettings:
     symbol_weight: float = 1.0
     path_weight: float = 0.5
     test_weight: float = 0.5  # score factor for test files unless the query mentions tests
+    per_file_cap: int = 0  # at most this many chunks per file among the first results (0 = no cap)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TypeVar
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from aide_tui.core.store import MANIFEST, IndexData, read_index
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
 from aide_tui.core.vectors import top_k
 
+T = TypeVar("T")
 _FILTER = re.compile(r"(?:^|\s)(path|lang):(\S+)")
 _CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")
 LONG_QUERY_TERMS = 24
@@ -31,6 +33,20 @@ _FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
 )
+
+
+def diversify(items: list[T], keys: list[str], cap: int, window: int) -> list[T]:
+    """Reorder so the first ``window`` items hold at most ``cap`` per key; the overflow follows in order."""
+    head: list[T] = []
+    rest: list[T] = []
+    seen: dict[str, int] = {}
+    for item, key in zip(items, keys, strict=True):
+        if len(head) < window and seen.get(key, 0) < cap:
+            seen[key] = seen.get(key, 0) + 1
+            head.append(item)
+        else:
+            rest.append(item)
+    return head + rest
 
 
 def _looks_like_code(text: str) -> bool:
@@ -301,10 +317,11 @@ class Searcher:
                 if _TEST_PATH.search(data.chunks[f.doc].path):
                     f.score *= s.test_weight
             fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), f.doc))
+        fused = [f for f in fused if parsed.accepts(data.chunks[f.doc])]
+        if s.per_file_cap > 0:
+            fused = diversify(fused, [data.chunks[f.doc].path for f in fused], s.per_file_cap, limit)
         for f in fused:
             c = data.chunks[f.doc]
-            if not parsed.accepts(c):
-                continue
             ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
             for extra in ("symbol", "path"):
                 if extra in f.ranks:

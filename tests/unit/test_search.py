@@ -117,3 +117,13 @@ def test_bad_queries_never_raise(tmp_path: Path) -> None:
     s = searcher(tmp_path)
     for q in ["", "   ", "the of and", "((*[?", "\x00\x1b[31m", "x" * 100_000, "päth:ünïcode 日本語"]:
         assert isinstance(s.search(q).results, list)
+
+
+def test_diversify_caps_per_file_then_fills() -> None:
+    from aide_tui.core.search import diversify
+
+    items = ["a1", "a2", "a3", "b1", "a4", "c1"]
+    keys = [i[0] for i in items]
+    assert diversify(items, keys, cap=2, window=4) == ["a1", "a2", "b1", "c1", "a3", "a4"]
+    assert diversify(items, keys, cap=1, window=10) == ["a1", "b1", "c1", "a2", "a3", "a4"]
+    assert diversify(items, keys, cap=9, window=10) == items
