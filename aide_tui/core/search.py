@@ -8,8 +8,8 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TypeVar
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
