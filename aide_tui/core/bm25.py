@@ -22,9 +22,12 @@ PATH_WEIGHT = 2.0
 SYMBOL_WEIGHT = 2.0
 
 
-def chunk_terms(chunk: Chunk) -> Counter[str]:
-    """Weighted term frequencies of a chunk: body + header fields (path, symbol, defined names)."""
-    counts: Counter[str] = Counter(tokenize(chunk.text))
+def chunk_terms(chunk: Chunk, body: Counter[str] | None = None) -> Counter[str]:
+    """Weighted term frequencies of a chunk: body + header fields (path, symbol, defined names).
+
+    ``body`` is the already-counted ``tokenize(chunk.text)``, when the caller has it.
+    """
+    counts: Counter[str] = Counter(tokenize(chunk.text)) if body is None else Counter(body)
     for term in tokenize(chunk.path.replace("/", " ")):
         counts[term] += PATH_WEIGHT
     symbol_text = " ".join(filter(None, [chunk.symbol or "", " ".join(chunk.defines)]))

@@ -52,6 +52,7 @@ class SearchSettings:
     dense_weight: float = 1.0
     symbol_weight: float = 1.0
     path_weight: float = 0.5
+    piece_weight: float = 0.25  # BM25 over function-sized pieces, a chunk ranked by its best piece
     test_weight: float = 0.5  # score factor for test files unless the query mentions tests
     per_file_cap: int = 0  # at most this many chunks per file among the first results (0 = no cap)
 

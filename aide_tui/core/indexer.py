@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ from aide_tui.core.store import (
     write_index,
     writer_lock,
 )
-from aide_tui.core.tokens import TOKENIZER_VERSION
+from aide_tui.core.tokens import TOKENIZER_VERSION, tokenize
 
 EMBED_BATCH = 64  # split across workers by the pooled builtin embedder
 COMMIT_EVERY_S = 20.0
@@ -218,12 +219,20 @@ class Indexer:
         report.changed, report.removed = changed, removed
         emit(Progress("scanning", total, total, message=f"{changed} changed, {removed} removed"))
 
-        # BM25 rows: reuse unchanged ones, tokenize only new chunks.
+        # BM25 rows: reuse unchanged ones, tokenize only new text. Pieces partition their chunk's lines,
+        # so each piece is tokenized once and a chunk's body counts are the sum of its pieces'.
         vocab = dict(prev.vocab) if prev is not None else {}
+        piece_bodies = [Counter(tokenize(p.text)) for _, p in new_pieces]
+        chunk_bodies: list[Counter[str]] = [Counter() for _ in new_chunks]
+        for (owner, _), body in zip(new_pieces, piece_bodies, strict=True):
+            chunk_bodies[owner].update(body)
         kept_docs = prev.docs.take(keep_rows) if prev is not None else DocTerms.empty()
-        new_docs = encode_docs((chunk_terms(c) for c in new_chunks), vocab)
+        new_docs = encode_docs(map(chunk_terms, new_chunks, chunk_bodies), vocab)
         chunks = ([prev.chunks[i] for i in keep_rows] if prev is not None else []) + new_chunks
         docs = concat([kept_docs, new_docs])
+        new_pdocs = encode_docs(
+            (chunk_terms(p, b) for (_, p), b in zip(new_pieces, piece_bodies, strict=True)), vocab
+        )
         # Dense pieces: those of kept chunks (owners renumbered), then the new ones.
         kept_piece_rows: list[int] = []
         owners_list: list[int] = []
@@ -237,6 +246,8 @@ class Indexer:
         pieces += [p for _, p in new_pieces]
         owners_list += [len(keep_rows) + i for i, _ in new_pieces]
         owners = np.asarray(owners_list, np.int64)
+        kept_pdocs = prev.pdocs.take(kept_piece_rows) if prev is not None else DocTerms.empty()
+        pdocs = concat([kept_pdocs, new_pdocs])
         check_cancel()
 
         # Vectors: reuse the previous index's rows and the cache; embed the rest.
@@ -269,7 +280,7 @@ class Indexer:
             "skipped": len(report.skipped),
             "degraded_reason": report.degraded_reason,
         }
-        data = IndexData(chunks, files, vocab, docs, pieces, owners, vectors, present, meta)
+        data = IndexData(chunks, files, vocab, docs, pieces, owners, pdocs, vectors, present, meta)
         unchanged = (
             prev is not None
             and changed == 0

@@ -148,6 +148,7 @@ class LoadedIndex:
 
     data: IndexData
     bm25: BM25
+    piece_bm25: BM25  # the same scoring over dense pieces (about one function each)
     symbols: dict[str, list[int]]  # lower-cased defined name -> chunk rows
     path_parts: dict[str, set[str]]  # folder name, file name or stem -> files
 
@@ -200,7 +201,9 @@ class Searcher:
             stem = parts[-1].rsplit(".", 1)[0]
             for part in {*parts[:-1], stem, parts[-1]}:
                 paths.setdefault(part, set()).add(p)
-        self._index = LoadedIndex(data, BM25(data.docs, data.vocab), symbols, paths)
+        self._index = LoadedIndex(
+            data, BM25(data.docs, data.vocab), BM25(data.pdocs, data.vocab), symbols, paths
+        )
 
     # -- retrievers --------------------------------------------------------------------------------
 
@@ -292,6 +295,8 @@ class Searcher:
         scores = bm25.scores(terms, weights) if terms else np.zeros(len(data.chunks), np.float32)
         if mode in ("hybrid", "bm25"):
             lists["bm25"] = [int(i) for i in top_positive(scores, s.top_n)[0]]
+            piece_rows, _ = ix.piece_bm25.top(terms, 4 * s.top_n, weights)
+            lists["piece"] = list(dict.fromkeys(int(data.owners[i]) for i in piece_rows))[: s.top_n]
             lists["symbol"] = self._symbol_list(ix, parsed.text, scores, s.top_n)
             lists["path"], explicit_path = self._path_list(ix, parsed.text, scores, s.top_n, code_like)
         if mode in ("hybrid", "dense") and parsed.text:
@@ -305,6 +310,7 @@ class Searcher:
             "dense": s.dense_weight,
             "symbol": s.symbol_weight,
             "path": s.path_weight,
+            "piece": s.piece_weight,
         }
         if not code_like:
             # prose mentioning a name usually asks about code that uses it, not for its definition
@@ -323,7 +329,7 @@ class Searcher:
         for f in fused:
             c = data.chunks[f.doc]
             ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-            for extra in ("symbol", "path"):
+            for extra in ("symbol", "path", "piece"):
                 if extra in f.ranks:
                     ranks[extra] = f.ranks[extra]
             resp.results.append(

@@ -33,9 +33,9 @@ import numpy as np
 from aide_tui.core.bm25 import DocTerms
 from aide_tui.core.model import Chunk
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
-_ARRAYS = ("doc_ptr", "term_ids", "tfs", "vectors", "present", "owners")
+_ARRAYS = ("doc_ptr", "term_ids", "tfs", "pdoc_ptr", "pterm_ids", "ptfs", "vectors", "present", "owners")
 
 
 class IndexError_(Exception):
@@ -81,6 +81,7 @@ class IndexData:
     docs: DocTerms
     pieces: list[Chunk]
     owners: np.ndarray  # (p,) int32: chunk row of each piece
+    pdocs: DocTerms  # BM25 rows of the pieces (same vocabulary)
     vectors: np.ndarray  # (p, dim) float32; rows with present=False are meaningless
     present: np.ndarray  # (p,) bool
     meta: dict[str, Any] = field(default_factory=dict)  # embedder, dim, settings, skipped, ...
@@ -220,6 +221,9 @@ def write_index(index_dir: Path, data: IndexData) -> str:
             "doc_ptr.npy": _npy_bytes(data.docs.doc_ptr.astype(np.int64)),
             "term_ids.npy": _npy_bytes(data.docs.term_ids.astype(np.int32)),
             "tfs.npy": _npy_bytes(data.docs.tfs.astype(np.float32)),
+            "pdoc_ptr.npy": _npy_bytes(data.pdocs.doc_ptr.astype(np.int64)),
+            "pterm_ids.npy": _npy_bytes(data.pdocs.term_ids.astype(np.int32)),
+            "ptfs.npy": _npy_bytes(data.pdocs.tfs.astype(np.float32)),
             "vectors.npy": _npy_bytes(data.vectors.astype(np.float32)),
             "present.npy": _npy_bytes(data.present.astype(bool)),
         }
@@ -341,6 +345,9 @@ def read_index(index_dir: Path, mmap: bool = False) -> IndexData:
     n = len(chunks)
     p = len(pieces)
     owners = arrays["owners"]
+    pdocs = DocTerms(arrays["pdoc_ptr"], arrays["pterm_ids"], arrays["ptfs"])
+    if pdocs.n_docs != p:
+        raise IndexCorrupt("index piece rows disagree with the piece list; rebuilding")
     if docs.n_docs != n or len(arrays["present"]) != p or arrays["vectors"].shape[0] != p or len(owners) != p:
         raise IndexCorrupt("index arrays disagree on the number of chunks; rebuilding")
     if p and (int(owners.min()) < 0 or int(owners.max()) >= n):
@@ -352,6 +359,7 @@ def read_index(index_dir: Path, mmap: bool = False) -> IndexData:
         docs=docs,
         pieces=pieces,
         owners=owners.astype(np.int64),
+        pdocs=pdocs,
         vectors=arrays["vectors"],
         present=arrays["present"].astype(bool),
         meta=dict(manifest["meta"], written=manifest.get("written"), generation=manifest["generation"]),

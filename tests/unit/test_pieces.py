@@ -32,3 +32,17 @@ def test_pieces_lie_inside_their_chunk_and_cover_every_chunk() -> None:
 
 def test_no_chunks_no_pieces() -> None:
     assert dense_pieces([], []) == []
+
+
+def test_piece_bodies_sum_to_their_chunk() -> None:
+    """The indexer tokenizes pieces only and sums them per chunk: that must equal tokenizing the chunk."""
+    from collections import Counter
+
+    from aide_tui.core.tokens import tokenize
+
+    text = _source(9) + "\n\nCONSTANT = 'x'  # trailing module code\n"
+    chunks, small = chunk_file_multi("pkg/mod.py", text, (1500, 300))
+    sums = [Counter() for _ in chunks]
+    for owner, piece in dense_pieces(chunks, small):
+        sums[owner].update(tokenize(piece.text))
+    assert sums == [Counter(tokenize(c.text)) for c in chunks]
