@@ -63,3 +63,63 @@ def test_change_filter_applies_ignore_rules(workspace: Path) -> None:
         (Change.added, "/elsewhere/file.py"),
     }
     assert changed_paths(filt, changes) == {"src/httpclient/client.py", "src/httpclient/retry.py"}
+
+
+def test_watcher_storm_coalesces_into_one_or_two_reindexes(workspace: Path) -> None:
+    """5,000 files created at once (a checkout) → the watcher's batches cause at most two index runs."""
+    import time
+
+    import watchfiles
+
+    settings = load_settings(workspace, {"embedding": {"backend": "none"}})
+    svc = IndexService(workspace, settings, lambda e: None)
+    svc.request()
+    assert svc.wait(120)
+    filt = ChangeFilter(workspace, settings)
+    stop = threading.Event()
+    batches: list[set[str]] = []
+
+    def watch() -> None:
+        opts = {"debounce": 1000, "step": 100, "rust_timeout": 200, "yield_on_timeout": True}
+        for changes in watchfiles.watch(workspace, watch_filter=None, stop_event=stop, **opts):
+            paths = changed_paths(filt, changes)
+            if paths:
+                batches.append(paths)
+                svc.request()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        sentinel = workspace / "sentinel.py"
+        for _ in range(100):  # the watcher is live once it reports the sentinel
+            sentinel.write_text(f"X = {time.time()}\n")
+            time.sleep(0.2)
+            if batches:
+                break
+        assert batches, "watcher never reported a change"
+        assert svc.wait(120)
+        batches.clear()
+        runs_before = svc.runs
+        storm = workspace / "generated_pkg"
+        storm.mkdir()
+        for i in range(5000):
+            (storm / f"m{i}.py").write_text(f"def storm_{i}():\n    return {i}\n")
+        # inotify can miss files created right after their new folder (the watch is added late); the
+        # indexer rescans the tree anyway, so wait for quiet: idle service and no batch for 3 s
+        deadline = time.monotonic() + 120
+        last = (-1, time.monotonic())
+        while time.monotonic() < deadline:
+            if len(batches) != last[0]:
+                last = (len(batches), time.monotonic())
+            elif not svc.running and time.monotonic() - last[1] > 3:
+                break
+            time.sleep(0.2)
+        assert len(set().union(*batches)) > 4000 and svc.wait(120)
+        assert 1 <= svc.runs - runs_before <= 2, (svc.runs - runs_before, [len(b) for b in batches])
+    finally:
+        stop.set()
+        thread.join(10)
+        svc.close()
+    from aide_tui.core.indexer import read_status as status
+
+    assert status(workspace)["files"] == 5 + 1 + 5000
