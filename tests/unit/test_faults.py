@@ -159,3 +159,26 @@ def test_no_connection_leaves_loopback(workspace: Path, monkeypatch: pytest.Monk
     with pytest.raises(EmbedderError, match="non-loopback"):
         make_embedder(remote)
     assert attempts == []
+
+
+@pytest.mark.benchmark
+def test_hundred_thousand_tiny_files(tmp_path: Path) -> None:
+    """Benchmark variant (``-m benchmark``): 100,000 tiny files index, reindex as a no-op, and answer."""
+    root = tmp_path / "many"
+    for d in range(100):
+        sub = root / f"d{d:03}"
+        sub.mkdir(parents=True)
+        for f in range(1000):
+            (sub / f"f{f:04}.py").write_text(f"def tiny_{d}_{f}():\n    return {f}\n")
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    t0 = time.perf_counter()
+    rep = Indexer(root, settings).run()
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    again = Indexer(root, settings).run()
+    noop = time.perf_counter() - t0
+    print(f"\n100k tiny files: cold {cold:.1f}s, no-op {noop:.1f}s, {rep.chunks} chunks")
+    assert rep.files == 100_000 and again.changed == 0
+    s = Searcher(root, settings)
+    s.refresh()
+    assert s.search("tiny_42_999").results[0].path == "d042/f0999.py"
