@@ -228,7 +228,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     else:
         print(
             f"indexed {report.files} files, {report.chunks} chunks ({report.changed} changed, "
-            f"{report.removed} removed, {report.newly_embedded} embedded) in {report.seconds:.2f}s"
+            f"{report.removed} removed, {report.newly_embedded} vectors computed) in {report.seconds:.2f}s"
             f" [{report.embedder}]"
         )
     return 0
