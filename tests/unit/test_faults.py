@@ -182,3 +182,25 @@ def test_hundred_thousand_tiny_files(tmp_path: Path) -> None:
     s = Searcher(root, settings)
     s.refresh()
     assert s.search("tiny_42_999").results[0].path == "d042/f0999.py"
+
+
+def test_file_deleted_or_replaced_between_scan_and_read(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan sees a file that is gone (or a directory) by the time it is read: skipped, the rest indexed."""
+    from aide_tui.core import scan as scan_mod
+
+    real_scan = scan_mod.Scanner.scan
+
+    def racing_scan(self: scan_mod.Scanner) -> scan_mod.ScanResult:
+        result = real_scan(self)
+        (workspace / "src/httpclient/retry.py").unlink()
+        (workspace / "docs/usage.md").unlink()
+        (workspace / "docs/usage.md").mkdir()  # replaced by a directory
+        return result
+
+    monkeypatch.setattr(scan_mod.Scanner, "scan", racing_scan)
+    rep = Indexer(workspace, load_settings(workspace, {"embedding": {"backend": "none"}})).run()
+    assert "vanished" in rep.skipped["src/httpclient/retry.py"]
+    assert rep.skipped["docs/usage.md"].startswith("unreadable")
+    assert rep.files == 3
