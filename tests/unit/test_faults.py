@@ -187,7 +187,7 @@ def test_hundred_thousand_tiny_files(tmp_path: Path) -> None:
 def test_file_deleted_or_replaced_between_scan_and_read(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The scan sees a file that is gone (or a directory) by the time it is read: skipped, the rest indexed."""
+    """A scanned file is gone (or is a directory) when it is read: skipped, the rest indexed."""
     from aide_tui.core import scan as scan_mod
 
     real_scan = scan_mod.Scanner.scan
