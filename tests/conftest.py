@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "unit"))
+
+TEST_KNOBS = {"AIDE_KILL_ROUNDS"}  # variables that steer the tests themselves, not aide-tui
 
 FILES = {
     "src/httpclient/client.py": '''
@@ -122,6 +125,6 @@ def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep tests away from the developer's own config and cache."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-    for var in list(__import__("os").environ):
-        if var.startswith("AIDE_"):
+    for var in list(os.environ):
+        if var.startswith("AIDE_") and var not in TEST_KNOBS:
             monkeypatch.delenv(var)
