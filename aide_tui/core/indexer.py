@@ -21,7 +21,7 @@ from aide_tui.core.bm25 import DocTerms, chunk_terms, concat, encode_docs
 from aide_tui.core.chunk import CHUNKER_VERSION, chunk_file_multi
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
-from aide_tui.core.model import Chunk
+from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
 from aide_tui.core.pieces import PIECE_BUDGET, dense_pieces
 from aide_tui.core.scan import Scanner, read_text
 from aide_tui.core.secrets import mask_secrets
@@ -86,6 +86,7 @@ def index_settings_key(settings: Settings) -> dict[str, object]:
         "tokenizer": TOKENIZER_VERSION,
         "budget": settings.index.chunk_budget,
         "piece_budget": PIECE_BUDGET,
+        "embed_text": EMBED_TEXT_VERSION,
         "bm25_fields": [bm25_mod.PATH_WEIGHT, bm25_mod.SYMBOL_WEIGHT],
         "max_file_kb": settings.index.max_file_kb,
         "exclude": list(settings.index.exclude),

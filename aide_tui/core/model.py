@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 
@@ -37,5 +38,29 @@ class Chunk:
 
     @property
     def embed_text(self) -> str:
-        """What the embedder sees: enrichment header, then the code."""
-        return f"{self.header}\n{self.text}" if self.header else self.text
+        """What the embedder sees: the symbol's names as plain words, the enrichment header, the code.
+
+        Spelling ``class QueryParams > def remove`` as "query params remove" lets a prose-trained encoder
+        read the names (eval: overall MRR .904 → .909, cMRR .777 → .783; docs/quality.md).
+        """
+        parts = [symbol_words(self.symbol), self.header, self.text]
+        return "\n".join(p for p in parts if p)
+
+
+EMBED_TEXT_VERSION = "2"  # bump when embed_text changes: cached vectors of older texts are not reused
+_KEYWORDS = frozenset({"def", "class", "function", "fn", "func", "async", "impl", "struct", "interface"})
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def symbol_words(symbol: str | None) -> str:
+    """``"class HTTPClient > def send_request"`` → ``"http client send request"``."""
+    if not symbol:
+        return ""
+    words: list[str] = []
+    for name in _NAME.findall(symbol):
+        if name in _KEYWORDS:
+            continue
+        for part in name.split("_"):
+            words.extend(w.lower() for w in _CAMEL.findall(part))
+    return " ".join(words)

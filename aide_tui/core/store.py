@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from aide_tui.core.bm25 import DocTerms
-from aide_tui.core.model import Chunk
+from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
 
 FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
@@ -419,7 +419,7 @@ class EmbeddingCache:
     """Vectors keyed by chunk-text hash for one embedder id; survives reindexing and renames."""
 
     def __init__(self, state: Path, embedder_id: str, dim: int) -> None:
-        slug = hashlib.sha1(embedder_id.encode()).hexdigest()[:16]
+        slug = hashlib.sha1(f"{embedder_id}\0{EMBED_TEXT_VERSION}".encode()).hexdigest()[:16]
         self.dir = state / "cache" / "embeddings" / slug
         self.embedder_id = embedder_id
         self.dim = dim

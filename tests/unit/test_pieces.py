@@ -46,3 +46,13 @@ def test_piece_bodies_sum_to_their_chunk() -> None:
     for owner, piece in dense_pieces(chunks, small):
         sums[owner].update(tokenize(piece.text))
     assert sums == [Counter(tokenize(c.text)) for c in chunks]
+
+
+def test_embed_text_spells_symbol_names_as_words() -> None:
+    from aide_tui.core.model import Chunk, symbol_words
+
+    assert symbol_words("class HTTPClient > def send_request") == "http client send request"
+    assert symbol_words("# Install > ## From source") == "install from source"
+    c = Chunk("a.py", 1, 2, "python", "class QueryParams > def remove", "file: a.py", "def remove(self):")
+    assert c.embed_text.split("\n") == ["query params remove", "file: a.py", "def remove(self):"]
+    assert Chunk("a.py", 1, 1, "python", None, "", "x = 1").embed_text == "x = 1"
