@@ -29,6 +29,7 @@ _CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")
 LONG_QUERY_TERMS = 24
 PROSE_SYMBOL_FACTOR = 0.3
 PROSE_PATH_FACTOR = 0.0
+_QUOTED = re.compile(r'"([^"]{2,200})"')
 _FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
@@ -257,6 +258,17 @@ class Searcher:
         return [int(r) for r in rows[:limit]], explicit
 
     @staticmethod
+    def _phrase_list(data: IndexData, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
+        """Chunks containing every "double-quoted" span of the query verbatim (case-insensitive)."""
+        phrases = [p.lower() for p in _QUOTED.findall(text) if p.strip()]
+        if not phrases:
+            return []
+        candidates = np.flatnonzero(bm25_scores > 0)
+        hits = [int(i) for i in candidates if all(p in data.chunks[i].text.lower() for p in phrases)]
+        hits.sort(key=lambda i: (-float(bm25_scores[i]), i))
+        return hits[:limit]
+
+    @staticmethod
     def _query_terms(bm25: BM25, text: str) -> tuple[list[str], dict[str, float] | None]:
         """BM25 terms and weights. A long pasted text (issue, stack trace) keeps its identifiers, weighted
         double, and its rarest other terms, so boilerplate prose cannot drown the names that matter."""
@@ -295,6 +307,7 @@ class Searcher:
         scores = bm25.scores(terms, weights) if terms else np.zeros(len(data.chunks), np.float32)
         if mode in ("hybrid", "bm25"):
             lists["bm25"] = [int(i) for i in top_positive(scores, s.top_n)[0]]
+            lists["phrase"] = self._phrase_list(data, parsed.text, scores, s.top_n)
             piece_rows, _ = ix.piece_bm25.top(terms, 4 * s.top_n, weights)
             lists["piece"] = list(dict.fromkeys(int(data.owners[i]) for i in piece_rows))[: s.top_n]
             lists["symbol"] = self._symbol_list(ix, parsed.text, scores, s.top_n)
@@ -311,6 +324,7 @@ class Searcher:
             "symbol": s.symbol_weight,
             "path": s.path_weight,
             "piece": s.piece_weight,
+            "phrase": s.phrase_weight,
         }
         if not code_like:
             # prose mentioning a name usually asks about code that uses it, not for its definition
@@ -329,7 +343,7 @@ class Searcher:
         for f in fused:
             c = data.chunks[f.doc]
             ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-            for extra in ("symbol", "path", "piece"):
+            for extra in ("symbol", "path", "piece", "phrase"):
                 if extra in f.ranks:
                     ranks[extra] = f.ranks[extra]
             resp.results.append(

@@ -127,3 +127,13 @@ def test_diversify_caps_per_file_then_fills() -> None:
     assert diversify(items, keys, cap=2, window=4) == ["a1", "a2", "b1", "c1", "a3", "a4"]
     assert diversify(items, keys, cap=1, window=10) == ["a1", "b1", "c1", "a2", "a3", "a4"]
     assert diversify(items, keys, cap=9, window=10) == items
+
+
+def test_quoted_phrase_ranks_verbatim_match(tmp_path: Path) -> None:
+    s = searcher(tmp_path)
+    # both pkg files mention match_route and handlers; only server.py has the exact phrase
+    res = s.search('"match_route decides" handler').results
+    assert res[0].path == "pkg/server.py" and res[0].ranks.get("phrase") == 1
+    assert s.search('"no chunk contains this phrase" handler').results  # no phrase hit: still answers
+    s.settings = load_settings(s.root, {"embedding": {"backend": "none"}, "search": {"phrase_weight": 0.0}})
+    assert s.search('"match_route decides" handler').results[0].path != "pkg/server.py"
