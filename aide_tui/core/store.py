@@ -18,6 +18,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -165,8 +166,6 @@ def _write_file(path: Path, data: bytes) -> tuple[int, int]:
 
 
 def _npy_bytes(arr: np.ndarray) -> bytes:
-    import io
-
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
     return buf.getvalue()
@@ -331,8 +330,6 @@ def read_index(index_dir: Path, mmap: bool = False) -> IndexData:
             if name == "vectors" and mmap:
                 arrays[name] = np.load(gen_dir / "vectors.npy", mmap_mode="r", allow_pickle=False)
             else:
-                import io
-
                 arrays[name] = np.load(io.BytesIO(blobs[f"{name}.npy"]), allow_pickle=False)
         files = {p: FileRecord(int(v[0]), int(v[1]), str(v[2])) for p, v in manifest["files"].items()}
     except IndexCorrupt:
