@@ -1,6 +1,6 @@
 """Deterministic app instances for the snapshot tests.
 
-The fixture workspace ``fixtures/snapshot_ws`` is copied to a fixed path and indexed in-process
+The sample workspace of ``tests/conftest.py`` is written to a fixed path and indexed in-process
 before the app starts; the app neither reindexes nor watches and hides times, rates and sizes, so
 every rendering is the same on every run.
 """
@@ -12,20 +12,21 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from conftest import write_workspace
+
 from aide_tui.core.config import load_settings
 from aide_tui.core.indexer import Indexer
 from aide_tui.tui.app import AideApp
 
-FIXTURE = Path(__file__).parent / "fixtures" / "snapshot_ws"
 ROOT = Path(tempfile.gettempdir()) / "aide-tui-snapshot" / "ws"
 DEAD_URL = "http://127.0.0.1:9"  # discard port: nothing listens, connections are refused at once
 
 
 def fixed_workspace() -> Path:
-    """A fresh copy of the fixture workspace at :data:`ROOT`, indexed with BM25 only."""
+    """A fresh copy of the sample workspace at :data:`ROOT`, indexed with BM25 only."""
     if ROOT.exists():
         shutil.rmtree(ROOT)
-    shutil.copytree(FIXTURE, ROOT)
+    write_workspace(ROOT)
     settings = load_settings(ROOT, {"embedding": {"backend": "none"}})
     Indexer(ROOT, settings, None, None).run()
     return ROOT
