@@ -50,10 +50,10 @@ class SearchSettings:
     top_n: int = 50
     bm25_weight: float = 1.0
     dense_weight: float = 1.0
-    symbol_weight: float = 1.0
+    symbol_weight: float = 2.0  # identifier-like queries; prose queries use 0.15 of it
     path_weight: float = 0.5
     piece_weight: float = 0.25  # BM25 over function-sized pieces, a chunk ranked by its best piece
-    phrase_weight: float = 1.0  # chunks containing the query's "double-quoted" spans verbatim
+    phrase_weight: float = 2.0  # chunks containing the query's "double-quoted" spans verbatim
     test_weight: float = 0.5  # score factor for test files unless the query mentions tests
     per_file_cap: int = 0  # at most this many chunks per file among the first results (0 = no cap)
 
