@@ -380,8 +380,13 @@ class AideApp(App[None]):
 
     def _search_now(self) -> None:
         """Start a search for the current query (a newer search makes older results stale)."""
+        if self.stopping:
+            return
         self._seq += 1
-        query = self.query_input.value
+        try:
+            query = self.query_input.value
+        except NoMatches:  # the timer fired while the screen was being torn down
+            return
         if not query.strip():
             self._paint(self._seq, query, SearchResponse(query=query, results=[], mode=self.mode), None)
             return
@@ -439,7 +444,12 @@ class AideApp(App[None]):
         self._preview_timer = self.set_timer(PREVIEW_DELAY, self._preview_selected)
 
     def _preview_selected(self) -> None:
-        self._update_preview(self.results.selected_hit)
+        if self.stopping:
+            return
+        try:
+            self._update_preview(self.results.selected_hit)
+        except NoMatches:  # the timer fired while the screen was being torn down
+            pass
 
     def _update_preview(self, hit: Hit | None) -> None:
         if hit is None:
