@@ -34,7 +34,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The subcommand parser (the TUI has its own, see ``_tui_parser``)."""
-    parser = argparse.ArgumentParser(prog="aide-tui", description="Offline code search for the terminal.")
+    parser = argparse.ArgumentParser(
+        prog="aide-tui",
+        description="Offline code search for the terminal.",
+        epilog="Without a subcommand, `aide-tui [PATH] [--no-watch] [--embedder ...]` opens the TUI on PATH "
+        "(default .); write ./index for a folder named like a subcommand.",
+    )
     parser.add_argument("--version", action="version", version=f"aide-tui {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
