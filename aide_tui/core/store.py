@@ -308,8 +308,22 @@ def read_manifest(index_dir: Path) -> dict[str, Any]:
 
 
 def read_index(index_dir: Path, mmap: bool = False) -> IndexData:
-    """Load the current generation, verifying sizes and checksums; raise IndexMissing / IndexCorrupt."""
-    manifest = read_manifest(index_dir)
+    """Load the current generation, verifying sizes and checksums; raise IndexMissing / IndexCorrupt.
+
+    A writer may retire the generation being read (two quick reindexes): then the newer manifest is
+    read again instead of reporting corruption.
+    """
+    for _ in range(3):
+        manifest = read_manifest(index_dir)
+        try:
+            return _read_generation(index_dir, manifest, mmap)
+        except IndexCorrupt:
+            if read_manifest(index_dir).get("generation") == manifest["generation"]:
+                raise
+    return _read_generation(index_dir, read_manifest(index_dir), mmap)
+
+
+def _read_generation(index_dir: Path, manifest: dict[str, Any], mmap: bool) -> IndexData:
     gen_dir = index_dir / str(manifest["generation"])
     blobs: dict[str, bytes] = {}
     try:

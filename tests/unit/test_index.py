@@ -296,3 +296,23 @@ def test_builtin_embedder_end_to_end_and_rename_hits_cache(workspace: Path) -> N
     s = Searcher(workspace, load_settings(workspace, {"search": {"mode": "dense"}}), BuiltinEmbedder())
     top = s.search("wait longer and longer between attempts").results[0]
     assert top.path == "src/httpclient/backoff.py" and top.ranks["dense"] == 1
+
+
+def test_reader_retries_when_its_generation_is_retired(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that read the manifest just before two quick reindexes finds its generation gone."""
+    from aide_tui.core import store
+
+    index(workspace)
+    idx = index_dir_for(workspace)
+    stale = store.read_manifest(idx)
+    for i in range(2):
+        (workspace / "src/httpclient/extra.py").write_text(f"def generation_{i}():\n    pass\n")
+        index(workspace)
+    assert not (idx / stale["generation"]).exists()
+    real = store.read_manifest
+    first = [stale]
+    monkeypatch.setattr(store, "read_manifest", lambda d: first.pop() if first else real(d))
+    data = store.read_index(idx)
+    assert any("generation_1" in c.text for c in data.chunks)
