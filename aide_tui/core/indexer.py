@@ -409,4 +409,5 @@ def read_status(root: Path) -> dict[str, object]:
         "embedded": embedded,
         "embedder": emb,
         "last_indexed": data.meta.get("written"),
+        "degraded_reason": data.meta.get("degraded_reason"),
     }

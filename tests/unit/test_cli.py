@@ -124,3 +124,12 @@ def test_second_writer_waits_then_exits_1_naming_holder(workspace: Path) -> None
             out.returncode == 0
             and json.loads(out.stdout)["results"][0]["path"] == "src/httpclient/headers.py"
         )
+
+
+def test_status_reports_the_indexers_degraded_reason(workspace: Path) -> None:
+    with LoopbackServer() as srv:
+        url = srv.url
+    args = ["--embedder", "openai", "--embedding-url", url]
+    assert run("index", str(workspace), *args).returncode == 0
+    st = json.loads(run("status", str(workspace), "--json", *args).stdout)
+    assert st["degraded"] is True and "not reachable" in st["degraded_reason"]
