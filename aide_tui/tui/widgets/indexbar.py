@@ -47,7 +47,7 @@ class IndexBar(Horizontal):
             done, total, unit = (
                 int(event.get("chunks_embedded") or 0),
                 int(event["chunks_to_embed"]),
-                "chunks",
+                "vectors",  # one per dense piece (about a function), not per chunk
             )
         elif event.get("files_total"):
             done, total, unit = int(event.get("files_done") or 0), int(event["files_total"]), "files"
