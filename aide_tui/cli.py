@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--progress", action="store_true", help="print progress events as JSON lines (for the TUI)"
     )
     p.add_argument("--settings-json", help=argparse.SUPPRESS)
+    p.add_argument("--priority-json", help=argparse.SUPPRESS)  # files to embed first (from the TUI)
     _common(p)
 
     p = sub.add_parser("search", help="search ROOT's index")
@@ -157,6 +158,7 @@ def _run_index(
     emb_err: str | None,
     rebuild: bool = False,
     as_json: bool = False,
+    priority: tuple[str, ...] = (),
 ) -> Any:
     from dataclasses import asdict
 
@@ -179,7 +181,9 @@ def _run_index(
         print(f"\r\x1b[K{line}", end="", file=sys.stderr, flush=True)
 
     try:
-        report = Indexer(root, settings, embedder, emb_err).run(on_progress=progress, rebuild=rebuild)
+        report = Indexer(root, settings, embedder, emb_err).run(
+            on_progress=progress, rebuild=rebuild, priority=priority
+        )
     finally:
         if hasattr(embedder, "close"):
             embedder.close()
@@ -201,7 +205,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     root, settings = setup
     embedder, emb_err = _embedder(settings, for_indexing=True)
     try:
-        report = _run_index(root, settings, embedder, emb_err, rebuild=args.rebuild, as_json=args.progress)
+        priority = tuple(json.loads(args.priority_json)) if args.priority_json else ()
+        report = _run_index(
+            root, settings, embedder, emb_err, rebuild=args.rebuild, as_json=args.progress, priority=priority
+        )
     except IndexError_ as exc:
         _err(str(exc))
         return 1

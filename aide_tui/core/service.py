@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ class IndexService:
         self._lock = threading.Lock()
         self._pending = False
         self._pending_rebuild = False
+        self._pending_priority: set[str] = set()
         self._thread: threading.Thread | None = None
         self._proc: subprocess.Popen[str] | None = None
         self._closed = False
@@ -54,13 +55,18 @@ class IndexService:
         with self._lock:
             return self._thread is not None
 
-    def request(self, rebuild: bool = False) -> None:
-        """Ask for a reindex; coalesces with a run in progress into at most one more."""
+    def request(self, rebuild: bool = False, priority: Iterable[str] = ()) -> None:
+        """Ask for a reindex; coalesces with a run in progress into at most one more.
+
+        ``priority``: workspace-relative files whose missing vectors are computed first (what the
+        user is looking at), accumulated across coalesced requests.
+        """
         with self._lock:
             if self._closed:
                 return
             self._pending = True
             self._pending_rebuild |= rebuild
+            self._pending_priority.update(priority)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="aide-index", daemon=True)
                 self._thread.start()
@@ -101,24 +107,27 @@ class IndexService:
                     return
                 self._pending = False
                 rebuild, self._pending_rebuild = self._pending_rebuild, False
-            self._run_once(rebuild)
+                priority, self._pending_priority = sorted(self._pending_priority), set()
+            self._run_once(rebuild, priority)
             self.runs += 1
 
-    def _command(self, rebuild: bool) -> list[str]:
+    def _command(self, rebuild: bool, priority: list[str] | None = None) -> list[str]:
         cmd = [sys.executable, "-m", "aide_tui", "index", str(self.root), "--progress"]
         # one embedding process unless configured: the UI process needs the other core
         emb = replace(self.settings.embedding, workers=self.settings.embedding.workers or 1)
         settings = replace(self.settings, embedding=emb)
         cmd += ["--settings-json", settings_json(settings)]
+        if priority:
+            cmd += ["--priority-json", json.dumps(priority[:500])]
         return cmd + (["--rebuild"] if rebuild else [])
 
-    def _run_once(self, rebuild: bool) -> None:
+    def _run_once(self, rebuild: bool, priority: list[str] | None = None) -> None:
         env = dict(os.environ)
         pkg_parent = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
         try:
             proc = subprocess.Popen(
-                self._command(rebuild),
+                self._command(rebuild, priority),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 stdin=subprocess.DEVNULL,

@@ -565,7 +565,7 @@ class AideApp(App[None]):
             return
         n = len(message.paths)
         self.index_bar.show_state("reindexing", f"{n} changed file{'s' if n != 1 else ''}")
-        self.service.request()
+        self.service.request(priority=self._looked_at())
 
     @on(WatchFailed)
     def _watch_failed(self, message: WatchFailed) -> None:
@@ -609,7 +609,14 @@ class AideApp(App[None]):
     def action_reindex(self) -> None:
         """Update the index now."""
         self.index_bar.show_state("reindexing", "requested")
-        self.service.request()
+        self.service.request(priority=self._looked_at())
+
+    def _looked_at(self) -> list[str]:
+        """Files in the visible results: their vectors are computed first when indexing."""
+        try:
+            return list(dict.fromkeys(h.path for h in self.results.hits[:20]))
+        except NoMatches:
+            return []
 
     def action_rebuild(self) -> None:
         """Rebuild the index from scratch (the workspace config is kept)."""

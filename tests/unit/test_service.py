@@ -123,3 +123,20 @@ def test_watcher_storm_coalesces_into_one_or_two_reindexes(workspace: Path) -> N
     from aide_tui.core.indexer import read_status as status
 
     assert status(workspace)["files"] == 5 + 1 + 5000
+
+
+def test_priority_files_are_embedded_first(workspace: Path) -> None:
+    """The TUI passes the files the user is looking at; their vectors are computed before the rest."""
+    from loopback_server import LoopbackServer
+
+    with LoopbackServer(dim=8) as srv:
+        settings = load_settings(workspace, {"embedding": {"backend": "openai", "url": srv.url}})
+        svc = IndexService(workspace, settings, lambda e: None)
+        # retry.py is neither the smallest file nor first by path: only the priority puts it first
+        svc.request(priority=["src/httpclient/retry.py"])
+        assert svc.wait(120)
+        svc.close()
+        inputs = [text for batch in srv.inputs for text in batch if "dim probe" not in text]
+    assert inputs and "file: src/httpclient/retry.py" in inputs[0]
+    first_other = next(i for i, t in enumerate(inputs) if "retry.py" not in t)
+    assert all("retry.py" not in t for t in inputs[first_other:])
