@@ -27,6 +27,7 @@ T = TypeVar("T")
 _FILTER = re.compile(r"(?:^|\s)(path|lang):(\S+)")
 _CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")
 LONG_QUERY_TERMS = 24
+MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
 PROSE_SYMBOL_FACTOR = 0.15
 PROSE_PATH_FACTOR = 0.0
 _QUOTED = re.compile(r'"([^"]{2,200})"')
@@ -238,12 +239,14 @@ class Searcher:
         """
         hits: dict[str, int] = {}
         explicit = False
-        for raw in re.findall(r"[\w./-]+", text):
-            word = raw.lower().strip("./-")
+        words = dict.fromkeys(raw.lower().strip("./-") for raw in re.findall(r"[\w./-]+", text))
+        for word in list(words)[:MAX_PATH_WORDS]:
             if len(word) < 3 or word in STOPWORDS:
                 continue
             if "/" in word or _FILE_NAME.fullmatch(word):
-                for p in ix.data.files:
+                for p in ix.path_parts.get(
+                    word.rsplit("/", 1)[-1], ()
+                ):  # files named, or under, the last part
                     low = p.lower()
                     if low == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}":
                         hits[p] = hits.get(p, 0) + 2
