@@ -378,7 +378,7 @@ def read_status(root: Path) -> dict[str, object]:
     """The ``status`` view of a workspace's index, without taking the writer lock."""
     idx_dir = index_dir_for(root, create=False)
     try:
-        data = read_index(idx_dir, mmap=True)
+        data = read_index(idx_dir, mmap=True, pieces=False)
     except IndexMissing:
         return {
             "state": "missing",

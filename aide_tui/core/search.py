@@ -187,7 +187,7 @@ class Searcher:
         with self._lock:
             if key is not None and key == self._manifest_stat and self._index is not None:
                 return False
-            data = read_index(idx, mmap=True)
+            data = read_index(idx, mmap=True, pieces=False)
             self._install(data)
             self._manifest_stat = key
             return True

@@ -122,7 +122,9 @@ def test_interrupted_write_leaves_previous_index(workspace: Path) -> None:
     assert "def replaced" in paths_and_texts(workspace)["src/httpclient/headers.py"]
 
 
-@pytest.mark.parametrize("target", ["manifest.json", "chunks.jsonl", "vectors.npy", "doc_ptr.npy"])
+@pytest.mark.parametrize(
+    "target", ["manifest.json", "chunks.json", "texts.bin", "pieces.json", "vectors.npy", "doc_ptr.npy"]
+)
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
 def test_corrupt_index_is_rebuilt_with_message(workspace: Path, target: str, damage: str) -> None:
     index(workspace)
