@@ -37,19 +37,25 @@ class _HTTPEmbedder:
 
     _name = ""  # id prefix, e.g. "openai"
     _paths: tuple[str, ...] = ()  # suffixes stripped from a user URL; the first is the endpoint path
+    default_url = ""
+    default_model = ""
 
     def __init__(
         self,
-        url: str,
-        model: str,
+        url: str | None = None,
+        model: str | None = None,
         *,
-        prefixes: bool,
-        allow_remote: bool,
-        timeout: float,
-        retries: int,
-        batch_size: int,
-        client: httpx.Client | None,
+        prefixes: bool | None = None,
+        allow_remote: bool = False,
+        timeout: float = 30.0,
+        retries: int = 2,
+        batch_size: int = MAX_BATCH,
+        client: httpx.Client | None = None,
     ) -> None:
+        """``url``/``model`` default to the backend's; ``prefixes`` None = the backend's rule."""
+        url = self.default_url if url is None else url
+        model = self.default_model if model is None else model
+        prefixes = self._default_prefixes(model) if prefixes is None else prefixes
         if not model:
             raise EmbedderError(f"no embedding model name given for the {self._name} backend")
         check_endpoint(url, allow_remote)
@@ -220,6 +226,11 @@ class _HTTPEmbedder:
                 return base[: -len(suffix)].rstrip("/")
         return base
 
+    @staticmethod
+    def _default_prefixes(model: str) -> bool:
+        """Whether ``search_document:``/``search_query:`` prefixes are used when not configured."""
+        return False
+
     def _body(self, batch: list[str]) -> dict[str, Any]:
         return {"model": self.model, "input": batch}
 
@@ -232,29 +243,8 @@ class OpenAIEmbedder(_HTTPEmbedder):
 
     _name = "openai"
     _paths = ("/v1/embeddings", "/embeddings", "/v1")
-
-    def __init__(
-        self,
-        url: str = "http://127.0.0.1:8080",
-        model: str = "default",
-        *,
-        prefixes: bool = False,
-        allow_remote: bool = False,
-        timeout: float = 30.0,
-        retries: int = 2,
-        batch_size: int = MAX_BATCH,
-        client: httpx.Client | None = None,
-    ) -> None:
-        super().__init__(
-            url,
-            model,
-            prefixes=prefixes,
-            allow_remote=allow_remote,
-            timeout=timeout,
-            retries=retries,
-            batch_size=batch_size,
-            client=client,
-        )
+    default_url = "http://127.0.0.1:8080"
+    default_model = "default"
 
     def _vectors(self, payload: Any, n: int) -> list[Any]:
         where = f"embedding server at {self._shown}"
@@ -280,29 +270,13 @@ class OllamaEmbedder(_HTTPEmbedder):
 
     _name = "ollama"
     _paths = ("/api/embed", "/api/embeddings", "/api")
+    default_url = "http://127.0.0.1:11434"
+    default_model = "nomic-embed-text"
 
-    def __init__(
-        self,
-        url: str = "http://127.0.0.1:11434",
-        model: str = "nomic-embed-text",
-        *,
-        prefixes: bool | None = None,
-        allow_remote: bool = False,
-        timeout: float = 30.0,
-        retries: int = 2,
-        batch_size: int = MAX_BATCH,
-        client: httpx.Client | None = None,
-    ) -> None:
-        super().__init__(
-            url,
-            model,
-            prefixes=("nomic" in (model or "").lower()) if prefixes is None else prefixes,
-            allow_remote=allow_remote,
-            timeout=timeout,
-            retries=retries,
-            batch_size=batch_size,
-            client=client,
-        )
+    @staticmethod
+    def _default_prefixes(model: str) -> bool:
+        """nomic embedding models expect task prefixes."""
+        return "nomic" in model.lower()
 
     def _vectors(self, payload: Any, n: int) -> list[Any]:
         vectors = payload.get("embeddings") if isinstance(payload, dict) else None
