@@ -33,6 +33,7 @@ from aide_tui.core.store import (
     IndexMissing,
     embedded_chunks,
     read_index,
+    read_pieces,
     state_dir,
     write_index,
     writer_lock,
@@ -142,7 +143,7 @@ class Indexer:
         if rebuild:
             return None
         try:
-            prev = read_index(idx_dir)
+            prev = read_index(idx_dir, pieces=False)  # piece texts are decoded only if something changed
         except IndexMissing:
             return None
         except IndexCorrupt as exc:
@@ -219,6 +220,21 @@ class Indexer:
         removed = len(set(prev.files) - set(files)) if prev is not None else 0
         report.changed, report.removed = changed, removed
         emit(Progress("scanning", total, total, message=f"{changed} changed, {removed} removed"))
+        if prev is not None and changed == 0 and removed == 0 and files == prev.files:
+            embedder, emb_id, _ = self._embedder_identity(report, prev)
+            if (
+                prev.meta.get("embedder") == emb_id
+                and prev.meta.get("degraded_reason") == report.degraded_reason
+                and (embedder is None or bool(prev.present.all()))
+            ):  # nothing to do: no write, no tokenizing, no piece decoding
+                report.files, report.chunks, report.embedder = len(files), len(prev.chunks), emb_id
+                report.embedded = embedded_chunks(prev)
+                emit(
+                    Progress("ready", total, total, report.embedded, len(prev.chunks), message="index ready")
+                )
+                return
+        if prev is not None and len(prev.owners) and not prev.pieces:
+            prev.pieces = read_pieces(idx_dir, prev)
 
         # BM25 rows: reuse unchanged ones, tokenize only new text. Pieces partition their chunk's lines,
         # so each piece is tokenized once and a chunk's body counts are the sum of its pieces'.

@@ -416,6 +416,16 @@ def _read_generation(index_dir: Path, manifest: dict[str, Any], mmap: bool, with
     )
 
 
+def read_pieces(index_dir: Path, data: IndexData) -> list[Chunk]:
+    """Decode the dense pieces of ``data``'s generation (loaded earlier with ``pieces=False``)."""
+    gen_dir = index_dir / str(data.meta["generation"])
+    try:
+        raw = (gen_dir / "pieces.json").read_bytes()
+        return _decode_pieces(raw, data.owners, data.chunks)
+    except (OSError, ValueError, TypeError) as exc:
+        raise IndexCorrupt(f"index pieces are unreadable ({exc.__class__.__name__}); rebuilding") from exc
+
+
 # -- writer lock -----------------------------------------------------------------------------------
 
 
