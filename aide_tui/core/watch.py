@@ -11,6 +11,11 @@ from watchfiles import Change
 from aide_tui.core.config import Settings
 from aide_tui.core.scan import Scanner
 
+# watchfiles grouping: a batch is yielded after QUIET_MS without changes, or after MAX_GROUP_MS at most.
+# Waiting for quiet (not the default 50 ms) keeps a multi-second `git checkout` to one or two reindexes.
+QUIET_MS = 400
+MAX_GROUP_MS = 5000
+
 
 class ChangeFilter:
     """A ``watch_filter`` for watchfiles that applies the scanner's ignore rules.

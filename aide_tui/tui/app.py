@@ -40,7 +40,6 @@ from aide_tui.tui.widgets.preview import PreviewData, render_preview
 MODES = ("hybrid", "bm25", "dense")
 DEBOUNCE = 0.1  # seconds between the last keystroke and the search
 PREVIEW_DELAY = 0.05  # seconds the selection must stay put before the preview is rendered
-WATCH_DEBOUNCE_MS = 400
 
 
 def css_path() -> Path:
@@ -538,15 +537,15 @@ class AideApp(App[None]):
         """Watch the workspace (a thread: filtering thousands of paths must not stall the UI)."""
         from watchfiles import watch
 
-        from aide_tui.core.watch import ChangeFilter, changed_paths
+        from aide_tui.core.watch import MAX_GROUP_MS, QUIET_MS, ChangeFilter, changed_paths
 
         filt = ChangeFilter(self.root, self.settings)
         try:
             for changes in watch(
                 self.root,
                 watch_filter=None,
-                debounce=WATCH_DEBOUNCE_MS,
-                step=50,
+                debounce=MAX_GROUP_MS,
+                step=QUIET_MS,
                 stop_event=self._stop_watch,
                 rust_timeout=1000,
                 yield_on_timeout=False,

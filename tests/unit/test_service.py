@@ -10,7 +10,7 @@ from watchfiles import Change
 from aide_tui.core.config import load_settings
 from aide_tui.core.indexer import read_status
 from aide_tui.core.service import IndexService
-from aide_tui.core.watch import ChangeFilter, changed_paths
+from aide_tui.core.watch import MAX_GROUP_MS, QUIET_MS, ChangeFilter, changed_paths
 
 
 def test_requests_during_a_run_coalesce_into_one_more(workspace: Path) -> None:
@@ -80,7 +80,7 @@ def test_watcher_storm_coalesces_into_one_or_two_reindexes(workspace: Path) -> N
     batches: list[set[str]] = []
 
     def watch() -> None:
-        opts = {"debounce": 1000, "step": 100, "rust_timeout": 200, "yield_on_timeout": True}
+        opts = {"debounce": MAX_GROUP_MS, "step": QUIET_MS, "rust_timeout": 200, "yield_on_timeout": True}
         for changes in watchfiles.watch(workspace, watch_filter=None, stop_event=stop, **opts):
             paths = changed_paths(filt, changes)
             if paths:
