@@ -339,26 +339,22 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """``aide-tui status [ROOT] [--json]``."""
-    from aide_tui.core.indexer import read_status
+    from aide_tui.core.indexer import read_status, status_degraded_reason
 
     setup = _setup(args.root, args)
     if setup is None:
         return 2
     root, settings = setup
     st = read_status(root)
-    configured = settings.embedding.backend != "none"
-    reason = st.pop("degraded_reason", None)
-    degraded = configured and st["embedder"] == "none" and st["state"] != "missing"
-    if degraded and reason is None:
-        reason = f"index has no vectors although embedder {settings.embedding.backend!r} is configured"
+    reason = status_degraded_reason(st, settings.embedding.backend)
     out = {
         "state": st["state"],
         "files": st["files"],
         "chunks": st["chunks"],
         "embedded": st["embedded"],
         "embedder": st["embedder"],
-        "degraded": degraded,
-        "degraded_reason": reason if degraded else None,
+        "degraded": reason is not None,
+        "degraded_reason": reason,
         "last_indexed": st["last_indexed"],
     }
     if args.json:

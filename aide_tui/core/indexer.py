@@ -298,19 +298,8 @@ class Indexer:
             "degraded_reason": report.degraded_reason,
         }
         data = IndexData(chunks, files, vocab, docs, pieces, owners, pdocs, vectors, present, meta)
-        unchanged = (
-            prev is not None
-            and changed == 0
-            and removed == 0
-            and files == prev.files
-            and prev.meta.get("embedder") == emb_id
-            and prev.meta.get("degraded_reason") == report.degraded_reason
-            and (embedder is None or bool(present.all()))
-            and int(prev.present.sum()) == int(present.sum())
-        )
-        if not unchanged:
-            write_index(idx_dir, data)
-            report.wrote = True
+        write_index(idx_dir, data)  # an unchanged index returned early, above
+        report.wrote = True
         report.files, report.chunks = len(files), n
 
         if embedder is not None and cache is not None and not present.all():
@@ -427,3 +416,11 @@ def read_status(root: Path) -> dict[str, object]:
         "last_indexed": data.meta.get("written"),
         "degraded_reason": data.meta.get("degraded_reason"),
     }
+
+
+def status_degraded_reason(status: dict[str, object], backend: str) -> str | None:
+    """Why an index read by ``read_status`` lacks the vectors the configured ``backend`` should give."""
+    if backend == "none" or status.get("embedder") != "none" or status.get("state") == "missing":
+        return None
+    reason = status.get("degraded_reason")
+    return str(reason) if reason else f"index has no vectors although embedder {backend!r} is configured"

@@ -29,6 +29,7 @@ from textual.widgets import Footer, Input, OptionList
 
 import aide_tui
 from aide_tui.core.config import Settings
+from aide_tui.core.indexer import status_degraded_reason
 from aide_tui.core.search import Hit, Searcher, SearchResponse
 from aide_tui.core.service import IndexService
 from aide_tui.core.store import IndexError_, IndexMissing
@@ -342,9 +343,8 @@ class AideApp(App[None]):
         """Show index counts; ``done_reason`` is the last indexing run's degraded reason."""
         backend = self.settings.embedding.backend
         reason = done_reason
-        no_vectors = backend != "none" and st.get("embedder") == "none" and st.get("state") != "missing"
-        if reason is None and no_vectors and not self.service.running:
-            reason = st.get("degraded_reason") or f"index has no vectors although {backend!r} is configured"
+        if reason is None and not self.service.running:
+            reason = status_degraded_reason(st, backend)
         self._index_degraded = reason
         written = st.get("last_indexed")
         self._refresh_status(
