@@ -97,50 +97,128 @@ def encode_docs(term_counts: Iterable[Counter[str]], vocab: dict[str, int]) -> D
     return DocTerms(np.asarray(ptr, np.int64), np.asarray(ids, np.int32), np.asarray(tfs, np.float32))
 
 
-class BM25:
-    """Scores documents for a bag of query terms."""
+@dataclass
+class Postings:
+    """Term-major postings of one immutable block of documents (one index segment).
 
-    def __init__(self, docs: DocTerms, vocab: dict[str, int], k1: float = K1, b: float = B) -> None:
-        self.docs = docs
+    Derived from the block's doc-major rows in one vectorised pass and cached with the segment, so a
+    reader that picks up a new segment only builds that segment's postings.
+    """
+
+    docs: DocTerms
+    doc_len: np.ndarray  # float32 (n_docs,): weighted length
+    term_ptr: np.ndarray  # int64 (n_terms + 1,): postings of term t are [term_ptr[t], term_ptr[t+1])
+    post_docs: np.ndarray  # int32: document of each posting
+    post_tfs: np.ndarray  # float32: its weighted tf
+    df: np.ndarray  # int64 (n_terms,): documents of this block containing term t
+
+    @property
+    def n_docs(self) -> int:
+        return self.docs.n_docs
+
+    @classmethod
+    def build(cls, docs: DocTerms, vocab_size: int) -> Postings:
+        """Postings of ``docs`` for term ids below ``vocab_size``."""
+        n = docs.n_docs
+        doc_of_entry = np.repeat(np.arange(n, dtype=np.int32), np.diff(docs.doc_ptr))
+        doc_len = np.bincount(doc_of_entry, weights=docs.tfs, minlength=n).astype(np.float32)
+        order = np.argsort(docs.term_ids, kind="stable")
+        counts = np.bincount(docs.term_ids, minlength=vocab_size).astype(np.int64)
+        ptr = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return cls(docs, doc_len, ptr, doc_of_entry[order], docs.tfs[order], counts)
+
+    def dead_df(self, dead: np.ndarray, vocab_size: int) -> np.ndarray:
+        """Per-term document counts contributed by the rows marked in ``dead`` (to subtract from df)."""
+        rows = np.flatnonzero(dead)
+        if rows.size == 0:
+            return np.zeros(vocab_size, np.int64)
+        ids = self.docs.take(rows.tolist()).term_ids
+        return np.bincount(ids, minlength=vocab_size).astype(np.int64)[:vocab_size]
+
+
+class MultiBM25:
+    """Okapi BM25 over several postings blocks that share one vocabulary and one set of statistics.
+
+    ``alive[i]`` masks block i's rows (None = all alive): dead rows score 0 and count in neither the
+    document frequencies nor the average length, so scores equal those of one index holding only the
+    live rows. Scores come back as one array over the concatenated rows of all blocks.
+    """
+
+    def __init__(
+        self,
+        parts: Sequence[Postings],
+        alive: Sequence[np.ndarray | None],
+        vocab: dict[str, int],
+        k1: float = K1,
+        b: float = B,
+    ) -> None:
+        self.parts = list(parts)
+        self.alive = list(alive)
         self.vocab = vocab
         self.k1 = k1
         self.b = b
-        n = docs.n_docs
-        self.n_docs = n
-        doc_of_entry = np.repeat(np.arange(n, dtype=np.int32), np.diff(docs.doc_ptr))
-        doc_len = np.bincount(doc_of_entry, weights=docs.tfs, minlength=n).astype(np.float32)
-        avgdl = float(doc_len.mean()) if n else 1.0
-        self.norm = (k1 * (1.0 - b + b * doc_len / max(avgdl, 1e-9))).astype(np.float32)
-        order = np.argsort(docs.term_ids, kind="stable")
-        self.post_docs = doc_of_entry[order]
-        self.post_tfs = docs.tfs[order]
-        counts = np.bincount(docs.term_ids, minlength=len(vocab))
-        self.term_ptr = np.zeros(len(counts) + 1, np.int64)
-        np.cumsum(counts, out=self.term_ptr[1:])
-        df = counts.astype(np.float64)
+        v = len(vocab)
+        df = np.zeros(v, np.int64)
+        total_len = 0.0
+        n = 0
+        for part, live in zip(self.parts, self.alive, strict=True):
+            pdf = part.df[:v]
+            df[: len(pdf)] += pdf
+            if live is None:
+                n += part.n_docs
+                total_len += float(part.doc_len.sum())
+            else:
+                df -= part.dead_df(~live, v)
+                n += int(live.sum())
+                total_len += float(part.doc_len[live].sum())
+        self.n_docs = sum(p.n_docs for p in self.parts)
+        self.n_live = n
+        avgdl = total_len / n if n else 1.0
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
+        self.norms = [
+            (k1 * (1.0 - b + b * p.doc_len / max(avgdl, 1e-9))).astype(np.float32) for p in self.parts
+        ]
 
     def scores(self, terms: Iterable[str], weights: dict[str, float] | None = None) -> np.ndarray:
-        """BM25 score of every document (each distinct query term counted once, times its weight)."""
-        out = np.zeros(self.n_docs, np.float32)
+        """BM25 score of every row (each distinct query term counted once, times its weight)."""
+        tids = []
         for term in dict.fromkeys(terms):
             tid = self.vocab.get(term)
-            if tid is None or tid >= len(self.idf):
-                continue
-            s, e = self.term_ptr[tid], self.term_ptr[tid + 1]
-            if s == e:
-                continue
-            docs = self.post_docs[s:e]
-            tf = self.post_tfs[s:e]
-            w = self.idf[tid] * (weights.get(term, 1.0) if weights else 1.0)
-            out[docs] += w * tf * (self.k1 + 1.0) / (tf + self.norm[docs])
-        return out
+            if tid is not None and tid < len(self.idf):
+                tids.append((tid, self.idf[tid] * (weights.get(term, 1.0) if weights else 1.0)))
+        outs = []
+        for part, live, norm in zip(self.parts, self.alive, self.norms, strict=True):
+            out = np.zeros(part.n_docs, np.float32)
+            for tid, w in tids:
+                if tid + 1 >= len(part.term_ptr):
+                    continue
+                s, e = part.term_ptr[tid], part.term_ptr[tid + 1]
+                if s == e:
+                    continue
+                docs = part.post_docs[s:e]
+                tf = part.post_tfs[s:e]
+                out[docs] += w * tf * (self.k1 + 1.0) / (tf + norm[docs])
+            if live is not None:
+                out[~live] = 0.0
+            outs.append(out)
+        if len(outs) == 1:
+            return outs[0]
+        return np.concatenate(outs) if outs else np.zeros(0, np.float32)
 
     def top(
         self, terms: Iterable[str], n: int, weights: dict[str, float] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Indices and scores of the best ``n`` documents with a score > 0, best first."""
+        """Indices and scores of the best ``n`` rows with a score > 0, best first."""
         return top_positive(self.scores(terms, weights), n)
+
+
+class BM25(MultiBM25):
+    """BM25 over one block of documents, all alive."""
+
+    def __init__(self, docs: DocTerms, vocab: dict[str, int], k1: float = K1, b: float = B) -> None:
+        super().__init__([Postings.build(docs, len(vocab))], [None], vocab, k1, b)
+        self.docs = docs
 
 
 def top_positive(scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,9 @@ from aide_tui.core.bm25 import DocTerms, chunk_terms, concat, encode_docs
 from aide_tui.core.chunk import CHUNKER_VERSION, chunk_file_multi
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
+from aide_tui.core.events import Committed, Done, Event, Progress
 from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
+from aide_tui.core.paths import state_dir
 from aide_tui.core.pieces import PIECE_BUDGET, dense_pieces
 from aide_tui.core.scan import Scanner, read_text
 from aide_tui.core.secrets import mask_secrets
@@ -34,7 +36,6 @@ from aide_tui.core.store import (
     embedded_chunks,
     read_index,
     read_pieces,
-    state_dir,
     write_index,
     writer_lock,
 )
@@ -42,18 +43,6 @@ from aide_tui.core.tokens import TOKENIZER_VERSION, tokenize
 
 EMBED_BATCH = 64  # split across workers by the pooled builtin embedder
 COMMIT_EVERY_S = 20.0
-
-
-@dataclass
-class Progress:
-    """One progress event."""
-
-    state: str  # idle | scanning | embedding | ready | error | cancelled
-    files_done: int = 0
-    files_total: int = 0
-    chunks_embedded: int = 0
-    chunks_to_embed: int = 0
-    message: str = ""
 
 
 @dataclass
@@ -72,8 +61,25 @@ class IndexReport:
     newly_embedded: int = 0
     cancelled: bool = False
     wrote: bool = False
+    vectors_missing: int = 0
     messages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+
+    def to_event(self) -> Done:
+        """The run's ``done`` event (skip reasons counted by kind)."""
+        reasons: dict[str, int] = {}
+        for why in self.skipped.values():
+            kind = why.split(" (", 1)[0].split(":", 1)[0]
+            reasons[kind] = reasons.get(kind, 0) + 1
+        return Done(
+            files=self.files, chunks=self.chunks, seconds=round(self.seconds, 3), embedder=self.embedder,
+            degraded=self.degraded, degraded_reason=self.degraded_reason, changed=self.changed,
+            removed=self.removed, embedded=self.embedded, vectors_missing=self.vectors_missing,
+            newly_embedded=self.newly_embedded, skipped=len(self.skipped), skipped_reasons=reasons,
+            messages=list(self.messages), warnings=list(self.warnings), cancelled=self.cancelled,
+            wrote=self.wrote,
+        )  # fmt: skip
 
 
 class Cancelled(Exception):
@@ -95,11 +101,6 @@ def index_settings_key(settings: Settings) -> dict[str, object]:
     }
 
 
-def index_dir_for(root: Path, create: bool = True) -> Path:
-    """The index folder of a workspace (its state dir's ``index``)."""
-    return state_dir(root, create=create) / "index"
-
-
 class Indexer:
     """Builds or incrementally updates one workspace's index."""
 
@@ -117,7 +118,7 @@ class Indexer:
 
     def run(
         self,
-        on_progress: Callable[[Progress], None] | None = None,
+        on_progress: Callable[[Event], None] | None = None,
         cancel: threading.Event | None = None,
         rebuild: bool = False,
         priority: Iterable[str] = (),
@@ -133,7 +134,6 @@ class Indexer:
                 self._run_locked(state, idx_dir, report, emit, cancel, rebuild, set(priority))
             except Cancelled:
                 report.cancelled = True
-                emit(Progress("cancelled", message="indexing cancelled"))
         report.seconds = time.monotonic() - started
         return report
 
@@ -159,7 +159,7 @@ class Indexer:
         state: Path,
         idx_dir: Path,
         report: IndexReport,
-        emit: Callable[[Progress], None],
+        emit: Callable[[Event], None],
         cancel: threading.Event | None,
         rebuild: bool,
         priority: set[str],
@@ -169,7 +169,7 @@ class Indexer:
                 raise Cancelled
 
         prev = self._load_previous(idx_dir, report, rebuild)
-        emit(Progress("scanning", message="scanning workspace"))
+        emit(Progress("scanning", message="workspace"))
         s = self.settings.index
         scanner = Scanner(self.root, s.max_file_kb * 1024, s.exclude, s.include_sensitive)
         scan = scanner.scan()
@@ -229,9 +229,6 @@ class Indexer:
             ):  # nothing to do: no write, no tokenizing, no piece decoding
                 report.files, report.chunks, report.embedder = len(files), len(prev.chunks), emb_id
                 report.embedded = embedded_chunks(prev)
-                emit(
-                    Progress("ready", total, total, report.embedded, len(prev.chunks), message="index ready")
-                )
                 return
         if prev is not None and len(prev.owners) and not prev.pieces:
             prev.pieces = read_pieces(idx_dir, prev)
@@ -298,15 +295,15 @@ class Indexer:
             "degraded_reason": report.degraded_reason,
         }
         data = IndexData(chunks, files, vocab, docs, pieces, owners, pdocs, vectors, present, meta)
-        write_index(idx_dir, data)  # an unchanged index returned early, above
+        _commit(idx_dir, data, emit)  # an unchanged index returned early, above
         report.wrote = True
         report.files, report.chunks = len(files), n
 
         if embedder is not None and cache is not None and not present.all():
             self._embed_missing(embedder, data, cache, idx_dir, report, emit, check_cancel, sizes, priority)
         report.embedded = embedded_chunks(data)
+        report.vectors_missing = int((~data.present).sum()) if embedder is not None else 0
         report.embedder = emb_id
-        emit(Progress("ready", total, total, report.embedded, n, message="index ready"))
 
     def _embedder_identity(
         self, report: IndexReport, prev: IndexData | None
@@ -336,7 +333,7 @@ class Indexer:
         cache: EmbeddingCache,
         idx_dir: Path,
         report: IndexReport,
-        emit: Callable[[Progress], None],
+        emit: Callable[[Event], None],
         check_cancel: Callable[[], None],
         sizes: dict[str, int],
         priority: set[str],
@@ -348,7 +345,7 @@ class Indexer:
         done = 0
         last_commit = time.monotonic()
         live = {c.embed_key for c in data.pieces}
-        emit(Progress("embedding", chunks_embedded=0, chunks_to_embed=total, message="embedding"))
+        emit(Progress("embedding", vectors_done=0, vectors_total=total))
         try:
             for start in range(0, total, EMBED_BATCH):
                 check_cancel()
@@ -364,9 +361,9 @@ class Indexer:
                 cache.add([data.pieces[i].embed_key for i in rows], vecs)
                 done += len(rows)
                 report.newly_embedded = done
-                emit(Progress("embedding", chunks_embedded=done, chunks_to_embed=total, message="embedding"))
+                emit(Progress("embedding", vectors_done=done, vectors_total=total))
                 if time.monotonic() - last_commit > COMMIT_EVERY_S:
-                    write_index(idx_dir, data)
+                    _commit(idx_dir, data, emit)
                     cache.save(live)
                     last_commit = time.monotonic()
         except EmbedderError as exc:
@@ -374,53 +371,18 @@ class Indexer:
             data.meta["degraded_reason"] = str(exc)
         finally:
             if done or report.degraded:
-                write_index(idx_dir, data)
+                _commit(idx_dir, data, emit)
                 cache.save(live)
                 report.wrote = True
 
 
-def read_status(root: Path) -> dict[str, object]:
-    """The ``status`` view of a workspace's index, without taking the writer lock."""
-    idx_dir = index_dir_for(root, create=False)
-    try:
-        data = read_index(idx_dir, mmap=True, pieces=False)
-    except IndexMissing:
-        return {
-            "state": "missing",
-            "files": 0,
-            "chunks": 0,
-            "embedded": 0,
-            "embedder": "none",
-            "last_indexed": None,
-        }
-    except IndexCorrupt as exc:
-        return {
-            "state": "corrupt",
-            "files": 0,
-            "chunks": 0,
-            "embedded": 0,
-            "embedder": "none",
-            "last_indexed": None,
-            "error": str(exc),
-        }
-    embedded = embedded_chunks(data)
-    n = len(data.chunks)
-    emb = str(data.meta.get("embedder", "none"))
-    state = "ready" if emb == "none" or embedded == n else "partial"
-    return {
-        "state": state,
-        "files": len(data.files),
-        "chunks": n,
-        "embedded": embedded,
-        "embedder": emb,
-        "last_indexed": data.meta.get("written"),
-        "degraded_reason": data.meta.get("degraded_reason"),
-    }
-
-
-def status_degraded_reason(status: dict[str, object], backend: str) -> str | None:
-    """Why an index read by ``read_status`` lacks the vectors the configured ``backend`` should give."""
-    if backend == "none" or status.get("embedder") != "none" or status.get("state") == "missing":
-        return None
-    reason = status.get("degraded_reason")
-    return str(reason) if reason else f"index has no vectors although embedder {backend!r} is configured"
+def _commit(idx_dir: Path, data: IndexData, emit: Callable[[Event], None]) -> None:
+    """Write ``data`` as the new index version and announce it."""
+    gen = write_index(idx_dir, data)
+    emit(
+        Committed(
+            files=len(data.files), chunks=len(data.chunks), embedded=embedded_chunks(data),
+            vectors_missing=int((~data.present).sum()) if data.meta.get("embedder") != "none" else 0,
+            version=gen,
+        )
+    )  # fmt: skip

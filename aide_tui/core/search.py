@@ -13,15 +13,15 @@ from typing import TypeVar
 
 import numpy as np
 
-from aide_tui.core.bm25 import BM25, top_positive
+from aide_tui.core.bm25 import top_positive
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.fuse import rrf
-from aide_tui.core.indexer import index_dir_for
 from aide_tui.core.model import Chunk
-from aide_tui.core.store import MANIFEST, IndexData, read_index
+from aide_tui.core.paths import MANIFEST, index_dir_for
+from aide_tui.core.store import load_view
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
-from aide_tui.core.vectors import top_k
+from aide_tui.core.view import IndexView, VectorDimensionMismatch
 
 T = TypeVar("T")
 _FILTER = re.compile(r"(?:^|\s)(path|lang):(\S+)")
@@ -144,19 +144,8 @@ def parse_query(query: str) -> ParsedQuery:
     return ParsedQuery(text, globs, langs)
 
 
-@dataclass(frozen=True)
-class LoadedIndex:
-    """One index generation with the lookups derived from it, published to queries as a unit."""
-
-    data: IndexData
-    bm25: BM25
-    piece_bm25: BM25  # the same scoring over dense pieces (about one function each)
-    symbols: dict[str, list[int]]  # lower-cased defined name -> chunk rows
-    path_parts: dict[str, set[str]]  # folder name, file name or stem -> files
-
-
 class Searcher:
-    """Answers queries over a workspace's current index; reloads when a new generation lands."""
+    """Answers queries over a workspace's current index; reloads when a new version lands."""
 
     def __init__(self, root: Path, settings: Settings, embedder: Embedder | None = None,
                  embedder_error: str | None = None) -> None:  # fmt: skip
@@ -165,19 +154,21 @@ class Searcher:
         self.embedder = embedder
         self.embedder_error = embedder_error
         self._lock = threading.Lock()
-        self._generation: str | None = None
         self._manifest_stat: tuple[int, int] | None = None
-        self._index: LoadedIndex | None = None  # replaced whole, so a query never mixes two generations
+        self._view: IndexView | None = None  # replaced whole, so a query never mixes two versions
 
     @property
-    def data(self) -> IndexData | None:
-        """The loaded index generation (None before the first refresh)."""
-        return self._index.data if self._index is not None else None
+    def view(self) -> IndexView | None:
+        """The loaded index version (None before the first refresh)."""
+        return self._view
 
     # -- loading -----------------------------------------------------------------------------------
 
     def refresh(self) -> bool:
-        """Load the index if it changed on disk; returns True when (re)loaded. Raises IndexError_."""
+        """Load the index if it changed on disk; returns True when (re)loaded. Raises IndexError_.
+
+        Segments already loaded are reused, so picking up a small delta costs what the delta holds.
+        """
         idx = index_dir_for(self.root, create=False)
         try:
             st = os.stat(idx / MANIFEST)
@@ -185,32 +176,16 @@ class Searcher:
         except OSError:
             key = None
         with self._lock:
-            if key is not None and key == self._manifest_stat and self._index is not None:
+            if key is not None and key == self._manifest_stat and self._view is not None:
                 return False
-            data = read_index(idx, mmap=True, pieces=False)
-            self._install(data)
+            self._view = load_view(idx, self._view)
             self._manifest_stat = key
             return True
-
-    def _install(self, data: IndexData) -> None:
-        symbols: dict[str, list[int]] = {}
-        paths: dict[str, set[str]] = {}
-        for i, c in enumerate(data.chunks):
-            for name in c.defines:
-                symbols.setdefault(name.lower(), []).append(i)
-        for p in data.files:
-            parts = p.lower().split("/")
-            stem = parts[-1].rsplit(".", 1)[0]
-            for part in {*parts[:-1], stem, parts[-1]}:
-                paths.setdefault(part, set()).add(p)
-        self._index = LoadedIndex(
-            data, BM25(data.docs, data.vocab), BM25(data.pdocs, data.vocab), symbols, paths
-        )
 
     # -- retrievers --------------------------------------------------------------------------------
 
     @staticmethod
-    def _symbol_list(ix: LoadedIndex, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
+    def _symbol_list(ix: IndexView, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
         """Chunks defining a name the query mentions: exact case first, then case-insensitive."""
         words = identifiers(text)
         short = len(words) <= 3
@@ -221,8 +196,8 @@ class Searcher:
             for cand in dict.fromkeys([w, w.rsplit(".", 1)[-1]]):
                 if len(cand) < 3 or cand.lower() in STOPWORDS:
                     continue
-                for row in ix.symbols.get(cand.lower(), ()):
-                    exact = 2 if cand in ix.data.chunks[row].defines else 1
+                for row in ix.symbol_rows(cand):
+                    exact = 2 if cand in ix.chunks[row].defines else 1
                     prev = scored.get(row, (0, 0.0))
                     scored[row] = (max(prev[0], exact), float(bm25_scores[row]))
         ranked = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], r))
@@ -230,7 +205,7 @@ class Searcher:
 
     @staticmethod
     def _path_list(
-        ix: LoadedIndex, text: str, bm25_scores: np.ndarray, limit: int, bare_words: bool
+        ix: IndexView, text: str, bm25_scores: np.ndarray, limit: int, bare_words: bool
     ) -> tuple[list[int], bool]:
         """Chunks of files named by the query, by BM25 score within them; and whether a path was explicit.
 
@@ -256,23 +231,23 @@ class Searcher:
                     hits[p] = hits.get(p, 0) + 1
         if not hits or len(hits) > 50:
             return [], False
-        rows = [i for i in np.flatnonzero(bm25_scores > 0) if ix.data.chunks[i].path in hits]
-        rows.sort(key=lambda r: (-hits[ix.data.chunks[r].path], -float(bm25_scores[r]), r))
+        rows = [i for i in np.flatnonzero(bm25_scores > 0) if ix.chunks[i].path in hits]
+        rows.sort(key=lambda r: (-hits[ix.chunks[r].path], -float(bm25_scores[r]), r))
         return [int(r) for r in rows[:limit]], explicit
 
     @staticmethod
-    def _phrase_list(data: IndexData, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
+    def _phrase_list(ix: IndexView, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
         """Chunks containing every "double-quoted" span of the query verbatim (case-insensitive)."""
         phrases = [p.lower() for p in _QUOTED.findall(text) if p.strip()]
         if not phrases:
             return []
         candidates = np.flatnonzero(bm25_scores > 0)
-        hits = [int(i) for i in candidates if all(p in data.chunks[i].text.lower() for p in phrases)]
+        hits = [int(i) for i in candidates if all(p in ix.chunks[i].text.lower() for p in phrases)]
         hits.sort(key=lambda i: (-float(bm25_scores[i]), i))
         return hits[:limit]
 
     @staticmethod
-    def _query_terms(bm25: BM25, text: str) -> tuple[list[str], dict[str, float] | None]:
+    def _query_terms(ix: IndexView, text: str) -> tuple[list[str], dict[str, float] | None]:
         """BM25 terms and weights. A long pasted text (issue, stack trace) keeps its identifiers, weighted
         double, and its rarest other terms, so boilerplate prose cannot drown the names that matter."""
         terms = list(dict.fromkeys(tokenize(text)))
@@ -281,9 +256,9 @@ class Searcher:
         code_terms = list(
             dict.fromkeys(t for w in identifiers(text) if _CODE_LIKE.search(w) for t in tokenize(w))
         )
-        idf, vocab = bm25.idf, bm25.vocab
+        vocab = ix.vocab
         known = sorted(
-            ((float(idf[vocab[t]]), t) for t in terms if t in vocab and t not in code_terms), reverse=True
+            ((ix.idf(t) or 0.0, t) for t in terms if t in vocab and t not in code_terms), reverse=True
         )
         keep = [t for t in code_terms if t in vocab][: 2 * LONG_QUERY_TERMS]
         keep += [t for _, t in known[: max(LONG_QUERY_TERMS - len(keep) // 2, 8)]]
@@ -295,28 +270,26 @@ class Searcher:
         """Rank chunks for ``query``. Never raises for bad query text."""
         mode = mode or self.settings.search.mode
         t0 = time.perf_counter()
-        if self._index is None:
+        if self._view is None:
             self.refresh()
-        ix = self._index
+        ix = self._view
         assert ix is not None
-        data, bm25 = ix.data, ix.bm25
         s = self.settings.search
         parsed = parse_query(query[:20_000])
         resp = SearchResponse(query=query, results=[], mode=mode)
         lists: dict[str, list[int]] = {}
         code_like = _looks_like_code(parsed.text)
         explicit_path = False
-        terms, weights = self._query_terms(bm25, parsed.text)
-        scores = bm25.scores(terms, weights) if terms else np.zeros(len(data.chunks), np.float32)
+        terms, weights = self._query_terms(ix, parsed.text)
+        scores = ix.bm25_scores(terms, weights) if terms else np.zeros(ix.n_rows, np.float32)
         if mode in ("hybrid", "bm25"):
             lists["bm25"] = [int(i) for i in top_positive(scores, s.top_n)[0]]
-            lists["phrase"] = self._phrase_list(data, parsed.text, scores, s.top_n)
-            piece_rows, _ = ix.piece_bm25.top(terms, 4 * s.top_n, weights)
-            lists["piece"] = list(dict.fromkeys(int(data.owners[i]) for i in piece_rows))[: s.top_n]
+            lists["phrase"] = self._phrase_list(ix, parsed.text, scores, s.top_n)
+            lists["piece"] = ix.piece_ranked_chunks(terms, s.top_n, weights)
             lists["symbol"] = self._symbol_list(ix, parsed.text, scores, s.top_n)
             lists["path"], explicit_path = self._path_list(ix, parsed.text, scores, s.top_n, code_like)
         if mode in ("hybrid", "dense") and parsed.text:
-            dense, reason = self._dense_list(data, parsed.text, s.top_n)
+            dense, reason = self._dense_list(ix, parsed.text, s.top_n)
             if dense is not None:
                 lists["dense"] = dense
             elif reason is not None:
@@ -337,14 +310,14 @@ class Searcher:
         fused = rrf(lists, k=s.rrf_k, weights=weights_by_list)
         if s.test_weight != 1 and "test" not in parsed.text.lower():
             for f in fused:
-                if _TEST_PATH.search(data.chunks[f.doc].path):
+                if _TEST_PATH.search(ix.chunks[f.doc].path):
                     f.score *= s.test_weight
             fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), f.doc))
-        fused = [f for f in fused if parsed.accepts(data.chunks[f.doc])]
+        fused = [f for f in fused if parsed.accepts(ix.chunks[f.doc])]
         if s.per_file_cap > 0:
-            fused = diversify(fused, [data.chunks[f.doc].path for f in fused], s.per_file_cap, limit)
+            fused = diversify(fused, [ix.chunks[f.doc].path for f in fused], s.per_file_cap, limit)
         for f in fused:
-            c = data.chunks[f.doc]
+            c = ix.chunks[f.doc]
             ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
             for extra in ("symbol", "path", "piece", "phrase"):
                 if extra in f.ranks:
@@ -357,7 +330,7 @@ class Searcher:
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
 
-    def _dense_list(self, data: IndexData, text: str, n: int) -> tuple[list[int] | None, str | None]:
+    def _dense_list(self, ix: IndexView, text: str, n: int) -> tuple[list[int] | None, str | None]:
         """Dense top-n, or (None, reason) when the dense side is unusable (None, None: not configured)."""
         if self.embedder is None:
             return None, self.embedder_error
@@ -366,8 +339,9 @@ class Searcher:
             q = self.embedder.embed([text], kind="query")[0]
         except EmbedderError as exc:
             return None, str(exc)
-        if data.meta.get("embedder") != emb_id or not data.present.any():
+        if ix.embedder != emb_id:
             return [], None  # vectors are still being computed: not degraded, just nothing to fuse yet
-        idx, _ = top_k(data.vectors, data.present, q, 4 * n)
-        ranked = list(dict.fromkeys(int(data.owners[i]) for i in idx))  # a chunk ranks by its best piece
-        return ranked[:n], None
+        try:
+            return ix.dense_ranked_chunks(q, n), None  # a chunk ranks by its best piece
+        except VectorDimensionMismatch as exc:
+            return None, str(exc)

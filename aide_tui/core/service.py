@@ -17,11 +17,9 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
 
 from aide_tui.core.config import Settings
-
-Event = dict[str, Any]
+from aide_tui.core.events import Cancelled, Done, Event, Failed, event_from_json
 
 
 def settings_json(settings: Settings) -> str:
@@ -32,8 +30,8 @@ def settings_json(settings: Settings) -> str:
 class IndexService:
     """Runs indexing subprocesses one at a time and reports their events to ``on_event``.
 
-    Events are dicts: ``{"event": "progress", "state", "files_done", ...}``, ``{"event": "done", ...}``
-    (the index summary plus ``messages``) or ``{"event": "error", "message"}``.
+    Events are the typed events of :mod:`aide_tui.core.events`: Progress, Committed, Done, Failed and
+    Cancelled.
     """
 
     def __init__(self, root: Path, settings: Settings, on_event: Callable[[Event], None]) -> None:
@@ -135,7 +133,7 @@ class IndexService:
                 env=env,
             )
         except OSError as exc:
-            self.on_event({"event": "error", "message": f"cannot start the indexer: {exc}"})
+            self.on_event(Failed(f"cannot start the indexer: {exc}"))
             return
         with self._lock:
             self._proc = proc
@@ -143,19 +141,19 @@ class IndexService:
         assert proc.stdout is not None and proc.stderr is not None
         for line in proc.stdout:
             try:
-                event = json.loads(line)
+                event = event_from_json(json.loads(line))
             except ValueError:
                 continue
-            got_done |= event.get("event") == "done"
+            if event is None:
+                continue
+            got_done |= isinstance(event, Done)
             self.on_event(event)
         err = proc.stderr.read().strip()
         code = proc.wait()
         with self._lock:
             self._proc = None
         if code in (-signal.SIGTERM, 130, 143):
-            self.on_event({"event": "cancelled", "message": "indexing cancelled"})
+            self.on_event(Cancelled())
         elif code != 0 or not got_done:
             last = err.splitlines()[-1] if err else f"exit code {code}"
-            self.on_event(
-                {"event": "error", "message": f"indexing failed: {last.removeprefix('aide-tui: ')}"}
-            )
+            self.on_event(Failed(f"indexing failed: {last.removeprefix('aide-tui: ')}"))

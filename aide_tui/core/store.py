@@ -31,11 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from aide_tui.core.bm25 import DocTerms
+from aide_tui.core.bm25 import DocTerms, Postings
 from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
+from aide_tui.core.paths import MANIFEST
+from aide_tui.core.view import IndexView, Part, VectorBlock
 
 FORMAT_VERSION = 4
-MANIFEST = "manifest.json"
 _ARRAYS = ("doc_ptr", "term_ids", "tfs", "pdoc_ptr", "pterm_ids", "ptfs", "vectors", "present", "owners")
 
 
@@ -86,45 +87,6 @@ class IndexData:
     vectors: np.ndarray  # (p, dim) float32; rows with present=False are meaningless
     present: np.ndarray  # (p,) bool
     meta: dict[str, Any] = field(default_factory=dict)  # embedder, dim, settings, skipped, ...
-
-
-# -- locations -------------------------------------------------------------------------------------
-
-
-def _writable_dir(path: Path) -> bool:
-    try:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        probe = path / f".probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-        return True
-    except OSError:
-        return False
-
-
-def state_dir(root: Path, create: bool = True) -> Path:
-    """``<root>/.aide``, or a per-workspace folder in the user cache dir if the workspace is read-only."""
-    local = Path(root) / ".aide"
-    if (local / "index" / MANIFEST).exists() and os.access(local / "index", os.W_OK):
-        return local
-    if not create:
-        if (local / "index" / MANIFEST).exists():
-            return local
-        fb = fallback_dir(root)
-        return fb if (fb / "index" / MANIFEST).exists() else local
-    if _writable_dir(local / "index"):
-        return local
-    fb = fallback_dir(root)
-    fb.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return fb
-
-
-def fallback_dir(root: Path) -> Path:
-    """Where a read-only workspace keeps its index: ``$XDG_CACHE_HOME/aide-tui/<name>-<hash>``."""
-    real = os.path.realpath(root)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    tag = hashlib.sha1(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    return Path(base) / "aide-tui" / f"{Path(real).name or 'root'}-{tag}"
 
 
 # -- atomic primitives -----------------------------------------------------------------------------
@@ -276,13 +238,25 @@ def write_index(index_dir: Path, data: IndexData) -> str:
         "generation": gen,
         "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "files": {p: [r.size, r.mtime_ns, r.sha1] for p, r in data.files.items()},
-        "counts": {"files": len(data.files), "chunks": len(data.chunks), "embedded": embedded_chunks(data)},
+        "counts": {
+            "files": len(data.files),
+            "chunks": len(data.chunks),
+            "embedded": embedded_chunks(data),
+            "vectors_missing": int((~data.present).sum())
+            if data.meta.get("embedder", "none") != "none"
+            else 0,
+        },
         "checksums": checksums,
         "meta": data.meta,
     }
     atomic_write_bytes(index_dir / MANIFEST, json.dumps(manifest, ensure_ascii=True).encode())
     _remove_old_generations(index_dir, keep={gen})
     return gen
+
+
+def missing_vectors(data: IndexData) -> int:
+    """Dense pieces without a vector (0 when the index has no embedder)."""
+    return int((~data.present).sum()) if data.meta.get("embedder", "none") != "none" else 0
 
 
 def embedded_chunks(data: IndexData) -> int:
@@ -342,6 +316,27 @@ def read_manifest(index_dir: Path) -> dict[str, Any]:
         if key not in manifest:
             raise IndexCorrupt(f"index manifest lacks {key!r}; rebuilding")
     return manifest
+
+
+def referenced_bytes(manifest: dict[str, Any]) -> int:
+    """Bytes on disk of the files the manifest's version references (what the index costs)."""
+    return sum(int(v[0]) for v in manifest.get("checksums", {}).values() if isinstance(v, list) and v)
+
+
+def check_sizes(index_dir: Path, manifest: dict[str, Any]) -> str | None:
+    """Why the version's files on disk do not match the manifest (None when every size matches).
+
+    A stat per file: cheap enough for ``status``; contents are verified when a reader loads them.
+    """
+    gen_dir = index_dir / str(manifest["generation"])
+    for name, (size, _crc) in manifest["checksums"].items():
+        try:
+            st = os.lstat(gen_dir / name)
+        except OSError:
+            return f"index file {name} is missing; rebuilding"
+        if st.st_size != size:
+            return f"index file {name} has the wrong size; rebuilding"
+    return None
 
 
 def read_index(index_dir: Path, mmap: bool = False, pieces: bool = True) -> IndexData:
@@ -414,6 +409,25 @@ def _read_generation(index_dir: Path, manifest: dict[str, Any], mmap: bool, with
         present=arrays["present"].astype(bool),
         meta=dict(manifest["meta"], written=manifest.get("written"), generation=manifest["generation"]),
     )
+
+
+def load_view(index_dir: Path, previous: IndexView | None = None) -> IndexView:
+    """The current index version as a query view; parts of ``previous`` that are still current are reused."""
+    data = read_index(index_dir, mmap=True, pieces=False)
+    gen = str(data.meta["generation"])
+    reuse = {p.name: p for p in previous.parts} if previous is not None else {}
+    part = reuse.get(gen)
+    if part is None:
+        vocab_size = len(data.vocab)
+        part = Part(
+            gen,
+            data.chunks,
+            Postings.build(data.docs, vocab_size),
+            Postings.build(data.pdocs, vocab_size),
+            data.owners,
+            [VectorBlock(data.vectors, present=data.present)],
+        )
+    return IndexView([part], [None], data.files, data.vocab, data.meta)
 
 
 def read_pieces(index_dir: Path, data: IndexData) -> list[Chunk]:

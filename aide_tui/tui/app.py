@@ -29,7 +29,7 @@ from textual.widgets import Footer, Input, OptionList
 
 import aide_tui
 from aide_tui.core.config import Settings
-from aide_tui.core.indexer import status_degraded_reason
+from aide_tui.core.events import Cancelled, Done, Event, Failed, Progress
 from aide_tui.core.search import Hit, Searcher, SearchResponse
 from aide_tui.core.service import IndexService
 from aide_tui.core.store import IndexError_, IndexMissing
@@ -63,7 +63,7 @@ def _human_size(n: int) -> str:
 class IndexEvent(Message):
     """An event from the indexing service, posted from its thread."""
 
-    def __init__(self, event: dict[str, Any]) -> None:
+    def __init__(self, event: Event) -> None:
         super().__init__()
         self.event = event
 
@@ -71,8 +71,8 @@ class IndexEvent(Message):
         """A queued progress event is superseded by a newer one (a flood never clogs the UI)."""
         return (
             isinstance(message, IndexEvent)
-            and self.event.get("event") == "progress"
-            and message.event.get("event") == "progress"
+            and isinstance(self.event, Progress)
+            and isinstance(message.event, Progress)
         )
 
 
@@ -327,16 +327,10 @@ class AideApp(App[None]):
 
     def _read_status(self) -> dict[str, Any]:
         """Index counts for the status line (worker thread: reads the manifest)."""
-        from aide_tui.core.indexer import index_dir_for, read_status
+        from aide_tui.core.status import read_status
 
-        st: dict[str, Any] = dict(read_status(self.root))
-        size = 0
-        try:
-            for dirpath, _, files in os.walk(index_dir_for(self.root, create=False)):
-                size += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files)
-        except OSError:
-            pass
-        st["size"] = size
+        st = read_status(self.root, self.settings.embedding.backend).to_json()
+        st["size"] = st["size_bytes"]
         return st
 
     def _apply_status(self, st: dict[str, Any], done_reason: str | None = None) -> None:
@@ -344,7 +338,7 @@ class AideApp(App[None]):
         backend = self.settings.embedding.backend
         reason = done_reason
         if reason is None and not self.service.running:
-            reason = status_degraded_reason(st, backend)
+            reason = st.get("degraded_reason")
         self._index_degraded = reason
         written = st.get("last_indexed")
         self._refresh_status(
@@ -481,7 +475,7 @@ class AideApp(App[None]):
 
     # -- indexing ----------------------------------------------------------------------------------
 
-    def _on_service_event(self, event: dict[str, Any]) -> None:
+    def _on_service_event(self, event: Event) -> None:
         """Called from the service's thread: hand over to the UI thread as a message."""
         if not self.stopping:
             self.post_message(IndexEvent(event))
@@ -491,25 +485,19 @@ class AideApp(App[None]):
         if self.stopping:
             return
         event = message.event
-        kind = event.get("event")
-        if kind == "progress":
-            if event.get("state") == "cancelled":
-                self.index_bar.show_state("cancelled")
-            else:
-                self.index_bar.progress(event, self.clock() if self.show_timing else None)
-        elif kind == "done":
+        if isinstance(event, Progress):
+            self.index_bar.progress(event, self.clock() if self.show_timing else None)
+        elif isinstance(event, Done):
             self.index_error = None
-            reason = (
-                (event.get("degraded_reason") or "embedder unavailable") if event.get("degraded") else None
-            )
-            took = f"in {event.get('seconds', 0):.1f}s" if self.show_timing else ""
+            reason = (event.degraded_reason or "embedder unavailable") if event.degraded else None
+            took = f"in {event.seconds:.1f}s" if self.show_timing else ""
             self.index_bar.done_state(took)
             self._reload_index(reason)
-        elif kind == "error":
-            self.index_error = str(event.get("message"))
+        elif isinstance(event, Failed):
+            self.index_error = event.message
             self.index_bar.show_state("error", self.index_error, error=True)
-        elif kind == "cancelled":
-            self.index_bar.show_state("cancelled", str(event.get("message") or ""))
+        elif isinstance(event, Cancelled):
+            self.index_bar.show_state("cancelled", event.message)
 
     @work(thread=True, exclusive=True, group="reload")
     def _reload_index(self, done_reason: str | None) -> None:

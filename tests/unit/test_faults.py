@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.indexer import Indexer, index_dir_for
+from aide_tui.core.indexer import Indexer
+from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search import Searcher
 from aide_tui.core.store import read_index
 

@@ -15,8 +15,11 @@ from loopback_server import LoopbackServer
 
 from aide_tui.core.config import Settings, load_settings
 from aide_tui.core.embed.http import OpenAIEmbedder
-from aide_tui.core.indexer import Indexer, Progress, index_dir_for, read_status
+from aide_tui.core.events import Committed, Event, Progress
+from aide_tui.core.indexer import Indexer
+from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search import Searcher
+from aide_tui.core.status import read_status
 from aide_tui.core.store import LockTimeout, read_index, writer_lock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,7 +136,7 @@ def test_corrupt_index_is_rebuilt_with_message(workspace: Path, target: str, dam
     path = idx / target if target == "manifest.json" else idx / gen / target
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 2] if damage == "truncate" else b"\x00garbage" * 10)
-    assert read_status(workspace)["state"] == "corrupt"
+    assert read_status(workspace).state == "corrupt"
     rep = index(workspace)
     assert any("rebuild" in m for m in rep.messages)
     assert rep.files == 5
@@ -171,7 +174,7 @@ def test_read_only_workspace_falls_back_to_cache_dir(workspace: Path, tmp_path: 
     code = (
         "import json; from pathlib import Path\n"
         "from aide_tui.core.config import load_settings\n"
-        "from aide_tui.core.indexer import Indexer, index_dir_for\n"
+        "from aide_tui.core.indexer import Indexer\nfrom aide_tui.core.paths import index_dir_for\n"
         f"root = Path({str(workspace)!r})\n"
         "rep = Indexer(root, load_settings(root, {'embedding': {'backend': 'none'}})).run()\n"
         "print(json.dumps({'files': rep.files, 'dir': str(index_dir_for(root, create=False))}))\n"
@@ -253,13 +256,14 @@ def test_index_with_dead_embedder_is_degraded_but_complete(workspace: Path) -> N
 
 
 def test_progress_events_and_cancel(workspace: Path) -> None:
-    events: list[Progress] = []
+    events: list[Event] = []
     with LoopbackServer(dim=8) as srv:
         index(workspace, OpenAIEmbedder(srv.url), on_progress=events.append)
-    states = [e.state for e in events]
-    assert states[0] == "scanning" and states[-1] == "ready" and "embedding" in states
-    emb = [e for e in events if e.state == "embedding"]
-    assert emb[-1].chunks_embedded == emb[-1].chunks_to_embed > 0
+    states = [e.state for e in events if isinstance(e, Progress)]
+    assert states[0] == "scanning" and "embedding" in states
+    assert isinstance(events[-1], Committed) and events[-1].vectors_missing == 0
+    emb = [e for e in events if isinstance(e, Progress) and e.state == "embedding"]
+    assert emb[-1].vectors_done == emb[-1].vectors_total > 0
     cancel = threading.Event()
     cancel.set()
     rep = Indexer(workspace, bm25_settings(workspace)).run(cancel=cancel, rebuild=True)

@@ -109,7 +109,7 @@ def test_long_pasted_issue_still_finds_the_code(tmp_path: Path) -> None:
     # the file named in the traceback is found through the path list even though the query is prose
     assert next(h for h in res if h.path == "pkg/server.py").ranks.get("path") == 1
     # a long query keeps its identifiers and weights them double
-    terms, weights = s._query_terms(s._index.bm25, issue)
+    terms, weights = s._query_terms(s.view, issue)
     assert "match_route" in terms and weights is not None and weights["match_route"] == 2.0
 
 

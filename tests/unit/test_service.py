@@ -8,14 +8,15 @@ from pathlib import Path
 from watchfiles import Change
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.indexer import read_status
+from aide_tui.core.events import Done, Event, Failed, Progress
 from aide_tui.core.service import IndexService
+from aide_tui.core.status import read_status
 from aide_tui.core.watch import MAX_GROUP_MS, QUIET_MS, ChangeFilter, changed_paths
 
 
 def test_requests_during_a_run_coalesce_into_one_more(workspace: Path) -> None:
     settings = load_settings(workspace, {"embedding": {"backend": "none"}})
-    events: list[dict] = []
+    events: list[Event] = []
     first_event = threading.Event()
 
     def on_event(e: dict) -> None:
@@ -29,24 +30,24 @@ def test_requests_during_a_run_coalesce_into_one_more(workspace: Path) -> None:
         svc.request()
     assert svc.wait(120)
     assert svc.runs == 2
-    done = [e for e in events if e["event"] == "done"]
-    assert len(done) == 2 and done[0]["files"] == 5 and done[1]["changed"] == 0
-    assert any(e["event"] == "progress" and e["state"] == "scanning" for e in events)
-    assert read_status(workspace)["files"] == 5
+    done = [e for e in events if isinstance(e, Done)]
+    assert len(done) == 2 and done[0].files == 5 and done[1].changed == 0
+    assert any(isinstance(e, Progress) and e.state == "scanning" for e in events)
+    assert read_status(workspace).files == 5
     svc.close()
 
 
 def test_rebuild_request_and_error_event(workspace: Path, tmp_path: Path) -> None:
     settings = load_settings(workspace, {"embedding": {"backend": "none"}})
-    events: list[dict] = []
+    events: list[Event] = []
     svc = IndexService(workspace, settings, events.append)
     svc.request(rebuild=True)
     assert svc.wait(120)
-    assert [e for e in events if e["event"] == "done"][0]["changed"] == 5
+    assert [e for e in events if isinstance(e, Done)][0].changed == 5
     gone = IndexService(tmp_path / "missing", settings, events.append)
     gone.request()
     assert gone.wait(120)
-    assert events[-1]["event"] == "error" and "not a directory" in events[-1]["message"]
+    assert isinstance(events[-1], Failed) and "not a directory" in events[-1].message
 
 
 def test_change_filter_applies_ignore_rules(workspace: Path) -> None:
@@ -120,9 +121,9 @@ def test_watcher_storm_coalesces_into_one_or_two_reindexes(workspace: Path) -> N
         stop.set()
         thread.join(10)
         svc.close()
-    from aide_tui.core.indexer import read_status as status
+    from aide_tui.core.status import read_status as status
 
-    assert status(workspace)["files"] == 5 + 1 + 5000
+    assert status(workspace).files == 5 + 1 + 5000
 
 
 def test_priority_files_are_embedded_first(workspace: Path) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
+
+from aide_tui.core.events import Progress
 
 
 def _duration(seconds: float) -> str:
@@ -40,17 +41,13 @@ class IndexBar(Horizontal):
         """The progress bar widget."""
         return self.query_one(ProgressBar)
 
-    def progress(self, event: dict[str, Any], now: float | None) -> None:
+    def progress(self, event: Progress, now: float | None) -> None:
         """Apply an indexer progress event; ``now`` (seconds) enables rate and ETA, None hides them."""
-        state = str(event.get("state") or "indexing")
-        if state == "embedding" and event.get("chunks_to_embed"):
-            done, total, unit = (
-                int(event.get("chunks_embedded") or 0),
-                int(event["chunks_to_embed"]),
-                "vectors",  # one per dense piece (about a function), not per chunk
-            )
-        elif event.get("files_total"):
-            done, total, unit = int(event.get("files_done") or 0), int(event["files_total"]), "files"
+        state = event.state or "indexing"
+        if state == "embedding" and event.vectors_total:
+            done, total, unit = event.vectors_done, event.vectors_total, "vectors"  # one per dense piece
+        elif event.files_total:
+            done, total, unit = event.files_done, event.files_total, "files"
         else:
             done, total, unit = 0, 0, ""
         if state == "ready":
@@ -61,8 +58,8 @@ class IndexBar(Horizontal):
         if total:
             label.append(f" {done}/{total} {unit}")
             self.bar.update(total=total, progress=done)
-        elif event.get("message"):
-            label.append(f" {event['message']}", "dim")
+        elif event.message:
+            label.append(f" {event.message}", "dim")
         if now is not None and total:
             if self._phase_start is None or self._phase_start[0] != state:
                 self._phase_start = (state, now, done)

@@ -1,0 +1,87 @@
+"""What the subcommands share: settings, the embedder, running the indexer with progress on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def err(message: str) -> None:
+    """One line on stderr, prefixed with the program name."""
+    print(f"aide-tui: {message}", file=sys.stderr)
+
+
+def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
+    """(resolved root, settings), or None after printing why (the caller exits 2)."""
+    from aide_tui.cli.parser import flags
+    from aide_tui.core.config import ConfigError, Settings, apply_mapping, load_settings
+
+    root = Path(root_arg).expanduser()
+    if not root.is_dir():
+        err(f"{root_arg}: not a directory")
+        return None
+    try:
+        if getattr(args, "settings_json", None):  # already resolved by the parent process (TUI)
+            return root.resolve(), apply_mapping(Settings(), json.loads(args.settings_json), "settings")
+        return root.resolve(), load_settings(root.resolve(), flags(args))
+    except ConfigError as exc:
+        err(f"config error: {exc}")
+        return None
+
+
+def make_embedder(settings: Any, for_indexing: bool = False) -> tuple[Any, str | None]:
+    """(embedder or None, why it is unusable or None)."""
+    from aide_tui.core.embed.base import EmbedderError
+    from aide_tui.core.embed.factory import make_embedder as make
+
+    try:
+        return make(settings, for_indexing=for_indexing), None
+    except EmbedderError as exc:
+        return None, str(exc)
+
+
+def run_index(
+    root: Path,
+    settings: Any,
+    embedder: Any,
+    emb_err: str | None,
+    rebuild: bool = False,
+    as_json: bool = False,
+    priority: tuple[str, ...] = (),
+) -> Any:
+    """Run the indexer; progress goes to stderr on a terminal, or as JSON event lines with ``as_json``."""
+    from aide_tui.core.events import Event, Progress, event_to_json
+    from aide_tui.core.indexer import Indexer
+
+    show = sys.stderr.isatty() and not as_json
+
+    def progress(p: Event) -> None:
+        if as_json:
+            print(json.dumps(event_to_json(p)), flush=True)
+            return
+        if not show or not isinstance(p, Progress):
+            return
+        if p.state == "embedding" and p.vectors_total:
+            line = f"embedding {p.vectors_done}/{p.vectors_total} vectors"
+        elif p.files_total:
+            line = f"{p.state} {p.files_done}/{p.files_total} files"
+        else:
+            line = f"{p.state} {p.message}".strip()
+        print(f"\r\x1b[K{line}", end="", file=sys.stderr, flush=True)
+
+    try:
+        report = Indexer(root, settings, embedder, emb_err).run(
+            on_progress=progress, rebuild=rebuild, priority=priority
+        )
+    finally:
+        if hasattr(embedder, "close"):
+            embedder.close()
+    if show:
+        print("\r\x1b[K", end="", file=sys.stderr)
+    if not as_json:
+        for msg in report.messages:
+            err(msg)
+    return report

@@ -1,0 +1,52 @@
+"""``aide-tui index ROOT``: build or incrementally update the index."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from aide_tui.cli.common import err, make_embedder, run_index, setup
+from aide_tui.core.events import event_to_json
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Index ROOT; ``--json`` ends with the contract's summary line, ``--progress`` streams events."""
+    from aide_tui.core.store import IndexError_
+
+    ready = setup(args.root, args)
+    if ready is None:
+        return 2
+    root, settings = ready
+    embedder, emb_err = make_embedder(settings, for_indexing=True)
+    try:
+        priority = tuple(json.loads(args.priority_json)) if args.priority_json else ()
+        report = run_index(
+            root, settings, embedder, emb_err, rebuild=args.rebuild, as_json=args.progress, priority=priority
+        )
+    except IndexError_ as exc:
+        err(str(exc))
+        return 1
+    except OSError as exc:
+        err(f"cannot write the index: {exc}")
+        return 1
+    if report.degraded:
+        err(f"degraded (BM25 only): {report.degraded_reason}")
+    summary = {
+        "files": report.files,
+        "chunks": report.chunks,
+        "seconds": round(report.seconds, 3),
+        "embedder": report.embedder,
+        "degraded": report.degraded,
+        "degraded_reason": report.degraded_reason,
+    }
+    if args.progress:
+        print(json.dumps(event_to_json(report.to_event())), flush=True)
+    elif args.json:
+        print(json.dumps(summary))
+    else:
+        print(
+            f"indexed {report.files} files, {report.chunks} chunks ({report.changed} changed, "
+            f"{report.removed} removed, {report.newly_embedded} vectors computed) in {report.seconds:.2f}s"
+            f" [{report.embedder}]"
+        )
+    return 0

@@ -1,0 +1,111 @@
+"""Argument parsers: the subcommands' and the TUI's (``aide-tui [PATH]``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from aide_tui import __version__
+
+SUBCOMMANDS = ("index", "search", "status")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--embedder", choices=["builtin", "openai", "ollama", "none"], help="embedding backend")
+    p.add_argument("--embedding-url", help="embedding server URL (openai/ollama)")
+    p.add_argument("--embedding-model", help="model name sent to the embedding server")
+    p.add_argument(
+        "--allow-remote-embedder",
+        action="store_true",
+        default=None,
+        help="allow a non-loopback embedding URL (your code is sent there)",
+    )
+    p.add_argument("--lock-timeout", type=float, help="seconds to wait for another indexer (default 30)")
+    p.add_argument("--max-file-kb", type=int, help="skip files larger than this (default 512)")
+
+
+def _handler(name: str) -> Any:
+    """Import a subcommand's module only when it runs."""
+
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        module = importlib.import_module(f"aide_tui.cli.{name}_cmd")
+        return int(getattr(module, f"cmd_{name}")(args))
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The subcommand parser (the TUI has its own, see ``tui_parser``)."""
+    parser = argparse.ArgumentParser(
+        prog="aide-tui",
+        description="Offline code search for the terminal.",
+        epilog="Without a subcommand, `aide-tui [PATH] [--no-watch] [--embedder ...]` opens the TUI on PATH "
+        "(default .); write ./index for a folder named like a subcommand.",
+    )
+    parser.add_argument("--version", action="version", version=f"aide-tui {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="build or incrementally update ROOT's index")
+    p.set_defaults(handler=_handler("index"))
+    p.add_argument("root", nargs="?", default=".")
+    p.add_argument("--json", action="store_true", help="print a JSON summary as the last line")
+    p.add_argument("--rebuild", action="store_true", help="ignore the existing index (config is kept)")
+    p.add_argument(
+        "--progress", action="store_true", help="print progress events as JSON lines (for the TUI)"
+    )
+    p.add_argument("--settings-json", help=argparse.SUPPRESS)
+    p.add_argument("--priority-json", help=argparse.SUPPRESS)  # files to embed first (from the TUI)
+    _common(p)
+
+    p = sub.add_parser("search", help="search ROOT's index")
+    p.set_defaults(handler=_handler("search"))
+    p.add_argument("query", nargs="*", help="query text")
+    p.add_argument("--path", default=".", help="workspace root (default .)")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--mode", choices=["hybrid", "bm25", "dense"])
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--batch", help="file with one query per line ('-' = stdin)")
+    p.add_argument("--no-update", action="store_true", help="do not refresh the index before searching")
+    p.add_argument("--rrf-k", type=int, help="RRF constant (default 20)")
+    _common(p)
+
+    p = sub.add_parser("status", help="show the state of ROOT's index")
+    p.set_defaults(handler=_handler("status"))
+    p.add_argument("root", nargs="?", default=".")
+    p.add_argument("--json", action="store_true")
+    _common(p)
+    return parser
+
+
+def tui_parser() -> argparse.ArgumentParser:
+    """``aide-tui [PATH]``: open the app."""
+    p = argparse.ArgumentParser(prog="aide-tui", description="Offline code search for the terminal.")
+    p.add_argument("--version", action="version", version=f"aide-tui {__version__}")
+    p.add_argument(
+        "path", nargs="?", default=".", help="workspace (default .); subcommands: index, search, status"
+    )
+    p.add_argument("--no-watch", action="store_true", help="do not watch the workspace for changes")
+    _common(p)
+    return p
+
+
+def flags(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Map parsed flags onto config sections (only the ones given)."""
+    out: dict[str, dict[str, Any]] = {"embedding": {}, "index": {}, "search": {}}
+    pairs = [
+        ("embedder", "embedding", "backend"),
+        ("embedding_url", "embedding", "url"),
+        ("embedding_model", "embedding", "model"),
+        ("allow_remote_embedder", "embedding", "allow_remote"),
+        ("lock_timeout", "index", "lock_timeout"),
+        ("max_file_kb", "index", "max_file_kb"),
+        ("mode", "search", "mode"),
+        ("rrf_k", "search", "rrf_k"),
+    ]
+    for attr, section, key in pairs:
+        value = getattr(args, attr, None)
+        if value is not None:
+            out[section][key] = value
+    return {k: v for k, v in out.items() if v}

@@ -1,0 +1,33 @@
+"""``aide-tui status [ROOT]``: what the index holds, without touching it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from aide_tui.cli.common import setup
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Print the index state (``--json``: the contract's object plus extra keys)."""
+    from aide_tui.core.status import read_status
+
+    ready = setup(args.root, args)
+    if ready is None:
+        return 2
+    root, settings = ready
+    st = read_status(root, settings.embedding.backend)
+    if args.json:
+        print(json.dumps(st.to_json()))
+        return 0
+    print(
+        f"{root}: {st.state}, {st.files} files, {st.chunks} chunks, "
+        f"{st.embedded} embedded [{st.embedder}], last indexed {st.last_indexed or 'never'}"
+    )
+    if st.vectors_missing:
+        print(f"{st.vectors_missing} vectors still to compute")
+    if st.degraded_reason:
+        print(f"degraded: {st.degraded_reason}")
+    if st.error:
+        print(st.error)
+    return 0

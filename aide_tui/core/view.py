@@ -1,0 +1,212 @@
+"""A consistent, read-only view of one index version, the only thing ranking code talks to.
+
+An index version is a list of immutable segments (a base plus small deltas, see store.py). A chunk
+row of an older segment is dead when a newer segment replaced its file or the file was deleted.
+Rows of all segments are numbered one after the other ("global rows"); dead rows never score.
+Per-segment work (postings, symbol tables) is cached on the :class:`Part` and reused by the next
+view, so picking up a one-file delta costs what the delta holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from aide_tui.core.bm25 import MultiBM25, Postings, top_positive
+from aide_tui.core.model import Chunk
+
+
+class VectorDimensionMismatch(Exception):
+    """The query vector's dimension differs from the stored vectors' (the model changed)."""
+
+
+@dataclass
+class VectorBlock:
+    """Vectors of some pieces of one part: ``rows`` are the part's piece rows (None = all rows, with
+    ``present`` telling which have a vector)."""
+
+    matrix: np.ndarray  # (r, dim) float32, possibly memory-mapped
+    rows: np.ndarray | None = None
+    present: np.ndarray | None = None
+
+    def piece_rows(self) -> np.ndarray:
+        """The part-local piece row of each matrix row that holds a vector."""
+        if self.rows is not None:
+            return self.rows
+        return np.flatnonzero(self.present) if self.present is not None else np.arange(len(self.matrix))
+
+
+@dataclass
+class Part:
+    """One immutable segment as a reader holds it, with its derived lookups."""
+
+    name: str
+    chunks: list[Chunk]
+    postings: Postings  # BM25 over chunks
+    piece_postings: Postings  # BM25 over dense pieces
+    owners: np.ndarray  # (p,) int64: part-local chunk row of each piece
+    blocks: list[VectorBlock] = field(default_factory=list)
+
+    @cached_property
+    def symbols(self) -> dict[str, list[int]]:
+        """Lower-cased defined name → part-local chunk rows."""
+        out: dict[str, list[int]] = {}
+        for i, c in enumerate(self.chunks):
+            for name in c.defines:
+                out.setdefault(name.lower(), []).append(i)
+        return out
+
+    def has_vector(self) -> np.ndarray:
+        """(p,) bool: pieces with a vector in some block."""
+        out = np.zeros(len(self.owners), bool)
+        for b in self.blocks:
+            out[b.piece_rows()] = True
+        return out
+
+
+class IndexView:
+    """Parts plus their liveness, the files they hold and the statistics queries need."""
+
+    def __init__(
+        self,
+        parts: list[Part],
+        alive: list[np.ndarray | None],
+        files: Mapping[str, Any],
+        vocab: dict[str, int],
+        meta: dict[str, Any],
+    ) -> None:
+        self.parts = parts
+        self.alive = alive
+        self.files = files
+        self.vocab = vocab
+        self.meta = meta
+        self.offsets = np.cumsum([0] + [len(p.chunks) for p in parts]).tolist()
+        self.piece_offsets = np.cumsum([0] + [len(p.owners) for p in parts]).tolist()
+        self.chunks: list[Chunk] = [c for p in parts for c in p.chunks]
+        self.bm25 = MultiBM25([p.postings for p in parts], alive, vocab)
+        self.piece_bm25 = MultiBM25([p.piece_postings for p in parts], self._piece_alive(), vocab)
+        self.owners = np.concatenate(
+            [p.owners + off for p, off in zip(parts, self.offsets, strict=False)] or [np.zeros(0, np.int64)]
+        ).astype(np.int64)
+
+    def _piece_alive(self) -> list[np.ndarray | None]:
+        return [None if a is None else a[p.owners] for p, a in zip(self.parts, self.alive, strict=True)]
+
+    # -- rows --------------------------------------------------------------------------------------
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.chunks)
+
+    @cached_property
+    def alive_mask(self) -> np.ndarray:
+        """(n_rows,) bool over global rows."""
+        return np.concatenate(
+            [
+                np.ones(len(p.chunks), bool) if a is None else a
+                for p, a in zip(self.parts, self.alive, strict=True)
+            ]
+            or [np.zeros(0, bool)]
+        )
+
+    @cached_property
+    def row_order(self) -> np.ndarray:
+        """(n_rows,) int: a row's position when live rows are sorted by (path, start line).
+
+        Ties in any ranking break on this, so an incrementally updated index and a rebuilt one
+        answer in the same order whatever their row numbering.
+        """
+        keys = sorted(range(self.n_rows), key=lambda i: (self.chunks[i].path, self.chunks[i].start_line))
+        order = np.empty(self.n_rows, np.int64)
+        order[keys] = np.arange(self.n_rows)
+        return order
+
+    # -- lexical -----------------------------------------------------------------------------------
+
+    def idf(self, term: str) -> float | None:
+        """The term's BM25 idf, or None when no live chunk contains it."""
+        tid = self.vocab.get(term)
+        return None if tid is None or tid >= len(self.bm25.idf) else float(self.bm25.idf[tid])
+
+    def bm25_scores(self, terms: Iterable[str], weights: dict[str, float] | None = None) -> np.ndarray:
+        """(n_rows,) float32 BM25 scores over chunks (0 for dead rows and non-matches)."""
+        return self.bm25.scores(terms, weights)
+
+    def piece_ranked_chunks(
+        self, terms: list[str], n: int, weights: dict[str, float] | None = None
+    ) -> list[int]:
+        """Chunk rows ranked by their best piece's BM25 score, at most ``n``."""
+        rows, _ = self.piece_bm25.top(terms, 4 * n, weights)
+        return list(dict.fromkeys(int(self.owners[i]) for i in rows))[:n]
+
+    def symbol_rows(self, name: str) -> list[int]:
+        """Live global rows of chunks defining ``name`` (case-insensitive)."""
+        key = name.lower()
+        out: list[int] = []
+        for part, live, off in zip(self.parts, self.alive, self.offsets, strict=False):
+            for r in part.symbols.get(key, ()):
+                if live is None or live[r]:
+                    out.append(off + r)
+        return out
+
+    @cached_property
+    def path_parts(self) -> dict[str, set[str]]:
+        """Folder name, file name or stem (lower case) → files."""
+        out: dict[str, set[str]] = {}
+        for p in self.files:
+            parts = p.lower().split("/")
+            stem = parts[-1].rsplit(".", 1)[0]
+            for part in {*parts[:-1], stem, parts[-1]}:
+                out.setdefault(part, set()).add(p)
+        return out
+
+    # -- dense -------------------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> str:
+        return str(self.meta.get("embedder") or "none")
+
+    @cached_property
+    def vector_count(self) -> int:
+        """Live pieces that have a vector."""
+        total = 0
+        for part, live in zip(self.parts, self._piece_alive(), strict=True):
+            has = part.has_vector()
+            total += int(has.sum() if live is None else (has & live).sum())
+        return total
+
+    def dense_ranked_chunks(self, query: np.ndarray, n: int) -> list[int]:
+        """Chunk rows ranked by their best piece's cosine similarity (positive only), at most ``n``.
+
+        Raises VectorDimensionMismatch when ``query`` does not fit the stored vectors.
+        """
+        q = np.asarray(query, np.float32)
+        sims: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
+        for part, live, off in zip(self.parts, self._piece_alive(), self.piece_offsets, strict=False):
+            for block in part.blocks:
+                if block.matrix.shape[0] == 0:
+                    continue
+                if block.matrix.shape[1] != q.shape[0]:
+                    raise VectorDimensionMismatch(
+                        f"the index holds {block.matrix.shape[1]}-dimensional vectors but the embedder now "
+                        f"gives {q.shape[0]}: run `aide-tui index` to re-embed"
+                    )
+                s = block.matrix @ q
+                rows = block.piece_rows()
+                if block.rows is None:
+                    s = s[rows]
+                if live is not None:
+                    keep = live[rows]
+                    s, rows = s[keep], rows[keep]
+                sims.append(s.astype(np.float32, copy=False))
+                ids.append(rows + off)
+        if not sims:
+            return []
+        all_ids = np.concatenate(ids)
+        top, _ = top_positive(np.concatenate(sims), 4 * n)
+        return list(dict.fromkeys(int(self.owners[all_ids[i]]) for i in top))[:n]
