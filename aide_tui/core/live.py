@@ -1,0 +1,223 @@
+"""A live workspace: the searcher, the query embedder, the indexing service and the file watcher behind
+one object, shared by every long-running front end (the app, ``serve``, ``mcp``).
+
+Front ends call :meth:`LiveWorkspace.search` from their own worker threads and receive
+:data:`LiveEvent` objects through ``on_event`` (called from background threads: a front end hands
+them to its own loop). Every index version the indexer commits is loaded as soon as it lands, so
+what a front end shows is what is on disk.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aide_tui.core.config import Settings
+from aide_tui.core.events import Committed, Done, Event
+from aide_tui.core.search import Searcher, SearchResponse
+from aide_tui.core.service import IndexService
+from aide_tui.core.status import IndexStatus, read_status
+from aide_tui.core.store import IndexError_, IndexMissing
+
+
+@dataclass
+class Opened:
+    """The index was opened at start (``error`` says why not: missing, corrupt)."""
+
+    status: IndexStatus
+    error: str | None = None
+    missing: bool = False
+
+
+@dataclass
+class Reloaded:
+    """A newly committed index version is loaded; searches now see it."""
+
+    status: IndexStatus
+    version: str = ""
+
+
+@dataclass
+class ReloadFailed:
+    """A committed version could not be loaded (searches keep the previous one)."""
+
+    message: str
+
+
+@dataclass
+class EmbedderReady:
+    """The query embedder finished loading (``error``: why the dense side is unavailable)."""
+
+    embedder_id: str | None
+    error: str | None = None
+
+
+@dataclass
+class FilesChanged:
+    """The watcher saw changes worth reindexing."""
+
+    paths: set[str] = field(default_factory=set)
+
+
+@dataclass
+class WatchFailed:
+    """File watching stopped."""
+
+    message: str
+
+
+LiveEvent = Event | Opened | Reloaded | ReloadFailed | EmbedderReady | FilesChanged | WatchFailed
+
+
+class LiveWorkspace:
+    """Keeps one workspace's index loaded, fresh and searchable."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        on_event: Callable[[LiveEvent], None],
+        *,
+        watch: bool = True,
+        index: bool = True,
+    ) -> None:
+        self.root = Path(root)
+        self.settings = settings
+        self.on_event = on_event
+        self.watch_enabled = watch
+        self.index_enabled = index
+        self.searcher = Searcher(self.root, settings)
+        self.embedder: Any = None
+        self.embedder_error: str | None = None
+        self.status: IndexStatus = IndexStatus("missing")
+        self.service = IndexService(self.root, settings, self._service_event)
+        self.priority: Callable[[], Iterable[str]] = lambda: ()  # files the user is looking at
+        self._stop = threading.Event()
+        self._reload_wanted = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Open the index and load the embedder (in the background), start indexing and watching."""
+        self._spawn(self._open, "aide-open")
+        self._spawn(self._reloader, "aide-reload")
+        if self.index_enabled:
+            self.service.request(priority=self.priority())
+        if self.watch_enabled:
+            self._spawn(self._watch, "aide-watch")
+
+    def close(self) -> None:
+        """Stop watching and indexing; wait briefly for the background threads."""
+        self._stop.set()
+        self._reload_wanted.set()
+        self.service.close(timeout=3.0)
+        for t in self._threads:
+            t.join(timeout=2.0)
+        if hasattr(self.embedder, "close"):
+            self.embedder.close()
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        t = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def _emit(self, event: LiveEvent) -> None:
+        if not self._stop.is_set():
+            self.on_event(event)
+
+    # -- opening -----------------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        from aide_tui.core.embed.base import EmbedderError
+        from aide_tui.core.embed.factory import make_embedder
+
+        try:
+            embedder = make_embedder(self.settings)
+            error = None
+        except EmbedderError as exc:
+            embedder, error = None, str(exc)
+        self.searcher.embedder_error = error
+        try:
+            self.searcher.refresh()
+            opened = Opened(self._read_status())
+        except IndexError_ as exc:
+            opened = Opened(self._read_status(), str(exc), isinstance(exc, IndexMissing))
+        self._emit(opened)
+        if embedder is None:
+            self._set_embedder(None, error, None)
+            return
+        try:
+            if hasattr(embedder, "load"):
+                embedder.load()  # builtin: about a second of weights loading
+            else:
+                _ = embedder.dim  # HTTP: one probe request tells whether the server answers
+            emb_id = embedder.id
+        except EmbedderError as exc:
+            self._set_embedder(None, str(exc), None)
+            return
+        self._set_embedder(embedder, None, emb_id)
+
+    def _set_embedder(self, embedder: Any, error: str | None, emb_id: str | None) -> None:
+        self.embedder, self.embedder_error = embedder, error
+        self.searcher.embedder, self.searcher.embedder_error = embedder, error
+        self._emit(EmbedderReady(emb_id, error))
+
+    # -- searching ---------------------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 20, mode: str | None = None) -> SearchResponse:
+        """Answer ``query`` from the loaded version (thread-safe). Raises IndexMissing before the first
+        index exists, IndexError_ when it cannot be read."""
+        return self.searcher.search(query, limit=limit, mode=mode)
+
+    def _read_status(self) -> IndexStatus:
+        self.status = read_status(self.root, self.settings.embedding.backend)
+        return self.status
+
+    # -- indexing ----------------------------------------------------------------------------------
+
+    def reindex(self, rebuild: bool = False, paths: Iterable[str] = ()) -> None:
+        """Ask for a reindex (coalesced with a run in progress)."""
+        self.service.request(rebuild=rebuild, priority=[*paths, *self.priority()])
+
+    def cancel(self) -> None:
+        """Stop the current indexing run."""
+        self.service.cancel()
+
+    def _service_event(self, event: Event) -> None:
+        self._emit(event)
+        if isinstance(event, Committed | Done):
+            self._reload_wanted.set()
+
+    def _reloader(self) -> None:
+        """Load every committed version as it lands (coalesced: one reload covers several commits)."""
+        while True:
+            self._reload_wanted.wait()
+            if self._stop.is_set():
+                return
+            self._reload_wanted.clear()
+            try:
+                self.searcher.refresh()
+            except IndexError_ as exc:
+                self._emit(ReloadFailed(str(exc)))
+                continue
+            view = self.searcher.view
+            version = str(view.meta.get("generation", "")) if view is not None else ""
+            self._emit(Reloaded(self._read_status(), version))
+
+    # -- watching ----------------------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        from aide_tui.core.watch import watch_batches
+
+        try:
+            for paths in watch_batches(self.root, self.settings, self._stop):
+                if paths:
+                    self._emit(FilesChanged(paths))
+                    self.reindex(paths=sorted(paths))
+        except Exception as exc:  # noqa: BLE001 - any watcher failure is reported, the rest goes on
+            if not self._stop.is_set():
+                self._emit(WatchFailed(f"file watching stopped: {exc}"))
