@@ -316,8 +316,14 @@ def chunk_file(path: str, text: str, budget: int = 1500) -> list[Chunk]:
     return chunk_file_multi(path, text, (budget,))[0]
 
 
-def chunk_file_multi(path: str, text: str, budgets: tuple[int, ...]) -> list[list[Chunk]]:
-    """``chunk_file`` at several budgets from one parse (the index uses 1,500 for chunks, less for pieces)."""
+def chunk_file_multi(
+    path: str, text: str, budgets: tuple[int, ...], fallbacks: list[str] | None = None
+) -> list[list[Chunk]]:
+    """``chunk_file`` at several budgets from one parse (the index uses 1,500 for chunks, less for pieces).
+
+    When the structure-aware chunker fails and line windows are used instead, a note is appended to
+    ``fallbacks`` (the index report counts them, so a chunker regression shows up as a number).
+    """
     language = detect_language(path)
     src = Src(text)
     if all(src.blank):
@@ -332,8 +338,10 @@ def chunk_file_multi(path: str, text: str, budgets: tuple[int, ...]) -> list[lis
             _flatten(roots, defs)
             defs.extend(extras)
             defs.sort()
-    except Exception:  # a chunker bug must never lose a file: fall back to windows
+    except Exception as exc:  # a chunker bug must never lose a file: fall back to windows
         found = None
+        if fallbacks is not None:
+            fallbacks.append(f"{path}: {language} parse failed ({exc.__class__.__name__})")
     out: list[list[Chunk]] = []
     for budget in budgets:
         pieces: list[_Piece] | None = None
@@ -342,8 +350,10 @@ def chunk_file_multi(path: str, text: str, budgets: tuple[int, ...]) -> list[lis
                 pieces = _Chunker(src, budget, found[2]).pack(0, src.n - 1, found[0], ())
                 if not _valid(src, pieces):
                     pieces = None
-            except Exception:
+            except Exception as exc:
                 pieces = None
+                if fallbacks is not None:
+                    fallbacks.append(f"{path}: packing at {budget} failed ({exc.__class__.__name__})")
         if pieces is None:
             pieces = [_Piece(a, b, (), None) for a, b in _windows(src, budget)]
         out.append(_build_chunks(path, language, src, pieces, defs if found is not None else []))

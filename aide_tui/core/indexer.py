@@ -1,7 +1,18 @@
-"""Indexing orchestration: scan → chunk → BM25 rows → vectors, incrementally, with progress events.
+"""Indexing orchestration: scan → diff → delta → rows → vectors → commit, incrementally, with events.
 
-State machine: ``idle → scanning → embedding → ready | error``. ``IndexService`` wraps it for
-long-running front ends: a reindex requested while one runs schedules exactly one more run.
+Each run is a sequence of small phases that hand dataclasses to each other:
+
+- **diff**: the scan against the manifest's file records (size + mtime, then content hash);
+- **delta**: read and chunk the changed files (secrets masked) into chunks and dense pieces;
+- **rows**: tokenize only the delta into BM25 rows, growing the vocabulary;
+- **vectors**: reuse cached vectors for unchanged piece texts;
+- **commit**: write the delta as a new segment and switch the manifest (the lexical side of every
+  change is searchable here, before any embedding);
+- **embed**: compute missing vectors (files the user looks at first, then small files), committing
+  vector blocks every few seconds; a newer request preempts it between batches;
+- **merge**: fold segments and vector blocks into one base when they pile up.
+
+A run that finds nothing to do reads only the manifest and stats the tree.
 """
 
 from __future__ import annotations
@@ -11,38 +22,47 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from aide_tui.core import bm25 as bm25_mod
-from aide_tui.core.bm25 import DocTerms, chunk_terms, concat, encode_docs
+from aide_tui.core.bm25 import DocTerms, chunk_terms, encode_docs
 from aide_tui.core.chunk import CHUNKER_VERSION, chunk_file_multi
 from aide_tui.core.config import Settings
+from aide_tui.core.embcache import EmbeddingCache, usable_rows
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.events import Committed, Done, Event, Progress
 from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
 from aide_tui.core.paths import state_dir
 from aide_tui.core.pieces import PIECE_BUDGET, dense_pieces
-from aide_tui.core.scan import Scanner, read_text
+from aide_tui.core.scan import FileEntry, Scanner, read_text
 from aide_tui.core.secrets import mask_secrets
 from aide_tui.core.store import (
-    EmbeddingCache,
     FileRecord,
     IndexCorrupt,
-    IndexData,
     IndexMissing,
-    embedded_chunks,
-    read_index,
-    read_pieces,
-    write_index,
+    Manifest,
+    SegmentData,
+    SegmentEntry,
+    check_sizes,
+    commit,
+    consolidate,
+    read_manifest,
+    read_segment,
+    read_vocab,
+    write_block,
+    write_segment,
     writer_lock,
 )
 from aide_tui.core.tokens import TOKENIZER_VERSION, tokenize
 
-EMBED_BATCH = 64  # split across workers by the pooled builtin embedder
-COMMIT_EVERY_S = 20.0
+EMBED_BATCH = 32  # pieces per embedder call (split across workers); also the preemption granularity
+COMMIT_EVERY_S = 10.0  # vector blocks are committed at least this often while embedding
+MAX_SEGMENTS = 8  # more delta segments than this are merged into one base
+MAX_BLOCKS = 12  # more vector blocks in one segment than this are compacted into one
+MAX_DEAD_SHARE = 0.3  # merge when this share of the stored chunk rows is dead
 
 
 @dataclass
@@ -59,12 +79,15 @@ class IndexReport:
     removed: int = 0
     embedded: int = 0
     newly_embedded: int = 0
-    cancelled: bool = False
-    wrote: bool = False
     vectors_missing: int = 0
+    cancelled: bool = False
+    preempted: bool = False
+    merged: bool = False
+    wrote: bool = False
     messages: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    fallbacks: list[str] = field(default_factory=list)
 
     def to_event(self) -> Done:
         """The run's ``done`` event (skip reasons counted by kind)."""
@@ -77,7 +100,7 @@ class IndexReport:
             degraded=self.degraded, degraded_reason=self.degraded_reason, changed=self.changed,
             removed=self.removed, embedded=self.embedded, vectors_missing=self.vectors_missing,
             newly_embedded=self.newly_embedded, skipped=len(self.skipped), skipped_reasons=reasons,
-            messages=list(self.messages), warnings=list(self.warnings), cancelled=self.cancelled,
+            messages=list(self.messages), warnings=[*self.warnings, *self.fallbacks], cancelled=self.cancelled,
             wrote=self.wrote,
         )  # fmt: skip
 
@@ -101,8 +124,60 @@ def index_settings_key(settings: Settings) -> dict[str, object]:
     }
 
 
+# -- phase data --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """The scan against the manifest: what is unchanged, what must be read, what is gone."""
+
+    total: int
+    unchanged: dict[str, FileRecord]
+    to_read: list[FileEntry]
+    removed: set[str]
+
+
+@dataclass
+class Delta:
+    """Changed files, read and chunked. ``same`` had new stat data but identical content."""
+
+    records: dict[str, FileRecord] = field(default_factory=dict)
+    same: dict[str, FileRecord] = field(default_factory=dict)
+    chunks: list[Chunk] = field(default_factory=list)
+    pieces: list[tuple[int, Chunk]] = field(default_factory=list)  # (index into chunks, piece)
+
+    @property
+    def empty(self) -> bool:
+        return not self.records
+
+
+@dataclass
+class EmbedderState:
+    """The embedder a run uses: None when there is none or it failed (then ``error`` says why)."""
+
+    embedder: Embedder | None
+    emb_id: str
+    dim: int
+    error: str | None = None
+
+
+@dataclass
+class Missing:
+    """Pieces of one segment that still need a vector."""
+
+    seg_index: int
+    rows: list[int]
+    texts: list[str]
+    keys: list[str]
+    paths: list[str]
+
+
+# -- the indexer -------------------------------------------------------------------------------------
+
+
 class Indexer:
-    """Builds or incrementally updates one workspace's index."""
+    """Builds or incrementally updates one workspace's index. One instance may serve many runs (the
+    long-lived indexing process keeps it, with its vocabulary and embedding cache loaded)."""
 
     def __init__(
         self,
@@ -115,6 +190,8 @@ class Indexer:
         self.settings = settings
         self.embedder = embedder
         self.embedder_error = embedder_error
+        self._vocab: tuple[str, dict[str, int]] | None = None  # (manifest version, vocab)
+        self._cache: EmbeddingCache | None = None
 
     def run(
         self,
@@ -122,267 +199,467 @@ class Indexer:
         cancel: threading.Event | None = None,
         rebuild: bool = False,
         priority: Iterable[str] = (),
+        embed: bool = True,
+        should_yield: Callable[[], bool] | None = None,
     ) -> IndexReport:
-        """Update the index on disk; returns what happened. Raises LockTimeout if another writer holds it."""
-        emit = on_progress or (lambda p: None)
+        """Update the index on disk; returns what happened. Raises LockTimeout if another writer holds it.
+
+        ``embed=False`` stops after the lexical commit (vectors already cached are still reused);
+        ``should_yield`` is asked between embedding batches whether newer work is waiting.
+        """
+        run = _Run(self, on_progress or (lambda e: None), cancel, set(priority), should_yield)
         started = time.monotonic()
         state = state_dir(self.root)
         idx_dir = state / "index"
-        report = IndexReport()
         with writer_lock(idx_dir, timeout=self.settings.index.lock_timeout):
             try:
-                self._run_locked(state, idx_dir, report, emit, cancel, rebuild, set(priority))
+                run.execute(state, idx_dir, rebuild, embed)
             except Cancelled:
-                report.cancelled = True
-        report.seconds = time.monotonic() - started
-        return report
+                run.report.cancelled = True
+        run.report.seconds = time.monotonic() - started
+        return run.report
 
-    # -- phases ------------------------------------------------------------------------------------
+    # -- state kept across runs --------------------------------------------------------------------
 
-    def _load_previous(self, idx_dir: Path, report: IndexReport, rebuild: bool) -> IndexData | None:
-        if rebuild:
-            return None
+    def vocab_for(self, idx_dir: Path, manifest: Manifest) -> dict[str, int]:
+        """The manifest's vocabulary (kept in memory while the manifest stays ours)."""
+        if self._vocab is not None and self._vocab[0] == manifest.version:
+            return self._vocab[1]
+        return read_vocab(idx_dir, manifest)
+
+    def remember_vocab(self, manifest: Manifest, vocab: dict[str, int]) -> None:
+        self._vocab = (manifest.version, vocab)
+
+    def cache_for(self, state: Path, emb_id: str, dim: int) -> EmbeddingCache:
+        if self._cache is None or (self._cache.embedder_id, self._cache.dim) != (emb_id, dim):
+            self._cache = EmbeddingCache(state, emb_id, dim)
+        return self._cache
+
+
+class _Run:
+    """One run's phases and the state they share."""
+
+    def __init__(
+        self,
+        indexer: Indexer,
+        emit: Callable[[Event], None],
+        cancel: threading.Event | None,
+        priority: set[str],
+        should_yield: Callable[[], bool] | None,
+    ) -> None:
+        self.ix = indexer
+        self.settings = indexer.settings
+        self.emit = emit
+        self.cancel = cancel
+        self.priority = priority
+        self.should_yield = should_yield or (lambda: False)
+        self.report = IndexReport()
+
+    def check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise Cancelled
+
+    # -- orchestration -----------------------------------------------------------------------------
+
+    def execute(self, state: Path, idx_dir: Path, rebuild: bool, embed: bool) -> None:
+        prev = None if rebuild else self.previous(idx_dir)
+        emb = self.embedder_state(prev)
+        if prev is not None and emb.embedder is not None and not self.same_vectors(prev, emb):
+            prev = None  # a new embedder or dimension: rebuild (vectors come back from the cache)
+        self.emit(Progress("scanning", message="walking the workspace"))
+        scan = Scanner(self.root, self.settings.index.max_file_kb * 1024, self.settings.index.exclude,
+                       self.settings.index.include_sensitive).scan()  # fmt: skip
+        self.report.skipped = {**scan.skipped, **scan.errors}
+        self.report.warnings.extend(getattr(scan, "warnings", []))
         try:
-            prev = read_index(idx_dir, pieces=False)  # piece texts are decoded only if something changed
+            manifest = self.update(state, idx_dir, prev, emb, scan.files, embed)
+        except IndexCorrupt as exc:  # a damaged segment under an intact manifest: start afresh
+            if prev is None:
+                raise
+            self.report.messages.append(str(exc))
+            manifest = self.update(state, idx_dir, None, emb, scan.files, embed)
+        self.finish(manifest, emb)
+
+    def update(
+        self, state: Path, idx_dir: Path, prev: Manifest | None, emb: EmbedderState,
+        entries: list[FileEntry], embed: bool,
+    ) -> Manifest:  # fmt: skip
+        plan = diff(entries, prev)
+        delta = self.read_delta(plan, prev)
+        manifest = prev
+        if prev is None or delta.records or plan.removed or delta.same or self.meta_changed(prev, emb):
+            manifest = self.commit_delta(state, idx_dir, prev, plan, delta, emb)
+        assert manifest is not None
+        if embed and emb.embedder is not None and manifest.counts.get("vectors_missing", 0):
+            manifest = self.embed_missing(state, idx_dir, manifest, emb)
+        if not self.report.preempted:
+            manifest = self.maybe_merge(idx_dir, manifest)
+        return manifest
+
+    @property
+    def root(self) -> Path:
+        return self.ix.root
+
+    def previous(self, idx_dir: Path) -> Manifest | None:
+        try:
+            prev = read_manifest(idx_dir)
+            damage = check_sizes(idx_dir, prev)
+            if damage:
+                raise IndexCorrupt(damage)
         except IndexMissing:
             return None
         except IndexCorrupt as exc:
-            report.messages.append(str(exc))
+            self.report.messages.append(str(exc))
             return None
         if prev.meta.get("settings") != index_settings_key(self.settings):
-            report.messages.append("index settings or format changed; rebuilding")
+            self.report.messages.append("index settings or format changed; rebuilding")
             return None
         return prev
 
-    def _run_locked(
-        self,
-        state: Path,
-        idx_dir: Path,
-        report: IndexReport,
-        emit: Callable[[Event], None],
-        cancel: threading.Event | None,
-        rebuild: bool,
-        priority: set[str],
-    ) -> None:
-        def check_cancel() -> None:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled
+    def embedder_state(self, prev: Manifest | None) -> EmbedderState:
+        """The run's embedder identity; an unusable embedder makes the run degraded, not failed."""
+        embedder = self.ix.embedder
+        if embedder is None:
+            return EmbedderState(None, "none", 0, self.ix.embedder_error)
+        try:
+            return EmbedderState(embedder, embedder.id, int(embedder.dim))
+        except EmbedderError as exc:
+            return EmbedderState(None, "none", 0, str(exc))
 
-        prev = self._load_previous(idx_dir, report, rebuild)
-        emit(Progress("scanning", message="workspace"))
+    def meta_changed(self, prev: Manifest, emb: EmbedderState) -> bool:
+        """Whether the manifest must record a different embedder state (a server died or came back)."""
+        return prev.meta.get("degraded_reason") != emb.error or (
+            emb.embedder is not None and prev.meta.get("embedder") != emb.emb_id
+        )
+
+    def same_vectors(self, prev: Manifest, emb: EmbedderState) -> bool:
+        """Whether ``prev``'s vectors came from this embedder at this dimension (else say what changed)."""
+        old_id, old_dim = prev.meta.get("embedder", "none"), int(prev.meta.get("dim") or 0)
+        if old_id in ("none", emb.emb_id) and old_dim in (0, emb.dim):
+            return True
+        if old_id != emb.emb_id:
+            self.report.messages.append(f"embedder changed ({old_id} → {emb.emb_id}); re-embedding")
+        else:
+            self.report.messages.append(
+                f"embedder {emb.emb_id} now gives {emb.dim}-dimensional vectors (index has {old_dim}); re-embedding"
+            )
+        return False
+
+    # -- delta -------------------------------------------------------------------------------------
+
+    def read_delta(self, plan: Plan, prev: Manifest | None) -> Delta:
+        """Read and chunk every file the diff could not rule out."""
         s = self.settings.index
-        scanner = Scanner(self.root, s.max_file_kb * 1024, s.exclude, s.include_sensitive)
-        scan = scanner.scan()
-        report.skipped = dict(scan.skipped)
-        report.skipped.update(scan.errors)
-        total = len(scan.files)
-        prev_rows: dict[str, list[int]] = {}
-        if prev is not None:
-            for i, c in enumerate(prev.chunks):
-                prev_rows.setdefault(c.path, []).append(i)
-
-        keep_rows: list[int] = []
-        new_chunks: list[Chunk] = []
-        new_pieces: list[tuple[int, Chunk]] = []  # (index into new_chunks, piece)
-        files: dict[str, FileRecord] = {}
-        sizes: dict[str, int] = {}
-        changed = 0
-        for n, entry in enumerate(scan.files, 1):
-            if n % 200 == 0:
-                check_cancel()
-                emit(Progress("scanning", n, total, message=f"indexing {entry.rel}"))
-            rec = prev.files.get(entry.rel) if prev is not None else None
-            if rec is not None and rec.size == entry.size and rec.mtime_ns == entry.mtime_ns:
-                files[entry.rel] = rec
-                keep_rows.extend(prev_rows.get(entry.rel, ()))
-                sizes[entry.rel] = entry.size
-                continue
+        delta = Delta()
+        total = len(plan.to_read)
+        for n, entry in enumerate(plan.to_read, 1):
+            if n % 100 == 0:
+                self.check_cancel()
+                self.emit(Progress("indexing", n, total, message=entry.rel))
             text, raw, why = read_text(entry.abs, s.max_file_kb * 1024)
             if text is None or raw is None:
-                report.skipped[entry.rel] = why or "unreadable"
+                self.report.skipped[entry.rel] = why or "unreadable"
                 continue
             digest = hashlib.sha1(raw).hexdigest()
-            files[entry.rel] = FileRecord(len(raw), entry.mtime_ns, digest)
-            sizes[entry.rel] = len(raw)
-            if rec is not None and rec.sha1 == digest:
-                keep_rows.extend(prev_rows.get(entry.rel, ()))
+            old = prev.files.get(entry.rel) if prev is not None else None
+            if old is not None and old.sha1 == digest:
+                delta.same[entry.rel] = replace(old, size=len(raw), mtime_ns=entry.mtime_ns)
                 continue
-            changed += 1
             try:
-                masked = mask_secrets(text)
-                file_chunks, small = chunk_file_multi(entry.rel, masked, (s.chunk_budget, PIECE_BUDGET))
-                base = len(new_chunks)
-                new_pieces.extend((base + i, p) for i, p in dense_pieces(file_chunks, small))
-                new_chunks.extend(file_chunks)
-            except Exception as exc:  # a chunker bug must not cost the rest of the index
-                report.skipped[entry.rel] = f"chunker failed: {exc.__class__.__name__}: {exc}"
-                del files[entry.rel]
-        removed = len(set(prev.files) - set(files)) if prev is not None else 0
-        report.changed, report.removed = changed, removed
-        emit(Progress("scanning", total, total, message=f"{changed} changed, {removed} removed"))
-        if prev is not None and changed == 0 and removed == 0 and files == prev.files:
-            embedder, emb_id, _ = self._embedder_identity(report, prev)
-            if (
-                prev.meta.get("embedder") == emb_id
-                and prev.meta.get("degraded_reason") == report.degraded_reason
-                and (embedder is None or bool(prev.present.all()))
-            ):  # nothing to do: no write, no tokenizing, no piece decoding
-                report.files, report.chunks, report.embedder = len(files), len(prev.chunks), emb_id
-                report.embedded = embedded_chunks(prev)
-                return
-        if prev is not None and len(prev.owners) and not prev.pieces:
-            prev.pieces = read_pieces(idx_dir, prev)
-
-        # BM25 rows: reuse unchanged ones, tokenize only new text. Pieces partition their chunk's lines,
-        # so each piece is tokenized once and a chunk's body counts are the sum of its pieces'.
-        vocab = dict(prev.vocab) if prev is not None else {}
-        piece_bodies = [Counter(tokenize(p.text)) for _, p in new_pieces]
-        chunk_bodies: list[Counter[str]] = [Counter() for _ in new_chunks]
-        for (owner, _), body in zip(new_pieces, piece_bodies, strict=True):
-            chunk_bodies[owner].update(body)
-        kept_docs = prev.docs.take(keep_rows) if prev is not None else DocTerms.empty()
-        new_docs = encode_docs(map(chunk_terms, new_chunks, chunk_bodies), vocab)
-        chunks = ([prev.chunks[i] for i in keep_rows] if prev is not None else []) + new_chunks
-        docs = concat([kept_docs, new_docs])
-        new_pdocs = encode_docs(
-            (chunk_terms(p, b) for (_, p), b in zip(new_pieces, piece_bodies, strict=True)), vocab
-        )
-        # Dense pieces: those of kept chunks (owners renumbered), then the new ones.
-        kept_piece_rows: list[int] = []
-        owners_list: list[int] = []
-        if prev is not None and keep_rows:
-            new_row = np.full(len(prev.chunks), -1, np.int64)
-            new_row[keep_rows] = np.arange(len(keep_rows))
-            mapped = new_row[prev.owners]
-            kept_piece_rows = [int(i) for i in np.flatnonzero(mapped >= 0)]
-            owners_list = [int(x) for x in mapped[kept_piece_rows]]
-        pieces = [prev.pieces[i] for i in kept_piece_rows] if prev is not None else []
-        pieces += [p for _, p in new_pieces]
-        owners_list += [len(keep_rows) + i for i, _ in new_pieces]
-        owners = np.asarray(owners_list, np.int64)
-        kept_pdocs = prev.pdocs.take(kept_piece_rows) if prev is not None else DocTerms.empty()
-        pdocs = concat([kept_pdocs, new_pdocs])
-        check_cancel()
-
-        # Vectors: reuse the previous index's rows and the cache; embed the rest.
-        embedder, emb_id, dim = self._embedder_identity(report, prev)
-        n = len(chunks)
-        vectors = np.zeros((len(pieces), dim), np.float32)
-        present = np.zeros(len(pieces), bool)
-        cache: EmbeddingCache | None = None
-        if embedder is not None:
-            same = prev is not None and prev.meta.get("embedder") == emb_id and prev.meta.get("dim") == dim
-            if prev is not None and not same and prev.meta.get("embedder") not in (None, "none"):
-                report.messages.append(
-                    f"embedder changed ({prev.meta.get('embedder')} → {emb_id}); re-embedding"
+                file_chunks, small = chunk_file_multi(
+                    entry.rel, mask_secrets(text), (s.chunk_budget, PIECE_BUDGET), self.report.fallbacks
                 )
-            if same and kept_piece_rows:
-                k = len(kept_piece_rows)
-                vectors[:k] = prev.vectors[kept_piece_rows]
-                present[:k] = prev.present[kept_piece_rows]
-            cache = EmbeddingCache(state, emb_id, dim)
-            for i in np.flatnonzero(~present):
-                vec = cache.lookup(pieces[i].embed_key)
-                if vec is not None:
-                    vectors[i] = vec
-                    present[i] = True
+            except Exception as exc:  # a chunker bug must not cost the rest of the index
+                self.report.skipped[entry.rel] = f"chunker failed: {exc.__class__.__name__}: {exc}"
+                continue
+            base = len(delta.chunks)
+            file_pieces = dense_pieces(file_chunks, small)
+            delta.pieces.extend((base + i, p) for i, p in file_pieces)
+            delta.chunks.extend(file_chunks)
+            delta.records[entry.rel] = FileRecord(
+                len(raw), entry.mtime_ns, digest, chunks=len(file_chunks), pieces=len(file_pieces)
+            )
+        self.report.changed = len(delta.records)
+        self.report.removed = len(plan.removed)
+        if total:
+            self.emit(Progress("indexing", total, total, message=f"{len(delta.records)} changed"))
+        return delta
 
+    def commit_delta(
+        self, state: Path, idx_dir: Path, prev: Manifest | None, plan: Plan, delta: Delta, emb: EmbedderState
+    ) -> Manifest:
+        """Tokenize the delta, take cached vectors, write it as a segment and commit the new manifest."""
+        self.check_cancel()
+        vocab = dict(self.ix.vocab_for(idx_dir, prev)) if prev is not None else {}
+        start = len(vocab)
+        seg = build_segment(delta, vocab, emb.dim)
+        seg.vocab_add = list(vocab)[start:]
+        if emb.embedder is not None and len(seg.pieces):
+            self.fill_from_cache(state, emb, seg)
+        files = dict(plan.unchanged)
+        files.update(delta.same)
+        segments = list(prev.segments) if prev is not None else []
+        if delta.records or prev is None:
+            entry = write_segment(idx_dir, seg, start)
+            segments.append(entry)
+            for (owner, _), has in zip(delta.pieces, seg.present, strict=True):
+                if has:
+                    path = delta.chunks[owner].path
+                    delta.records[path].vectors += 1
+            for path, rec in delta.records.items():
+                files[path] = replace(rec, segment=len(segments) - 1)
+            _count_embedded(files, delta, seg.present)
+        manifest = self.new_manifest(segments, files, emb, prev)
+        commit(idx_dir, manifest, prev)
+        self.ix.remember_vocab(manifest, vocab)
+        self.report.wrote = True
+        self.announce(manifest)
+        return manifest
+
+    def fill_from_cache(self, state: Path, emb: EmbedderState, seg: SegmentData) -> None:
+        cache = self.ix.cache_for(state, emb.emb_id, emb.dim)
+        for i, piece in enumerate(seg.pieces):
+            vec = cache.lookup(piece.embed_key)
+            if vec is not None:
+                seg.vectors[i] = vec
+                seg.present[i] = True
+        self.report.warnings.extend(cache.dropped)
+        cache.dropped.clear()
+
+    def new_manifest(
+        self,
+        segments: list[SegmentEntry],
+        files: dict[str, FileRecord],
+        emb: EmbedderState,
+        prev: Manifest | None,
+    ) -> Manifest:
+        """A manifest for ``segments`` and ``files``. ``embedder``/``dim`` name the stored vectors' model:
+        while the embedder is unusable (or turned off) the previous one is kept, so its vectors stay
+        usable when it comes back."""
+        emb_id, dim = emb.emb_id, emb.dim
+        if emb.embedder is None and prev is not None and prev.meta.get("embedder", "none") != "none":
+            emb_id, dim = str(prev.meta["embedder"]), int(prev.meta.get("dim") or 0)
         meta = {
             "settings": index_settings_key(self.settings),
             "embedder": emb_id,
             "dim": dim,
-            "skipped": len(report.skipped),
-            "degraded_reason": report.degraded_reason,
+            "skipped": len(self.report.skipped),
+            "degraded_reason": emb.error if emb.embedder is None else self.report.degraded_reason,
         }
-        data = IndexData(chunks, files, vocab, docs, pieces, owners, pdocs, vectors, present, meta)
-        _commit(idx_dir, data, emit)  # an unchanged index returned early, above
-        report.wrote = True
-        report.files, report.chunks = len(files), n
+        return Manifest(f"v{time.time_ns():x}", "", segments, files, counts_of(files, emb_id != "none"), meta)
 
-        if embedder is not None and cache is not None and not present.all():
-            self._embed_missing(embedder, data, cache, idx_dir, report, emit, check_cancel, sizes, priority)
-        report.embedded = embedded_chunks(data)
-        report.vectors_missing = int((~data.present).sum()) if embedder is not None else 0
-        report.embedder = emb_id
+    def announce(self, manifest: Manifest) -> None:
+        c = manifest.counts
+        self.emit(
+            Committed(
+                files=c["files"], chunks=c["chunks"], embedded=c["embedded"],
+                vectors_missing=c["vectors_missing"], version=manifest.version,
+            )
+        )  # fmt: skip
 
-    def _embedder_identity(
-        self, report: IndexReport, prev: IndexData | None
-    ) -> tuple[Embedder | None, str, int]:
-        """(usable embedder or None, id recorded in the index, dim); sets degraded on failure.
+    # -- embedding ---------------------------------------------------------------------------------
 
-        The previous index's dim is trusted for the same embedder id, so a no-op reindex never
-        contacts an embedding server.
-        """
-        if self.embedder is None:
-            if self.embedder_error:
-                report.degraded, report.degraded_reason = True, self.embedder_error
-            return None, "none", 0
-        try:
-            emb_id = self.embedder.id
-            if prev is not None and prev.meta.get("embedder") == emb_id and prev.meta.get("dim"):
-                return self.embedder, emb_id, int(prev.meta["dim"])
-            return self.embedder, emb_id, int(self.embedder.dim)
-        except EmbedderError as exc:
-            report.degraded, report.degraded_reason = True, str(exc)
-            return None, "none", 0
-
-    def _embed_missing(
-        self,
-        embedder: Embedder,
-        data: IndexData,
-        cache: EmbeddingCache,
-        idx_dir: Path,
-        report: IndexReport,
-        emit: Callable[[Event], None],
-        check_cancel: Callable[[], None],
-        sizes: dict[str, int],
-        priority: set[str],
-    ) -> None:
-        """Embed pieces without vectors, small and prioritised files first, committing as it goes."""
-        todo = [int(i) for i in np.flatnonzero(~data.present)]
-        todo.sort(key=lambda i: (data.pieces[i].path not in priority, sizes.get(data.pieces[i].path, 0), i))
-        total = len(todo)
+    def embed_missing(self, state: Path, idx_dir: Path, manifest: Manifest, emb: EmbedderState) -> Manifest:
+        """Embed pieces without vectors, the user's files and small files first, committing as it goes."""
+        assert emb.embedder is not None
+        cache = self.ix.cache_for(state, emb.emb_id, emb.dim)
+        todo = self.missing_pieces(idx_dir, manifest, cache)
+        total = sum(len(m.rows) for m in todo.values())
+        queue = sorted(
+            ((seg, k) for seg, m in todo.items() for k in range(len(m.rows))),
+            key=lambda sk: (todo[sk[0]].paths[sk[1]] not in self.priority,
+                            manifest.files[todo[sk[0]].paths[sk[1]]].size, todo[sk[0]].paths[sk[1]]),
+        )  # fmt: skip
+        pending: dict[int, tuple[list[int], list[np.ndarray]]] = {}
         done = 0
-        last_commit = time.monotonic()
-        live = {c.embed_key for c in data.pieces}
-        emit(Progress("embedding", vectors_done=0, vectors_total=total))
+        last = time.monotonic()
+        self.emit(Progress("embedding", vectors_done=0, vectors_total=total))
         try:
-            for start in range(0, total, EMBED_BATCH):
-                check_cancel()
-                rows = todo[start : start + EMBED_BATCH]
-                vecs = embedder.embed([data.pieces[i].embed_text for i in rows], kind="document")
-                if vecs.shape != (len(rows), data.vectors.shape[1]):
-                    raise EmbedderError(
-                        f"embedder returned vectors of shape {vecs.shape}, expected "
-                        f"({len(rows)}, {data.vectors.shape[1]}); run `aide-tui index --rebuild`"
-                    )
-                data.vectors[rows] = vecs
-                data.present[rows] = True
-                cache.add([data.pieces[i].embed_key for i in rows], vecs)
-                done += len(rows)
-                report.newly_embedded = done
-                emit(Progress("embedding", vectors_done=done, vectors_total=total))
-                if time.monotonic() - last_commit > COMMIT_EVERY_S:
-                    _commit(idx_dir, data, emit)
-                    cache.save(live)
-                    last_commit = time.monotonic()
+            for start in range(0, len(queue), EMBED_BATCH):
+                self.check_cancel()
+                if start and self.should_yield():
+                    self.report.preempted = True
+                    break
+                batch = queue[start : start + EMBED_BATCH]
+                vecs = emb.embedder.embed([todo[s].texts[k] for s, k in batch], kind="document")
+                check_vectors(vecs, len(batch), emb.dim)
+                cache.add([todo[s].keys[k] for s, k in batch], vecs)
+                for (s, k), v in zip(batch, vecs, strict=True):
+                    rows, vs = pending.setdefault(s, ([], []))
+                    rows.append(todo[s].rows[k])
+                    vs.append(v)
+                done += len(batch)
+                self.report.newly_embedded = done
+                self.emit(Progress("embedding", vectors_done=done, vectors_total=total))
+                if time.monotonic() - last > COMMIT_EVERY_S:
+                    manifest = self.commit_vectors(idx_dir, manifest, todo, pending, emb)
+                    cache.save(set())
+                    pending, last = {}, time.monotonic()
         except EmbedderError as exc:
-            report.degraded, report.degraded_reason = True, str(exc)
-            data.meta["degraded_reason"] = str(exc)
+            self.report.degraded, self.report.degraded_reason = True, str(exc)
         finally:
-            if done or report.degraded:
-                _commit(idx_dir, data, emit)
-                cache.save(live)
-                report.wrote = True
+            if pending or self.report.degraded:
+                manifest = self.commit_vectors(idx_dir, manifest, todo, pending, emb)
+            cache.save({k for m in todo.values() for k in m.keys})
+        return manifest
 
+    def missing_pieces(self, idx_dir: Path, manifest: Manifest, cache: EmbeddingCache) -> dict[int, Missing]:
+        """Per segment, the live pieces without a vector (read from the segments that have any)."""
+        segs = sorted({r.segment for r in manifest.files.values() if r.vectors < r.pieces})
+        out: dict[int, Missing] = {}
+        for i in segs:
+            entry = manifest.segments[i]
+            data = read_segment(idx_dir, entry, pieces=True)
+            m = Missing(i, [], [], [], [])
+            for row, piece in enumerate(data.pieces):
+                rec = manifest.files.get(piece.path)
+                if data.present[row] or rec is None or rec.segment != i:
+                    continue
+                m.rows.append(row)
+                m.texts.append(piece.embed_text)
+                m.keys.append(piece.embed_key)
+                m.paths.append(piece.path)
+            if m.rows:
+                out[i] = m
+        return out
 
-def _commit(idx_dir: Path, data: IndexData, emit: Callable[[Event], None]) -> None:
-    """Write ``data`` as the new index version and announce it."""
-    gen = write_index(idx_dir, data)
-    emit(
-        Committed(
-            files=len(data.files), chunks=len(data.chunks), embedded=embedded_chunks(data),
-            vectors_missing=int((~data.present).sum()) if data.meta.get("embedder") != "none" else 0,
-            version=gen,
+    def commit_vectors(
+        self,
+        idx_dir: Path,
+        manifest: Manifest,
+        todo: dict[int, Missing],
+        pending: dict[int, tuple[list[int], list[np.ndarray]]],
+        emb: EmbedderState,
+    ) -> Manifest:
+        """Write the new vectors as one block per segment and commit; file counts follow."""
+        segments = list(manifest.segments)
+        files = dict(manifest.files)
+        for seg, (rows, vecs) in pending.items():
+            segments[seg] = write_block(idx_dir, segments[seg], np.asarray(rows), np.stack(vecs))
+            where = dict(zip(todo[seg].rows, todo[seg].paths, strict=True))
+            for r in rows:
+                files[where[r]] = replace(files[where[r]], vectors=files[where[r]].vectors + 1)
+        for path, rec in files.items():
+            if rec.vectors >= rec.pieces and rec.embedded != rec.chunks:
+                files[path] = replace(rec, embedded=rec.chunks)
+        new = self.new_manifest(segments, files, emb, manifest)
+        if self.report.degraded:
+            new.meta["degraded_reason"] = self.report.degraded_reason
+        commit(idx_dir, new, manifest)
+        self.ix.remember_vocab(new, self.ix.vocab_for(idx_dir, manifest))
+        self.report.wrote = True
+        self.announce(new)
+        return new
+
+    # -- merge -------------------------------------------------------------------------------------
+
+    def maybe_merge(self, idx_dir: Path, manifest: Manifest) -> Manifest:
+        """Fold segments into one base when they pile up or hold mostly dead rows."""
+        stored = sum(s.n_chunks for s in manifest.segments)
+        live = manifest.counts.get("chunks", 0)
+        blocks = max((len(s.blocks) for s in manifest.segments), default=0)
+        dead_share = (stored - live) / stored if stored else 0.0
+        if len(manifest.segments) <= MAX_SEGMENTS and blocks <= MAX_BLOCKS and dead_share <= MAX_DEAD_SHARE:
+            return manifest
+        self.check_cancel()
+        self.emit(Progress("merging", message=f"{len(manifest.segments)} segments"))
+        vocab = self.ix.vocab_for(idx_dir, manifest)
+        data = consolidate(idx_dir, manifest, vocab, pieces=True)
+        used = np.unique(np.concatenate([data.docs.term_ids, data.pdocs.term_ids]))
+        remap = np.full(max(len(vocab), 1), -1, np.int64)
+        remap[used] = np.arange(len(used))
+        terms = list(vocab)
+        seg = SegmentData(
+            data.chunks, data.pieces, data.owners,
+            DocTerms(data.docs.doc_ptr, remap[data.docs.term_ids].astype(np.int32), data.docs.tfs),
+            DocTerms(data.pdocs.doc_ptr, remap[data.pdocs.term_ids].astype(np.int32), data.pdocs.tfs),
+            data.vectors, data.present, [terms[i] for i in used.tolist()],
+        )  # fmt: skip
+        self.check_cancel()
+        entry = write_segment(idx_dir, seg, 0)
+        files = {p: replace(r, segment=0) for p, r in manifest.files.items()}
+        merged = Manifest(
+            f"v{time.time_ns():x}", "", [entry], files, dict(manifest.counts), dict(manifest.meta)
         )
+        commit(idx_dir, merged, manifest)
+        self.ix.remember_vocab(merged, {t: i for i, t in enumerate(seg.vocab_add)})
+        self.report.merged = True
+        self.announce(merged)
+        return merged
+
+    def finish(self, manifest: Manifest, emb: EmbedderState) -> None:
+        c = manifest.counts
+        r = self.report
+        r.files, r.chunks, r.embedded = c["files"], c["chunks"], c["embedded"]
+        r.vectors_missing, r.embedder = c["vectors_missing"], emb.emb_id
+        if emb.embedder is None and emb.error:
+            r.degraded, r.degraded_reason = True, emb.error
+
+
+# -- pure helpers ------------------------------------------------------------------------------------
+
+
+def diff(entries: list[FileEntry], prev: Manifest | None) -> Plan:
+    """Split the scan into files whose size and mtime match the manifest and files to read."""
+    old = prev.files if prev is not None else {}
+    unchanged: dict[str, FileRecord] = {}
+    to_read: list[FileEntry] = []
+    for e in entries:
+        rec = old.get(e.rel)
+        if rec is not None and rec.size == e.size and rec.mtime_ns == e.mtime_ns:
+            unchanged[e.rel] = rec
+        else:
+            to_read.append(e)
+    seen = {e.rel for e in entries}
+    return Plan(len(entries), unchanged, to_read, {p for p in old if p not in seen})
+
+
+def build_segment(delta: Delta, vocab: dict[str, int], dim: int) -> SegmentData:
+    """BM25 rows of the delta's chunks and pieces (pieces partition their chunk's lines, so each piece
+    is tokenized once and a chunk's body counts are the sum of its pieces')."""
+    piece_bodies = [Counter(tokenize(p.text)) for _, p in delta.pieces]
+    chunk_bodies: list[Counter[str]] = [Counter() for _ in delta.chunks]
+    for (owner, _), body in zip(delta.pieces, piece_bodies, strict=True):
+        chunk_bodies[owner].update(body)
+    docs = encode_docs(map(chunk_terms, delta.chunks, chunk_bodies), vocab)
+    pdocs = encode_docs(
+        (chunk_terms(p, b) for (_, p), b in zip(delta.pieces, piece_bodies, strict=True)), vocab
+    )
+    p = len(delta.pieces)
+    return SegmentData(
+        delta.chunks, [pc for _, pc in delta.pieces], np.asarray([o for o, _ in delta.pieces], np.int64),
+        docs, pdocs, np.zeros((p, dim), np.float32), np.zeros(p, bool),
     )  # fmt: skip
+
+
+def _count_embedded(files: dict[str, FileRecord], delta: Delta, present: np.ndarray) -> None:
+    """Set ``embedded`` (chunks whose every piece has a vector) on the delta's file records."""
+    full: dict[int, bool] = {}
+    for (owner, _), has in zip(delta.pieces, present, strict=True):
+        full[owner] = full.get(owner, True) and bool(has)
+    per_file: Counter[str] = Counter(delta.chunks[o].path for o, ok in full.items() if ok)
+    for path in delta.records:
+        files[path] = replace(files[path], embedded=per_file.get(path, 0))
+
+
+def counts_of(files: dict[str, FileRecord], has_embedder: bool) -> dict[str, int]:
+    """The manifest's counts, derived from its file records (the single source of truth)."""
+    return {
+        "files": len(files),
+        "chunks": sum(r.chunks for r in files.values()),
+        "pieces": sum(r.pieces for r in files.values()),
+        "embedded": sum(r.embedded for r in files.values()) if has_embedder else 0,
+        "vectors_missing": sum(r.pieces - r.vectors for r in files.values()) if has_embedder else 0,
+    }
+
+
+def check_vectors(vecs: np.ndarray, n: int, dim: int) -> None:
+    """Reject a batch of the wrong shape or with non-finite or all-zero rows (never stored, never cached)."""
+    if vecs.shape != (n, dim):
+        raise EmbedderError(
+            f"embedder returned vectors of shape {vecs.shape}, expected ({n}, {dim}); "
+            "run `aide-tui index --rebuild`"
+        )
+    bad = int((~usable_rows(vecs)).sum())
+    if bad:
+        raise EmbedderError(f"embedder returned {bad} unusable vectors (NaN, infinite or all zero)")

@@ -67,7 +67,7 @@ def read_status(root: Path, backend: str = "none") -> IndexStatus:
     damage = check_sizes(idx_dir, manifest)
     if damage:
         return IndexStatus("corrupt", error=damage)
-    counts, meta = manifest["counts"], manifest["meta"]
+    counts, meta = manifest.counts, manifest.meta
     emb = str(meta.get("embedder") or "none")
     missing = int(counts.get("vectors_missing", 0))
     st = IndexStatus(
@@ -76,7 +76,7 @@ def read_status(root: Path, backend: str = "none") -> IndexStatus:
         chunks=int(counts.get("chunks", 0)),
         embedded=int(counts.get("embedded", 0)),
         embedder=emb,
-        last_indexed=manifest.get("written"),
+        last_indexed=manifest.written or None,
         vectors_missing=missing if emb != "none" else 0,
         size_bytes=referenced_bytes(manifest),
         skipped=int(meta.get("skipped", 0)),

@@ -1,15 +1,23 @@
-"""On-disk index: versioned manifest, generation folders, atomic writes, checksums, writer lock.
+"""On-disk index: a manifest over immutable segments, atomic commits, checksums, the writer lock.
 
-Layout under ``<root>/.aide/`` (or the user cache dir when the workspace is read-only)::
+Layout under the state dir (``<root>/.aide/`` or the user cache dir, see paths.py)::
 
-    config.toml                 workspace settings, kept across rebuilds
-    index/manifest.json         the single source of truth: format, embedder, files, checksums
-    index/g<stamp>/...          one immutable generation: chunks.json + texts.bin, pieces.json, *.npy
-    index/lock                  writer lock (flock) holding the writer's PID
-    cache/embeddings/<id>/      vectors keyed by chunk-text hash, per embedder id
+    index/manifest.json       the single source of truth: segments, files (and which segment holds
+                              each), counts, settings, embedder; sizes and CRC32 of every file
+    index/s<stamp>-<pid>/     one immutable segment: chunks.json + texts.bin + text_offsets.npy,
+                              pieces.json + owners.npy, BM25 rows (doc_ptr/term_ids/tfs, and p* for
+                              pieces), vocab.json (the terms this segment added), and vector blocks
+                              b<k>.vec.npy + b<k>.rows.npy (vectors of some of its pieces)
+    index/lock                writer lock (flock) holding the writer's PID
 
-A writer builds a complete new generation folder, fsyncs it, then atomically replaces the manifest;
-a crash at any point leaves the previous manifest and its generation intact.
+A commit writes new files only (a new segment, or a new vector block inside a segment), fsyncs them,
+then atomically replaces the manifest: a crash at any point leaves the previous manifest and every
+file it names intact. Readers see base + deltas as one version: a chunk of an older segment is live
+only while the manifest says its file is held by that segment. A merge folds everything into one new
+base segment (vectors consolidated, dead rows and unused terms dropped).
+
+Everything under ``.aide`` is treated as untrusted input (a cloned repository may ship one): files
+are read without following symlinks, must be regular, ours, and exactly the size the manifest says.
 """
 
 from __future__ import annotations
@@ -17,27 +25,30 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import io
 import json
+import math
 import os
 import shutil
 import time
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from aide_tui.core.bm25 import DocTerms, Postings
-from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
+from aide_tui.core.bm25 import DocTerms, Postings, concat
+from aide_tui.core.model import Chunk
 from aide_tui.core.paths import MANIFEST
+from aide_tui.core.safeio import UnsafeFile, load_npy, parse_npy, read_bounded
 from aide_tui.core.view import IndexView, Part, VectorBlock
 
-FORMAT_VERSION = 4
-_ARRAYS = ("doc_ptr", "term_ids", "tfs", "pdoc_ptr", "pterm_ids", "ptfs", "vectors", "present", "owners")
+T = TypeVar("T")
+FORMAT_VERSION = 5
+MAX_MANIFEST_BYTES = 512 << 20
+_ROW_ARRAYS = ("doc_ptr", "term_ids", "tfs", "pdoc_ptr", "pterm_ids", "ptfs", "owners", "text_offsets")
 
 
 class IndexError_(Exception):
@@ -62,31 +73,100 @@ class LockTimeout(IndexError_):
 
 @dataclass
 class FileRecord:
-    """What the index knows about one source file."""
+    """What the index knows about one source file, and which segment holds its chunks."""
 
     size: int
     mtime_ns: int
     sha1: str
+    segment: int = 0
+    chunks: int = 0
+    pieces: int = 0
+    vectors: int = 0  # pieces with a vector
+    embedded: int = 0  # chunks whose every piece has a vector
+
+    def to_json(self) -> list[Any]:
+        return [self.size, self.mtime_ns, self.sha1, self.segment, self.chunks, self.pieces, self.vectors,
+                self.embedded]  # fmt: skip
+
+
+@dataclass
+class SegmentEntry:
+    """A segment as the manifest names it."""
+
+    name: str
+    n_chunks: int
+    n_pieces: int
+    vocab: tuple[int, int]  # term ids [start, end) this segment added
+    files: dict[str, tuple[int, int]]  # file name -> (size, crc32)
+    blocks: list[str] = field(default_factory=list)  # vector blocks, oldest first
+    dim: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "chunks": self.n_chunks, "pieces": self.n_pieces, "vocab": list(self.vocab),
+            "files": {k: list(v) for k, v in self.files.items()}, "blocks": self.blocks, "dim": self.dim,
+        }  # fmt: skip
+
+
+@dataclass
+class Manifest:
+    """One committed index version."""
+
+    version: str
+    written: str
+    segments: list[SegmentEntry]
+    files: dict[str, FileRecord]
+    counts: dict[str, int]
+    meta: dict[str, Any]
+
+    @property
+    def vocab_size(self) -> int:
+        return self.segments[-1].vocab[1] if self.segments else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_VERSION,
+            "version": self.version,
+            "written": self.written,
+            "segments": [s.to_json() for s in self.segments],
+            "files": {p: r.to_json() for p, r in self.files.items()},
+            "counts": self.counts,
+            "meta": self.meta,
+        }
+
+
+@dataclass
+class SegmentData:
+    """A segment's contents in memory: written once by the indexer, read back for merges and tests.
+
+    Row i of ``docs`` belongs to ``chunks[i]``; row j of ``pdocs``/``owners``/``vectors``/``present``
+    belongs to ``pieces[j]``, a finer span inside chunk ``owners[j]`` (see pieces.py).
+    """
+
+    chunks: list[Chunk]
+    pieces: list[Chunk]
+    owners: np.ndarray  # (p,) int64
+    docs: DocTerms
+    pdocs: DocTerms
+    vectors: np.ndarray  # (p, dim) float32; rows with present=False are meaningless
+    present: np.ndarray  # (p,) bool
+    vocab_add: list[str] = field(default_factory=list)  # terms first seen in this segment, in id order
 
 
 @dataclass
 class IndexData:
-    """Everything one generation holds, in memory.
-
-    Row i of ``docs`` belongs to ``chunks[i]``; row j of ``vectors``/``present``/``owners`` belongs to
-    ``pieces[j]``, a finer span inside chunk ``owners[j]`` (see pieces.py).
-    """
+    """Every live row of one version, consolidated (tests, merges): the old single-generation shape."""
 
     chunks: list[Chunk]
     files: dict[str, FileRecord]
     vocab: dict[str, int]
     docs: DocTerms
     pieces: list[Chunk]
-    owners: np.ndarray  # (p,) int32: chunk row of each piece
-    pdocs: DocTerms  # BM25 rows of the pieces (same vocabulary)
-    vectors: np.ndarray  # (p, dim) float32; rows with present=False are meaningless
-    present: np.ndarray  # (p,) bool
-    meta: dict[str, Any] = field(default_factory=dict)  # embedder, dim, settings, skipped, ...
+    owners: np.ndarray
+    pdocs: DocTerms
+    vectors: np.ndarray
+    present: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 # -- atomic primitives -----------------------------------------------------------------------------
@@ -104,7 +184,7 @@ def _fsync_dir(path: Path) -> None:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a user-only temp file, fsync and rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -119,7 +199,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def _write_file(path: Path, data: bytes) -> tuple[int, int]:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
         fh.flush()
@@ -127,18 +207,22 @@ def _write_file(path: Path, data: bytes) -> tuple[int, int]:
     return len(data), zlib.crc32(data)
 
 
-def _npy_bytes(arr: np.ndarray) -> bytes:
+def npy_bytes(arr: np.ndarray) -> bytes:
+    """``arr`` as ``.npy`` bytes (no pickles)."""
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
     return buf.getvalue()
 
 
-def _encode_chunks(chunks: list[Chunk]) -> tuple[bytes, bytes, bytes]:
-    """Chunk metadata as one compact JSON table, texts as one UTF-8 blob plus byte offsets.
+def _stamp(prefix: str) -> str:
+    return f"{prefix}{time.time_ns():x}-{os.getpid()}"
 
-    Texts stay out of JSON: loading a large index decodes one blob instead of parsing 10 MB of
-    escaped strings (textual 8.2.8: index load 1.3 s → well under half).
-    """
+
+# -- chunk and piece tables ------------------------------------------------------------------------
+
+
+def _encode_chunks(chunks: list[Chunk]) -> tuple[bytes, bytes, bytes]:
+    """Chunk metadata as one compact JSON table, texts as one UTF-8 blob plus byte offsets."""
     table = [
         [c.path, c.start_line, c.end_line, c.language, c.symbol, c.header, list(c.defines)] for c in chunks
     ]
@@ -148,28 +232,23 @@ def _encode_chunks(chunks: list[Chunk]) -> tuple[bytes, bytes, bytes]:
     return (
         json.dumps(table, ensure_ascii=True, separators=(",", ":")).encode(),
         b"".join(texts),
-        _npy_bytes(offsets),
+        npy_bytes(offsets),
     )
 
 
 def _decode_chunks(table_raw: bytes, blob: bytes, offsets: np.ndarray) -> list[Chunk]:
     table = json.loads(table_raw)
-    if len(offsets) != len(table) + 1 or (len(table) and int(offsets[-1]) != len(blob)):
+    if not isinstance(table, list) or len(offsets) != len(table) + 1 or int(offsets[-1]) != len(blob):
         raise IndexCorrupt("index chunk table and texts disagree; rebuilding")
     offs = offsets.tolist()
-    return [
-        Chunk(
-            p,
-            int(s),
-            int(e),
-            lang,
-            sym,
-            hdr,
-            blob[offs[i] : offs[i + 1]].decode("utf-8", "surrogatepass"),
-            tuple(d),
-        )
-        for i, (p, s, e, lang, sym, hdr, d) in enumerate(table)
-    ]
+    if offs[0] != 0 or any(b < a for a, b in zip(offs, offs[1:], strict=False)):
+        raise IndexCorrupt("index chunk offsets are out of order; rebuilding")
+    out = []
+    for i, row in enumerate(table):
+        p, s, e, lang, sym, hdr, d = row
+        text = blob[offs[i] : offs[i + 1]].decode("utf-8", "surrogatepass")
+        out.append(Chunk(str(p), int(s), int(e), str(lang), sym, str(hdr), text, tuple(map(str, d))))
+    return out
 
 
 def _encode_pieces(pieces: list[Chunk]) -> bytes:
@@ -180,7 +259,7 @@ def _encode_pieces(pieces: list[Chunk]) -> bytes:
 
 def _decode_pieces(raw: bytes, owners: np.ndarray, chunks: list[Chunk]) -> list[Chunk]:
     table = json.loads(raw)
-    if len(table) != len(owners):
+    if not isinstance(table, list) or len(table) != len(owners):
         raise IndexCorrupt("index piece table disagrees with its owners; rebuilding")
     lines: dict[int, list[str]] = {}
     out: list[Chunk] = []
@@ -197,247 +276,451 @@ def _decode_pieces(raw: bytes, owners: np.ndarray, chunks: list[Chunk]) -> list[
     return out
 
 
-# -- index read/write ------------------------------------------------------------------------------
+# -- manifest --------------------------------------------------------------------------------------
 
 
-def write_index(index_dir: Path, data: IndexData) -> str:
-    """Persist ``data`` as a new generation and switch the manifest to it; returns the generation name."""
-    index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    gen = f"g{time.time_ns():x}-{os.getpid()}"
-    tmp_dir = index_dir / f".tmp-{gen}"
-    tmp_dir.mkdir(mode=0o700)
-    checksums: dict[str, list[int]] = {}
-    try:
-        table, texts, offsets = _encode_chunks(data.chunks)
-        payloads: dict[str, bytes] = {
-            "chunks.json": table,
-            "texts.bin": texts,
-            "text_offsets.npy": offsets,
-            "pieces.json": _encode_pieces(data.pieces),
-            "owners.npy": _npy_bytes(data.owners.astype(np.int32)),
-            "vocab.json": json.dumps(sorted(data.vocab, key=data.vocab.__getitem__)).encode(),
-            "doc_ptr.npy": _npy_bytes(data.docs.doc_ptr.astype(np.int64)),
-            "term_ids.npy": _npy_bytes(data.docs.term_ids.astype(np.int32)),
-            "tfs.npy": _npy_bytes(data.docs.tfs.astype(np.float32)),
-            "pdoc_ptr.npy": _npy_bytes(data.pdocs.doc_ptr.astype(np.int64)),
-            "pterm_ids.npy": _npy_bytes(data.pdocs.term_ids.astype(np.int32)),
-            "ptfs.npy": _npy_bytes(data.pdocs.tfs.astype(np.float32)),
-            "vectors.npy": _npy_bytes(data.vectors.astype(np.float32)),
-            "present.npy": _npy_bytes(data.present.astype(bool)),
-        }
-        for name, payload in payloads.items():
-            checksums[name] = list(_write_file(tmp_dir / name, payload))
-        _fsync_dir(tmp_dir)
-        os.rename(tmp_dir, index_dir / gen)
-        _fsync_dir(index_dir)
-    except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
-    manifest = {
-        "format": FORMAT_VERSION,
-        "generation": gen,
-        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "files": {p: [r.size, r.mtime_ns, r.sha1] for p, r in data.files.items()},
-        "counts": {
-            "files": len(data.files),
-            "chunks": len(data.chunks),
-            "embedded": embedded_chunks(data),
-            "vectors_missing": int((~data.present).sum())
-            if data.meta.get("embedder", "none") != "none"
-            else 0,
-        },
-        "checksums": checksums,
-        "meta": data.meta,
-    }
-    atomic_write_bytes(index_dir / MANIFEST, json.dumps(manifest, ensure_ascii=True).encode())
-    _remove_old_generations(index_dir, keep={gen})
-    return gen
+def _need(cond: bool, what: str) -> None:
+    if not cond:
+        raise IndexCorrupt(f"index manifest is malformed ({what}); rebuilding")
 
 
-def missing_vectors(data: IndexData) -> int:
-    """Dense pieces without a vector (0 when the index has no embedder)."""
-    return int((~data.present).sum()) if data.meta.get("embedder", "none") != "none" else 0
+def _int(v: Any) -> bool:
+    return type(v) is int and v >= 0
 
 
-def embedded_chunks(data: IndexData) -> int:
-    """Chunks whose every dense piece has a vector."""
-    missing = np.unique(data.owners[~data.present]) if len(data.owners) else np.zeros(0)
-    return len(data.chunks) - len(missing) if data.meta.get("embedder", "none") != "none" else 0
-
-
-def _remove_old_generations(index_dir: Path, keep: set[str]) -> None:
-    """Delete generations older than the newest two (a reader may still be loading the previous one)."""
-    gens = sorted(
-        (p for p in index_dir.iterdir() if p.name.startswith("g") and p.is_dir()), key=os.path.getmtime
+def _parse_segment(obj: Any) -> SegmentEntry:
+    _need(isinstance(obj, dict), "segment is not an object")
+    name, files, vocab, blocks = obj.get("name"), obj.get("files"), obj.get("vocab"), obj.get("blocks", [])
+    _need(isinstance(name, str) and name.startswith("s") and "/" not in name and ".." not in name, "name")
+    _need(isinstance(files, dict) and all(isinstance(k, str) and "/" not in k for k in files), "files")
+    _need(all(isinstance(v, list) and len(v) == 2 and all(map(_int, v)) for v in files.values()), "sizes")
+    _need(
+        isinstance(vocab, list) and len(vocab) == 2 and all(map(_int, vocab)) and vocab[0] <= vocab[1],
+        "vocab",
     )
-    stale = [p for p in gens if p.name not in keep][:-1]
-    stale += [p for p in index_dir.iterdir() if p.name.startswith(".tmp-g") and not _pid_alive_from_tmp(p)]
-    for p in stale:
-        shutil.rmtree(p, ignore_errors=True)
+    _need(isinstance(blocks, list) and all(isinstance(b, str) and b.isalnum() for b in blocks), "blocks")
+    for key in ("chunks", "pieces", "dim"):
+        _need(_int(obj.get(key, 0)), key)
+    return SegmentEntry(
+        name, obj["chunks"], obj["pieces"], (vocab[0], vocab[1]),
+        {k: (v[0], v[1]) for k, v in files.items()}, list(blocks), int(obj.get("dim", 0)),
+    )  # fmt: skip
 
 
-def _pid_alive_from_tmp(path: Path) -> bool:
+def parse_manifest(raw: bytes) -> Manifest:
+    """Validate a manifest's shape and types; IndexCorrupt (never another exception) when it is bad."""
     try:
-        return _pid_alive(int(path.name.rsplit("-", 1)[-1]))
-    except ValueError:
-        return False
+        obj = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise IndexCorrupt(f"index manifest is corrupt ({exc.__class__.__name__}); rebuilding") from None
+    _need(isinstance(obj, dict), "not an object")
+    if obj.get("format") != FORMAT_VERSION:
+        raise IndexCorrupt(
+            f"index format {obj.get('format')!r} is not the supported {FORMAT_VERSION}; rebuilding"
+        )
+    for key, kind in (
+        ("version", str),
+        ("segments", list),
+        ("files", dict),
+        ("counts", dict),
+        ("meta", dict),
+    ):
+        _need(isinstance(obj.get(key), kind), f"{key!r} missing or not a {kind.__name__}")
+    segments = [_parse_segment(s) for s in obj["segments"]]
+    _need(len({s.name for s in segments}) == len(segments), "duplicate segment")
+    files: dict[str, FileRecord] = {}
+    for path, rec in obj["files"].items():
+        _need(isinstance(rec, list) and len(rec) == 8, "file record")
+        size, mtime, sha1, seg, *n = rec
+        _need(
+            _int(size) and type(mtime) is int and isinstance(sha1, str) and all(map(_int, n)), "file record"
+        )
+        _need(_int(seg) and seg < len(segments), "file record segment")
+        files[path] = FileRecord(size, mtime, sha1, seg, *n)
+    _need(all(_int(v) for v in obj["counts"].values()), "counts")
+    meta = obj["meta"]
+    _need(_int(meta.get("dim", 0)) and isinstance(meta.get("embedder", "none"), str), "meta.dim/embedder")
+    _need(isinstance(obj.get("written", ""), str), "written")
+    return Manifest(obj["version"], obj.get("written", ""), segments, files, dict(obj["counts"]), dict(meta))
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def read_manifest(index_dir: Path) -> dict[str, Any]:
+def read_manifest(index_dir: Path) -> Manifest:
     """Load and validate the manifest; raise IndexMissing / IndexCorrupt."""
     path = index_dir / MANIFEST
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, MAX_MANIFEST_BYTES)
     except FileNotFoundError as exc:
         raise IndexMissing(f"no index at {index_dir}") from exc
+    except UnsafeFile as exc:
+        raise IndexCorrupt(f"index manifest cannot be trusted ({exc}); rebuilding") from None
     except OSError as exc:
-        raise IndexCorrupt(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        manifest = json.loads(raw)
-        if not isinstance(manifest, dict):
-            raise ValueError("not an object")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise IndexCorrupt(f"index manifest is corrupt ({exc.__class__.__name__}); rebuilding") from exc
-    if manifest.get("format") != FORMAT_VERSION:
-        raise IndexCorrupt(
-            f"index format {manifest.get('format')!r} is not the supported {FORMAT_VERSION}; rebuilding"
-        )
-    for key in ("generation", "files", "checksums", "meta", "counts"):
-        if key not in manifest:
-            raise IndexCorrupt(f"index manifest lacks {key!r}; rebuilding")
-    return manifest
+        raise IndexCorrupt(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return parse_manifest(raw)
 
 
-def referenced_bytes(manifest: dict[str, Any]) -> int:
-    """Bytes on disk of the files the manifest's version references (what the index costs)."""
-    return sum(int(v[0]) for v in manifest.get("checksums", {}).values() if isinstance(v, list) and v)
+def referenced_bytes(manifest: Manifest) -> int:
+    """Bytes on disk of the files this version references (what the index costs)."""
+    return sum(size for s in manifest.segments for size, _ in s.files.values())
 
 
-def check_sizes(index_dir: Path, manifest: dict[str, Any]) -> str | None:
+def check_sizes(index_dir: Path, manifest: Manifest) -> str | None:
     """Why the version's files on disk do not match the manifest (None when every size matches).
 
     A stat per file: cheap enough for ``status``; contents are verified when a reader loads them.
     """
-    gen_dir = index_dir / str(manifest["generation"])
-    for name, (size, _crc) in manifest["checksums"].items():
-        try:
-            st = os.lstat(gen_dir / name)
-        except OSError:
-            return f"index file {name} is missing; rebuilding"
-        if st.st_size != size:
-            return f"index file {name} has the wrong size; rebuilding"
+    for seg in manifest.segments:
+        for name, (size, _crc) in seg.files.items():
+            try:
+                st = os.lstat(index_dir / seg.name / name)
+            except OSError:
+                return f"index file {seg.name}/{name} is missing; rebuilding"
+            if st.st_size != size:
+                return f"index file {seg.name}/{name} has the wrong size; rebuilding"
     return None
 
 
-def read_index(index_dir: Path, mmap: bool = False, pieces: bool = True) -> IndexData:
-    """Load the current generation, verifying sizes and checksums; raise IndexMissing / IndexCorrupt.
-
-    A writer may retire the generation being read (two quick reindexes): then the newer manifest is
-    read again instead of reporting corruption. ``pieces=False`` skips rebuilding the dense pieces'
-    texts (searching needs only their owners and vectors); ``IndexData.pieces`` is then empty.
-    """
-    for _ in range(3):
-        manifest = read_manifest(index_dir)
-        try:
-            return _read_generation(index_dir, manifest, mmap, pieces)
-        except IndexCorrupt:
-            if read_manifest(index_dir).get("generation") == manifest["generation"]:
-                raise
-    return _read_generation(index_dir, read_manifest(index_dir), mmap, pieces)
+# -- writing ---------------------------------------------------------------------------------------
 
 
-def _read_generation(index_dir: Path, manifest: dict[str, Any], mmap: bool, with_pieces: bool) -> IndexData:
-    gen_dir = index_dir / str(manifest["generation"])
-    blobs: dict[str, bytes] = {}
+def write_segment(index_dir: Path, seg: SegmentData, vocab_start: int) -> SegmentEntry:
+    """Write a new immutable segment folder (not yet referenced by any manifest)."""
+    name = _stamp("s")
+    tmp = index_dir / f".tmp-{name}"
+    tmp.mkdir(mode=0o700)
     try:
-        for name, (size, crc) in manifest["checksums"].items():
-            if name == "vectors.npy" and mmap:
-                if os.path.getsize(gen_dir / name) != size:
-                    raise IndexCorrupt(f"index file {name} has the wrong size; rebuilding")
-                continue
-            blob = (gen_dir / name).read_bytes()
-            if len(blob) != size or zlib.crc32(blob) != crc:
-                raise IndexCorrupt(f"index file {name} is damaged (checksum mismatch); rebuilding")
-            blobs[name] = blob
-        vocab_list = json.loads(blobs["vocab.json"])
-        arrays = {}
-        for name in _ARRAYS:
-            if name == "vectors" and mmap:
-                arrays[name] = np.load(gen_dir / "vectors.npy", mmap_mode="r", allow_pickle=False)
-            else:
-                arrays[name] = np.load(io.BytesIO(blobs[f"{name}.npy"]), allow_pickle=False)
-        files = {p: FileRecord(int(v[0]), int(v[1]), str(v[2])) for p, v in manifest["files"].items()}
-        offsets = np.load(io.BytesIO(blobs["text_offsets.npy"]), allow_pickle=False)
-        chunks = _decode_chunks(blobs["chunks.json"], blobs["texts.bin"], offsets)
-        pieces = _decode_pieces(blobs["pieces.json"], arrays["owners"], chunks) if with_pieces else []
-    except IndexCorrupt:
+        table, texts, offsets = _encode_chunks(seg.chunks)
+        payloads: dict[str, bytes] = {
+            "chunks.json": table,
+            "texts.bin": texts,
+            "text_offsets.npy": offsets,
+            "pieces.json": _encode_pieces(seg.pieces),
+            "owners.npy": npy_bytes(seg.owners.astype(np.int32)),
+            "vocab.json": json.dumps(seg.vocab_add).encode(),
+            "doc_ptr.npy": npy_bytes(seg.docs.doc_ptr.astype(np.int64)),
+            "term_ids.npy": npy_bytes(seg.docs.term_ids.astype(np.int32)),
+            "tfs.npy": npy_bytes(seg.docs.tfs.astype(np.float32)),
+            "pdoc_ptr.npy": npy_bytes(seg.pdocs.doc_ptr.astype(np.int64)),
+            "pterm_ids.npy": npy_bytes(seg.pdocs.term_ids.astype(np.int32)),
+            "ptfs.npy": npy_bytes(seg.pdocs.tfs.astype(np.float32)),
+        }
+        blocks: list[str] = []
+        rows = np.flatnonzero(seg.present)
+        if rows.size:
+            payloads["b0.vec.npy"] = npy_bytes(seg.vectors[rows].astype(np.float32))
+            payloads["b0.rows.npy"] = npy_bytes(rows.astype(np.int32))
+            blocks.append("b0")
+        files = {n: _write_file(tmp / n, data) for n, data in payloads.items()}
+        _fsync_dir(tmp)
+        os.rename(tmp, index_dir / name)
+        _fsync_dir(index_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
-    except FileNotFoundError as exc:
-        raise IndexCorrupt(f"index generation {manifest['generation']} is missing files; rebuilding") from exc
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-        raise IndexCorrupt(f"index is unreadable ({exc.__class__.__name__}: {exc}); rebuilding") from exc
-    docs = DocTerms(arrays["doc_ptr"], arrays["term_ids"], arrays["tfs"])
-    n = len(chunks)
-    owners = arrays["owners"]
-    p = len(owners)
-    pdocs = DocTerms(arrays["pdoc_ptr"], arrays["pterm_ids"], arrays["ptfs"])
-    if pdocs.n_docs != p or (with_pieces and len(pieces) != p):
-        raise IndexCorrupt("index piece rows disagree with the piece list; rebuilding")
-    if docs.n_docs != n or len(arrays["present"]) != p or arrays["vectors"].shape[0] != p or len(owners) != p:
-        raise IndexCorrupt("index arrays disagree on the number of chunks; rebuilding")
-    if p and (int(owners.min()) < 0 or int(owners.max()) >= n):
-        raise IndexCorrupt("index piece table points outside the chunk list; rebuilding")
-    return IndexData(
-        chunks=chunks,
-        files=files,
-        vocab={t: i for i, t in enumerate(vocab_list)},
-        docs=docs,
-        pieces=pieces,
-        owners=owners.astype(np.int64),
-        pdocs=pdocs,
-        vectors=arrays["vectors"],
-        present=arrays["present"].astype(bool),
-        meta=dict(manifest["meta"], written=manifest.get("written"), generation=manifest["generation"]),
+    dim = int(seg.vectors.shape[1]) if seg.vectors.ndim == 2 else 0
+    return SegmentEntry(
+        name,
+        len(seg.chunks),
+        len(seg.pieces),
+        (vocab_start, vocab_start + len(seg.vocab_add)),
+        files,
+        blocks,
+        dim,
     )
 
 
-def load_view(index_dir: Path, previous: IndexView | None = None) -> IndexView:
-    """The current index version as a query view; parts of ``previous`` that are still current are reused."""
-    data = read_index(index_dir, mmap=True, pieces=False)
-    gen = str(data.meta["generation"])
-    reuse = {p.name: p for p in previous.parts} if previous is not None else {}
-    part = reuse.get(gen)
-    if part is None:
-        vocab_size = len(data.vocab)
-        part = Part(
-            gen,
-            data.chunks,
-            Postings.build(data.docs, vocab_size),
-            Postings.build(data.pdocs, vocab_size),
-            data.owners,
-            [VectorBlock(data.vectors, present=data.present)],
-        )
-    return IndexView([part], [None], data.files, data.vocab, data.meta)
-
-
-def read_pieces(index_dir: Path, data: IndexData) -> list[Chunk]:
-    """Decode the dense pieces of ``data``'s generation (loaded earlier with ``pieces=False``)."""
-    gen_dir = index_dir / str(data.meta["generation"])
+def write_block(index_dir: Path, entry: SegmentEntry, rows: np.ndarray, vectors: np.ndarray) -> SegmentEntry:
+    """Add a vector block (vectors of some of the segment's pieces) as new files; returns the new entry."""
+    k = 0
+    while f"b{k}" in entry.blocks or os.path.lexists(index_dir / entry.name / f"b{k}.vec.npy"):
+        k += 1
+    block = f"b{k}"
+    seg_dir = index_dir / entry.name
+    files = dict(entry.files)
     try:
-        raw = (gen_dir / "pieces.json").read_bytes()
-        return _decode_pieces(raw, data.owners, data.chunks)
-    except (OSError, ValueError, TypeError) as exc:
-        raise IndexCorrupt(f"index pieces are unreadable ({exc.__class__.__name__}); rebuilding") from exc
+        files[f"{block}.vec.npy"] = _write_file(
+            seg_dir / f"{block}.vec.npy", npy_bytes(vectors.astype(np.float32))
+        )
+        files[f"{block}.rows.npy"] = _write_file(
+            seg_dir / f"{block}.rows.npy", npy_bytes(rows.astype(np.int32))
+        )
+    except BaseException:
+        for suffix in (".vec.npy", ".rows.npy"):
+            with contextlib.suppress(OSError):
+                os.unlink(seg_dir / f"{block}{suffix}")
+        raise
+    _fsync_dir(seg_dir)
+    return replace(entry, files=files, blocks=[*entry.blocks, block], dim=int(vectors.shape[1]))
+
+
+def commit(index_dir: Path, manifest: Manifest, previous: Manifest | None) -> None:
+    """Atomically make ``manifest`` the current version, then retire what neither it nor ``previous``
+    references (a reader may still be loading the previous version). Only the lock holder commits."""
+    manifest.written = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    atomic_write_bytes(index_dir / MANIFEST, json.dumps(manifest.to_json(), ensure_ascii=True).encode())
+    keep = {s.name for s in manifest.segments} | ({s.name for s in previous.segments} if previous else set())
+    retire(index_dir, keep, manifest)
+
+
+def retire(index_dir: Path, keep: set[str], current: Manifest | None) -> None:
+    """Remove segments not in ``keep``, temp folders and files of dead or earlier writers, and vector
+    block files the current version does not name. Runs under the writer lock: every temp left by
+    another process is stale, whatever its PID now belongs to."""
+    named = {(s.name, f) for s in current.segments for f in s.files} if current else set()
+    with contextlib.suppress(OSError):
+        for p in index_dir.iterdir():
+            if p.name.startswith(".tmp-") or (p.name.startswith(".") and p.name.endswith(".tmp")):
+                _remove(p)  # our own temps are renamed before any commit: these are all stale
+            elif p.name.startswith(("s", "g")) and p.name[1:2].isalnum() and p.name not in keep:
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p, ignore_errors=True)
+            elif current is not None and p.name in {s.name for s in current.segments}:
+                for f in p.iterdir():
+                    if f.name.startswith("b") and f.name.endswith(".npy") and (p.name, f.name) not in named:
+                        _remove(f)
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            p.unlink()
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+def _read_checked(seg_dir: Path, entry: SegmentEntry, name: str) -> bytes:
+    size, crc = entry.files[name]
+    try:
+        blob = read_bounded(seg_dir / name, size, expect_size=size)
+    except FileNotFoundError:
+        raise IndexCorrupt(f"index file {entry.name}/{name} is missing; rebuilding") from None
+    except UnsafeFile as exc:
+        raise IndexCorrupt(f"index file {entry.name}/{name} cannot be trusted ({exc}); rebuilding") from None
+    if zlib.crc32(blob) != crc:
+        raise IndexCorrupt(f"index file {entry.name}/{name} is damaged (checksum mismatch); rebuilding")
+    return blob
+
+
+def _npy(seg_dir: Path, entry: SegmentEntry, name: str) -> np.ndarray:
+    try:
+        return parse_npy(_read_checked(seg_dir, entry, name))
+    except ValueError as exc:
+        raise IndexCorrupt(
+            f"index file {entry.name}/{name} is not a valid array ({exc}); rebuilding"
+        ) from None
+
+
+def _vectors(seg_dir: Path, entry: SegmentEntry, block: str, mmap: bool) -> VectorBlock:
+    """A vector block; memory-mapped blocks are checksummed once, here, so bit rot is never silent."""
+    name = f"{block}.vec.npy"
+    if not mmap:
+        matrix = _npy(seg_dir, entry, name)
+    else:
+        size, crc = entry.files[name]
+        try:
+            matrix = load_npy(seg_dir / name, expect_size=size, mmap_mode=True)
+        except (UnsafeFile, ValueError, OSError) as exc:
+            raise IndexCorrupt(f"index file {entry.name}/{name} cannot be read ({exc}); rebuilding") from None
+        if zlib.crc32(memoryview(matrix.base if matrix.base is not None else matrix)) != crc:  # type: ignore[arg-type]
+            raise IndexCorrupt(f"index file {entry.name}/{name} is damaged (checksum mismatch); rebuilding")
+    rows = _npy(seg_dir, entry, f"{block}.rows.npy").astype(np.int64)
+    if matrix.ndim != 2 or len(rows) != len(matrix) or matrix.dtype != np.float32:
+        raise IndexCorrupt(f"index vector block {entry.name}/{block} has the wrong shape; rebuilding")
+    if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= entry.n_pieces):
+        raise IndexCorrupt(f"index vector block {entry.name}/{block} points outside its pieces; rebuilding")
+    return VectorBlock(matrix, rows=rows)
+
+
+def _segment_files(index_dir: Path, entry: SegmentEntry) -> dict[str, Any]:
+    seg_dir = index_dir / entry.name
+    required = ("chunks.json", "texts.bin", "pieces.json", "vocab.json") + tuple(
+        f"{a}.npy" for a in _ROW_ARRAYS
+    )
+    for name in required:
+        if name not in entry.files:
+            raise IndexCorrupt(f"index segment {entry.name} lacks {name}; rebuilding")
+    arrays = {a: _npy(seg_dir, entry, f"{a}.npy") for a in _ROW_ARRAYS}
+    chunks = _decode_chunks(
+        _read_checked(seg_dir, entry, "chunks.json"),
+        _read_checked(seg_dir, entry, "texts.bin"),
+        arrays["text_offsets"],
+    )
+    docs = DocTerms(arrays["doc_ptr"].astype(np.int64), arrays["term_ids"], arrays["tfs"])
+    pdocs = DocTerms(arrays["pdoc_ptr"].astype(np.int64), arrays["pterm_ids"], arrays["ptfs"])
+    owners = arrays["owners"].astype(np.int64)
+    n, p = len(chunks), len(owners)
+    if (n, p) != (entry.n_chunks, entry.n_pieces) or docs.n_docs != n or pdocs.n_docs != p:
+        raise IndexCorrupt(f"index segment {entry.name} arrays disagree on their sizes; rebuilding")
+    if p and (int(owners.min()) < 0 or int(owners.max()) >= n):
+        raise IndexCorrupt(f"index segment {entry.name} pieces point outside its chunks; rebuilding")
+    for d in (docs, pdocs):
+        if d.doc_ptr[0] != 0 or np.any(np.diff(d.doc_ptr) < 0) or int(d.doc_ptr[-1]) != len(d.term_ids):
+            raise IndexCorrupt(f"index segment {entry.name} BM25 rows are malformed; rebuilding")
+        if d.term_ids.size and (int(d.term_ids.min()) < 0 or int(d.term_ids.max()) >= entry.vocab[1]):
+            raise IndexCorrupt(f"index segment {entry.name} names unknown terms; rebuilding")
+    return {"chunks": chunks, "docs": docs, "pdocs": pdocs, "owners": owners}
+
+
+def _segment_vocab(index_dir: Path, entry: SegmentEntry) -> list[str]:
+    try:
+        terms = json.loads(_read_checked(index_dir / entry.name, entry, "vocab.json"))
+    except ValueError:
+        terms = None
+    if not isinstance(terms, list) or len(terms) != entry.vocab[1] - entry.vocab[0]:
+        raise IndexCorrupt(f"index segment {entry.name} vocabulary is malformed; rebuilding")
+    return [str(t) for t in terms]
+
+
+def read_vocab(index_dir: Path, manifest: Manifest) -> dict[str, int]:
+    """The version's whole term → id map (each segment adds the terms it first saw)."""
+    vocab: dict[str, int] = {}
+    for entry in manifest.segments:
+        if entry.vocab[0] != len(vocab):
+            raise IndexCorrupt("index segments' vocabularies do not follow each other; rebuilding")
+        for t in _segment_vocab(index_dir, entry):
+            vocab.setdefault(t, len(vocab))
+        if len(vocab) != entry.vocab[1]:
+            raise IndexCorrupt("index vocabulary holds duplicate terms; rebuilding")
+    return vocab
+
+
+def _alive(part: Part, seg_index: int, files: Mapping[str, FileRecord]) -> np.ndarray | None:
+    """Rows of a part whose file the manifest says this segment holds (None: all of them)."""
+    owned = np.fromiter(
+        ((r := files.get(p)) is not None and r.segment == seg_index for p in part.path_names),
+        bool,
+        len(part.path_names),
+    )
+    mask = owned[part.path_ids] if len(part.path_ids) else np.zeros(0, bool)
+    return None if mask.all() else mask
+
+
+def _retrying(index_dir: Path, read: Callable[[Manifest], T]) -> T:
+    """Run ``read`` on the current manifest; when it fails because a newer commit retired what it was
+    reading (two quick commits), read the newer manifest instead."""
+    for attempt in range(4):
+        manifest = read_manifest(index_dir)
+        try:
+            return read(manifest)
+        except IndexCorrupt:
+            if attempt == 3 or read_manifest(index_dir).version == manifest.version:
+                raise
+    raise AssertionError("unreachable")
+
+
+def load_view(index_dir: Path, previous: IndexView | None = None) -> IndexView:
+    """The current version as a query view. Segments and vector blocks ``previous`` already holds are
+    reused, so picking up a delta costs what the delta holds."""
+    return _retrying(index_dir, lambda m: _load_view(index_dir, m, previous))
+
+
+def _load_view(index_dir: Path, manifest: Manifest, previous: IndexView | None) -> IndexView:
+    reuse = {p.name: p for p in previous.parts} if previous is not None else {}
+    vocab = (
+        previous.vocab
+        if previous is not None and previous.meta.get("vocab_key") == _vocab_key(manifest)
+        else None
+    )
+    if vocab is None:
+        vocab = read_vocab(index_dir, manifest)
+    parts: list[Part] = []
+    for entry in manifest.segments:
+        part = reuse.get(entry.name)
+        if part is None:
+            f = _segment_files(index_dir, entry)
+            part = Part(
+                entry.name, f["chunks"], Postings.build(f["docs"], entry.vocab[1]),
+                Postings.build(f["pdocs"], entry.vocab[1]), f["owners"],
+            )  # fmt: skip
+        have = {b for b in part.block_names}
+        if have - set(entry.blocks):  # blocks were merged away: reload the vectors as listed
+            part = part.with_blocks([], [])
+            have = set()
+        new = [b for b in entry.blocks if b not in have]
+        if new:
+            seg_dir = index_dir / entry.name
+            part = part.with_blocks(
+                [*part.blocks, *(_vectors(seg_dir, entry, b, mmap=True) for b in new)],
+                [*part.block_names, *new],
+            )
+        parts.append(part)
+    alive = [_alive(p, i, manifest.files) for i, p in enumerate(parts)]
+    meta = dict(
+        manifest.meta, written=manifest.written, generation=manifest.version, vocab_key=_vocab_key(manifest)
+    )
+    return IndexView(parts, alive, manifest.files, vocab, meta)
+
+
+def _vocab_key(manifest: Manifest) -> str:
+    return "|".join(f"{s.name}:{s.vocab[1]}" for s in manifest.segments)
+
+
+def read_segment(index_dir: Path, entry: SegmentEntry, pieces: bool = True) -> SegmentData:
+    """A segment's whole contents (chunks, pieces, BM25 rows, vectors of every block)."""
+    f = _segment_files(index_dir, entry)
+    seg_dir = index_dir / entry.name
+    piece_list = (
+        _decode_pieces(_read_checked(seg_dir, entry, "pieces.json"), f["owners"], f["chunks"])
+        if pieces
+        else []
+    )
+    vectors = np.zeros((entry.n_pieces, entry.dim), np.float32)
+    present = np.zeros(entry.n_pieces, bool)
+    for b in entry.blocks:
+        block = _vectors(seg_dir, entry, b, mmap=False)
+        if block.matrix.shape[1] != entry.dim:
+            raise IndexCorrupt(f"index vector block {entry.name}/{b} has the wrong dimension; rebuilding")
+        rows = block.piece_rows()
+        vectors[rows] = block.matrix
+        present[rows] = True
+    return SegmentData(f["chunks"], piece_list, f["owners"], f["docs"], f["pdocs"], vectors, present)
+
+
+def read_index(index_dir: Path, pieces: bool = True) -> IndexData:
+    """Every live row of the current version, consolidated into one set of arrays."""
+    return _retrying(index_dir, lambda m: consolidate(index_dir, m, read_vocab(index_dir, m), pieces))
+
+
+def consolidate(index_dir: Path, manifest: Manifest, vocab: dict[str, int], pieces: bool = True) -> IndexData:
+    """Gather the live rows of every segment, in segment order (what a merge writes as one base)."""
+    chunks: list[Chunk] = []
+    piece_list: list[Chunk] = []
+    docs: list[DocTerms] = []
+    pdocs: list[DocTerms] = []
+    owners: list[np.ndarray] = []
+    vecs: list[np.ndarray] = []
+    present: list[np.ndarray] = []
+    dim = int(manifest.meta.get("dim") or 0)
+    for i, entry in enumerate(manifest.segments):
+        seg = read_segment(index_dir, entry, pieces)
+        keep = [
+            r for r, c in enumerate(seg.chunks) if (rec := manifest.files.get(c.path)) and rec.segment == i
+        ]
+        new_row = np.full(len(seg.chunks), -1, np.int64)
+        new_row[keep] = np.arange(len(keep)) + len(chunks)
+        mapped = new_row[seg.owners] if len(seg.owners) else np.zeros(0, np.int64)
+        prow = np.flatnonzero(mapped >= 0)
+        chunks.extend(seg.chunks[r] for r in keep)
+        if pieces:
+            piece_list.extend(seg.pieces[r] for r in prow)
+        docs.append(seg.docs.take(keep))
+        pdocs.append(seg.pdocs.take(prow.tolist()))
+        owners.append(mapped[prow])
+        v = np.zeros((len(prow), dim), np.float32)
+        pr = np.zeros(len(prow), bool)
+        if entry.dim == dim and dim:
+            v[:] = seg.vectors[prow]
+            pr[:] = seg.present[prow]
+        vecs.append(v)
+        present.append(pr)
+    return IndexData(
+        chunks, dict(manifest.files), vocab, concat(docs), piece_list,
+        np.concatenate(owners or [np.zeros(0, np.int64)]).astype(np.int64), concat(pdocs),
+        np.concatenate(vecs or [np.zeros((0, dim), np.float32)]), np.concatenate(present or [np.zeros(0, bool)]),
+        dict(manifest.meta, written=manifest.written, generation=manifest.version),
+    )  # fmt: skip
 
 
 # -- writer lock -----------------------------------------------------------------------------------
@@ -451,8 +734,9 @@ def writer_lock(index_dir: Path, timeout: float = 30.0, poll: float = 0.1) -> It
     """
     index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = index_dir / "lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    deadline = time.monotonic() + max(timeout, 0.0)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    wait = timeout if math.isfinite(timeout) and timeout >= 0 else 0.0
+    deadline = time.monotonic() + wait
     try:
         while True:
             try:
@@ -462,11 +746,11 @@ def writer_lock(index_dir: Path, timeout: float = 30.0, poll: float = 0.1) -> It
                 if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                     raise
                 if time.monotonic() >= deadline:
-                    pid = _read_pid(path)
+                    pid = lock_holder(index_dir)
                     who = f"process {pid}" if pid else "another process"
                     raise LockTimeout(
                         f"index is locked by {who} (another aide-tui is indexing {index_dir.parent.parent}); "
-                        f"gave up after {timeout:g} s",
+                        f"gave up after {wait:g} s",
                         pid,
                     ) from None
                 time.sleep(poll)
@@ -479,70 +763,24 @@ def writer_lock(index_dir: Path, timeout: float = 30.0, poll: float = 0.1) -> It
         os.close(fd)
 
 
-def _read_pid(path: Path) -> int | None:
+def lock_holder(index_dir: Path) -> int | None:
+    """The PID written by the current (or last) holder of the writer lock."""
     try:
-        return int(path.read_text().strip() or 0) or None
-    except (OSError, ValueError):
+        return int(read_bounded(index_dir / "lock", 64).decode().strip() or 0) or None
+    except (OSError, ValueError, UnicodeDecodeError):
         return None
 
 
-# -- embedding cache -------------------------------------------------------------------------------
-
-
-class EmbeddingCache:
-    """Vectors keyed by chunk-text hash for one embedder id; survives reindexing and renames."""
-
-    def __init__(self, state: Path, embedder_id: str, dim: int) -> None:
-        slug = hashlib.sha1(f"{embedder_id}\0{EMBED_TEXT_VERSION}".encode()).hexdigest()[:16]
-        self.dir = state / "cache" / "embeddings" / slug
-        self.embedder_id = embedder_id
-        self.dim = dim
-        self.rows: dict[str, int] = {}
-        self.matrix = np.zeros((0, dim), np.float32)
-        self._new_keys: list[str] = []
-        self._new_vecs: list[np.ndarray] = []
-        self._load()
-
-    def _load(self) -> None:
-        try:
-            meta = json.loads((self.dir / "keys.json").read_text())
-            matrix = np.load(self.dir / "vectors.npy", allow_pickle=False)
-            keys = meta["keys"]
-            if meta.get("embedder") != self.embedder_id or matrix.shape != (len(keys), self.dim):
-                return
-            self.rows = {k: i for i, k in enumerate(keys)}
-            self.matrix = matrix.astype(np.float32, copy=False)
-        except (OSError, ValueError, KeyError, TypeError):
-            return  # a missing or damaged cache only costs re-embedding
-
-    def lookup(self, key: str) -> np.ndarray | None:
-        """The cached vector for ``key``, or None."""
-        row = self.rows.get(key)
-        return None if row is None else self.matrix[row]
-
-    def add(self, keys: list[str], vectors: np.ndarray) -> None:
-        """Remember new vectors (saved by ``save``)."""
-        for key, vec in zip(keys, vectors, strict=True):
-            if key not in self.rows:
-                self.rows[key] = len(self.rows)
-                self._new_keys.append(key)
-                self._new_vecs.append(np.asarray(vec, np.float32))
-
-    def save(self, live_keys: set[str]) -> None:
-        """Write the cache atomically; prune to ``live_keys`` once it holds twice as many as needed."""
-        if self._new_vecs:
-            self.matrix = np.vstack([self.matrix, np.stack(self._new_vecs)]).astype(np.float32)
-            self._new_keys, self._new_vecs = [], []
-        elif not self.rows:
-            return
-        keys = sorted(self.rows, key=self.rows.__getitem__)
-        if len(keys) > 2 * max(len(live_keys), 1000):
-            keep = [i for i, k in enumerate(keys) if k in live_keys]
-            keys = [keys[i] for i in keep]
-            self.matrix = self.matrix[keep]
-            self.rows = {k: i for i, k in enumerate(keys)}
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        atomic_write_bytes(self.dir / "vectors.npy", _npy_bytes(self.matrix))
-        atomic_write_bytes(
-            self.dir / "keys.json", json.dumps({"embedder": self.embedder_id, "keys": keys}).encode()
-        )
+def lock_is_held(index_dir: Path) -> bool:
+    """Whether some process holds the writer lock right now."""
+    try:
+        fd = os.open(index_dir / "lock", os.O_RDWR | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False

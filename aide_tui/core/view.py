@@ -50,6 +50,26 @@ class Part:
     piece_postings: Postings  # BM25 over dense pieces
     owners: np.ndarray  # (p,) int64: part-local chunk row of each piece
     blocks: list[VectorBlock] = field(default_factory=list)
+    block_names: list[str] = field(default_factory=list)
+
+    def with_blocks(self, blocks: list[VectorBlock], names: list[str]) -> Part:
+        """The same segment with another set of vector blocks (derived lookups are kept)."""
+        part = Part(self.name, self.chunks, self.postings, self.piece_postings, self.owners, blocks, names)
+        for cached in ("symbols", "path_names", "path_ids"):
+            if cached in self.__dict__:
+                part.__dict__[cached] = self.__dict__[cached]
+        return part
+
+    @cached_property
+    def path_names(self) -> list[str]:
+        """Distinct file paths of this part's chunks."""
+        return list(dict.fromkeys(c.path for c in self.chunks))
+
+    @cached_property
+    def path_ids(self) -> np.ndarray:
+        """(n,) int: each chunk's index into ``path_names``."""
+        index = {p: i for i, p in enumerate(self.path_names)}
+        return np.fromiter((index[c.path] for c in self.chunks), np.int64, len(self.chunks))
 
     @cached_property
     def symbols(self) -> dict[str, list[int]]:

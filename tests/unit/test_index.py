@@ -126,21 +126,44 @@ def test_interrupted_write_leaves_previous_index(workspace: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "target", ["manifest.json", "chunks.json", "texts.bin", "pieces.json", "vectors.npy", "doc_ptr.npy"]
+    "target",
+    ["manifest.json", "chunks.json", "texts.bin", "pieces.json", "b0.vec.npy", "doc_ptr.npy", "vocab.json"],
 )
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
 def test_corrupt_index_is_rebuilt_with_message(workspace: Path, target: str, damage: str) -> None:
-    index(workspace)
-    idx = index_dir_for(workspace)
-    gen = json.loads((idx / "manifest.json").read_text())["generation"]
-    path = idx / target if target == "manifest.json" else idx / gen / target
-    raw = path.read_bytes()
-    path.write_bytes(raw[: len(raw) // 2] if damage == "truncate" else b"\x00garbage" * 10)
-    assert read_status(workspace).state == "corrupt"
-    rep = index(workspace)
+    with LoopbackServer(dim=8) as srv:
+        index(workspace, OpenAIEmbedder(srv.url))
+        idx = index_dir_for(workspace)
+        seg = json.loads((idx / "manifest.json").read_text())["segments"][0]["name"]
+        path = idx / target if target == "manifest.json" else idx / seg / target
+        raw = path.read_bytes()
+        path.write_bytes(raw[: len(raw) // 2] if damage == "truncate" else b"\x00garbage" * 10)
+        assert read_status(workspace).state == "corrupt"
+        rep = index(workspace, OpenAIEmbedder(srv.url))
     assert any("rebuild" in m for m in rep.messages)
     assert rep.files == 5
     assert top_paths(workspace, "parse_header")[0] == "src/httpclient/headers.py"
+
+
+def test_flipped_bit_in_vectors_is_detected_not_searched(workspace: Path) -> None:
+    """Bit rot in a memory-mapped vector block: same size, so only the checksum can tell."""
+    from aide_tui.core.store import IndexCorrupt
+
+    with LoopbackServer(dim=8) as srv:
+        index(workspace, OpenAIEmbedder(srv.url))
+        idx = index_dir_for(workspace)
+        seg = json.loads((idx / "manifest.json").read_text())["segments"][0]["name"]
+        path = idx / seg / "b0.vec.npy"
+        raw = bytearray(path.read_bytes())
+        raw[-5] ^= 0x10
+        path.write_bytes(bytes(raw))
+        s = Searcher(workspace, bm25_settings(workspace))
+        with pytest.raises(IndexCorrupt, match="checksum"):
+            s.refresh()
+        rep = index(workspace, OpenAIEmbedder(srv.url), rebuild=True)
+        assert rep.files == 5
+        s.refresh()
+        assert s.search("parse_header").results[0].path == "src/httpclient/headers.py"
 
 
 def test_old_format_version_is_rebuilt(workspace: Path) -> None:
@@ -212,9 +235,9 @@ def test_dense_vectors_cached_model_change_reembeds(workspace: Path) -> None:
         assert rep.embedder == "openai:model-a" and not rep.degraded
         assert rep.newly_embedded == len(data.pieces) >= rep.chunks == rep.embedded
         n_inputs = sum(len(x) for x in srv.inputs)
-        # no-op reindex: nothing sent
+        # no-op reindex: one probe (it notices a model swapped under the same id), nothing embedded
         rep = index(workspace, OpenAIEmbedder(srv.url, model="model-a"))
-        assert rep.newly_embedded == 0 and sum(len(x) for x in srv.inputs) == n_inputs
+        assert rep.newly_embedded == 0 and sum(len(x) for x in srv.inputs) == n_inputs + 1
         # rename a file: its chunks come from the cache, no request
         os.rename(workspace / "src/httpclient/retry.py", workspace / "src/httpclient/backoff.py")
         rep = index(workspace, OpenAIEmbedder(srv.url, model="model-a"))
@@ -315,8 +338,8 @@ def test_reader_retries_when_its_generation_is_retired(
     stale = store.read_manifest(idx)
     for i in range(2):
         (workspace / "src/httpclient/extra.py").write_text(f"def generation_{i}():\n    pass\n")
-        index(workspace)
-    assert not (idx / stale["generation"]).exists()
+        index(workspace, rebuild=True)
+    assert not (idx / stale.segments[0].name).exists()
     real = store.read_manifest
     first = [stale]
     monkeypatch.setattr(store, "read_manifest", lambda d: first.pop() if first else real(d))
