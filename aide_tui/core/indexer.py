@@ -100,7 +100,8 @@ class IndexReport:
             degraded=self.degraded, degraded_reason=self.degraded_reason, changed=self.changed,
             removed=self.removed, embedded=self.embedded, vectors_missing=self.vectors_missing,
             newly_embedded=self.newly_embedded, skipped=len(self.skipped), skipped_reasons=reasons,
-            messages=list(self.messages), warnings=[*self.warnings, *self.fallbacks], cancelled=self.cancelled,
+            messages=list(self.messages), warnings=[*self.warnings, *self.fallbacks],
+            cancelled=self.cancelled,
             wrote=self.wrote,
         )  # fmt: skip
 
@@ -341,7 +342,8 @@ class _Run:
             self.report.messages.append(f"embedder changed ({old_id} → {emb.emb_id}); re-embedding")
         else:
             self.report.messages.append(
-                f"embedder {emb.emb_id} now gives {emb.dim}-dimensional vectors (index has {old_dim}); re-embedding"
+                f"embedder {emb.emb_id} now gives {emb.dim}-dimensional vectors "
+                f"(index has {old_dim}); re-embedding"
             )
         return False
 

@@ -718,7 +718,8 @@ def consolidate(index_dir: Path, manifest: Manifest, vocab: dict[str, int], piec
     return IndexData(
         chunks, dict(manifest.files), vocab, concat(docs), piece_list,
         np.concatenate(owners or [np.zeros(0, np.int64)]).astype(np.int64), concat(pdocs),
-        np.concatenate(vecs or [np.zeros((0, dim), np.float32)]), np.concatenate(present or [np.zeros(0, bool)]),
+        np.concatenate(vecs or [np.zeros((0, dim), np.float32)]),
+        np.concatenate(present or [np.zeros(0, bool)]),
         dict(manifest.meta, written=manifest.written, generation=manifest.version),
     )  # fmt: skip
 
