@@ -51,6 +51,7 @@ def run_index(
     rebuild: bool = False,
     as_json: bool = False,
     priority: tuple[str, ...] = (),
+    embed: bool = True,
 ) -> Any:
     """Run the indexer; progress goes to stderr on a terminal, or as JSON event lines with ``as_json``."""
     from aide_tui.core.events import Event, Progress, event_to_json
@@ -74,7 +75,7 @@ def run_index(
 
     try:
         report = Indexer(root, settings, embedder, emb_err).run(
-            on_progress=progress, rebuild=rebuild, priority=priority
+            on_progress=progress, rebuild=rebuild, priority=priority, embed=embed
         )
     finally:
         if hasattr(embedder, "close"):

@@ -16,6 +16,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     ready = setup(args.root, args)
     if ready is None:
         return 2
+    if args.background:
+        from aide_tui.core.worker import lower_priority
+
+        lower_priority()
     root, settings = ready
     embedder, emb_err = make_embedder(settings, for_indexing=True)
     try:

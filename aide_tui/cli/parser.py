@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--settings-json", help=argparse.SUPPRESS)
     p.add_argument("--priority-json", help=argparse.SUPPRESS)  # files to embed first (from the TUI)
+    p.add_argument("--background", action="store_true", help=argparse.SUPPRESS)  # detached, low priority
     _common(p)
 
     p = sub.add_parser("search", help="search ROOT's index")
@@ -68,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--batch", help="file with one query per line ('-' = stdin)")
     p.add_argument("--no-update", action="store_true", help="do not refresh the index before searching")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="compute every missing vector before answering "
+        "(default: a few inline, the rest in the background)",
+    )
     p.add_argument("--rrf-k", type=int, help="RRF constant (default 20)")
     _common(p)
 

@@ -1,15 +1,25 @@
-"""``aide-tui search``: refresh the index, then answer one query or a batch (one JSON line each)."""
+"""``aide-tui search``: refresh the index, then answer one query or a batch (one JSON line each).
+
+The refresh never waits for the encoder on a large backlog: the lexical side is brought up to date
+(seconds at most), a handful of missing vectors (an edit) are computed inline, and a bigger backlog
+(a fresh checkout) goes to a detached, low-priority ``aide-tui index`` that later searches pick up.
+Each JSON line says how many dense pieces still lack a vector (``vectors_missing``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
-from aide_tui.cli.common import err as _err
-from aide_tui.cli.common import make_embedder as _embedder
-from aide_tui.cli.common import run_index as _run_index
-from aide_tui.cli.common import setup as _setup
+from aide_tui.cli.common import err, make_embedder, run_index, setup
+
+INLINE_VECTORS = 64  # missing vectors computed inline before answering (about a second or two)
 
 
 def _read_batch(path: str) -> list[str]:
@@ -21,59 +31,50 @@ def _read_batch(path: str) -> list[str]:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """``aide-tui search --path ROOT [--json] QUERY | --batch FILE``."""
-    from aide_tui.core.paths import index_dir_for
     from aide_tui.core.search import Searcher, SearchResponse
-    from aide_tui.core.store import IndexError_, LockTimeout, read_manifest
+    from aide_tui.core.store import IndexCorrupt, IndexError_
 
-    setup = _setup(args.path, args)
-    if setup is None:
+    ready = setup(args.path, args)
+    if ready is None:
         return 2
-    root, settings = setup
+    root, settings = ready
     mode = settings.search.mode
     if args.batch is None and not args.query:
-        _err("search needs a QUERY or --batch FILE")
+        err("search needs a QUERY or --batch FILE")
         return 2
     try:
         queries = _read_batch(args.batch) if args.batch is not None else [" ".join(args.query)]
     except OSError as exc:
-        _err(f"cannot read batch file: {exc}")
+        err(f"cannot read batch file: {exc}")
         return 2
-    embedder, emb_err = (None, None) if mode == "bm25" else _embedder(settings)
-    have_index = True
-    try:
-        read_manifest(index_dir_for(root, create=False))
-    except IndexError_:
-        have_index = False
-    if not args.no_update or not have_index:
-        # the configured embedder even in bm25 mode, so an update never drops existing vectors
-        idx_embedder, idx_err = _embedder(settings, for_indexing=True)
-        try:
-            if have_index:
-                from dataclasses import replace
-
-                quick = replace(settings, index=replace(settings.index, lock_timeout=0.0))
-                _run_index(root, quick, idx_embedder, idx_err)
-            else:
-                _run_index(root, settings, idx_embedder, idx_err)
-        except LockTimeout as exc:
-            if not have_index:
-                _err(str(exc))
-                return 1
-            _err(f"{exc}; searching the existing index")
-        except OSError as exc:
-            _err(f"cannot update the index: {exc}")
-            if not have_index:
-                return 1
+    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
+    if not args.no_update or not _have_index(root):
+        code = _refresh(root, settings, embedder, wait=args.wait)
+        if code:
+            return code
     searcher = Searcher(root, settings, embedder, emb_err)
     try:
         searcher.refresh()
+    except IndexCorrupt as exc:
+        if args.no_update:
+            err(f"{exc.args[0].removesuffix('; rebuilding')}: run `aide-tui index {root} --rebuild`")
+            return 1
+        err(str(exc))
+        code = _refresh(root, settings, embedder, wait=args.wait, rebuild=True)
+        if code:
+            return code
+        try:
+            searcher.refresh()
+        except IndexError_ as again:
+            err(str(again))
+            return 1
     except IndexError_ as exc:
-        _err(str(exc))
+        err(str(exc))
         return 1
     if mode == "dense":
         probe = searcher.search("probe", limit=1, mode="dense")
         if probe.degraded or embedder is None:
-            _err(
+            err(
                 "--mode dense needs a working embedder: "
                 + (probe.degraded_reason or emb_err or "none configured")
             )
@@ -94,10 +95,77 @@ def cmd_search(args: argparse.Namespace) -> int:
             out.write(json.dumps(resp.to_json()) + "\n")
         else:
             if resp.degraded:
-                _err(f"degraded (BM25 only): {resp.degraded_reason}")
+                err(f"degraded (BM25 only): {resp.degraded_reason}")
             for h in resp.results:
                 out.write(f"{h.path}:{h.start_line}-{h.end_line}  {h.symbol or ''}  {h.score:.4f}\n")
             if not resp.results:
                 out.write("no results\n")
         out.flush()
     return 0
+
+
+def _have_index(root: Path) -> bool:
+    from aide_tui.core.paths import index_dir_for
+    from aide_tui.core.store import IndexError_, read_manifest
+
+    try:
+        read_manifest(index_dir_for(root, create=False))
+    except IndexError_:
+        return False
+    return True
+
+
+def _refresh(root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild: bool = False) -> int:
+    """Bring the index up to date before answering; returns an exit code (0 = go on)."""
+    from aide_tui.core.store import LockTimeout
+
+    have = _have_index(root) and not rebuild
+    # the configured embedder even in bm25 mode: the index records whose vectors it holds
+    idx_embedder, idx_err = make_embedder(settings, for_indexing=wait)
+    quick = replace(settings, index=replace(settings.index, lock_timeout=0.0)) if have else settings
+    try:
+        report = run_index(root, quick, idx_embedder, idx_err, rebuild=rebuild, embed=wait)
+        missing = report.vectors_missing if idx_embedder is not None and not report.degraded else 0
+        if missing and missing <= INLINE_VECTORS:
+            emb = query_embedder if query_embedder is not None else idx_embedder
+            run_index(root, quick, emb, None, embed=True)
+        elif missing:
+            _start_background_indexer(root, settings)
+    except LockTimeout as exc:
+        if not have:
+            err(str(exc))
+            return 1
+        err(f"{exc}; searching the existing index")
+    except OSError as exc:
+        err(f"cannot update the index: {exc}")
+        if not have:
+            return 1
+    return 0
+
+
+def _start_background_indexer(root: Path, settings: Any) -> None:
+    """Compute the missing vectors in a detached, low-priority ``aide-tui index`` (unless one runs)."""
+    from aide_tui.core.paths import state_dir
+    from aide_tui.core.service import settings_json
+    from aide_tui.core.store import lock_is_held
+
+    state = state_dir(root)
+    if lock_is_held(state / "index"):
+        return  # an indexer is already at work; it will commit the vectors
+    env = dict(os.environ)
+    pkg_parent = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-m", "aide_tui", "index", str(root), "--background",
+           "--settings-json", settings_json(settings)]  # fmt: skip
+    try:
+        log = os.open(state / "index.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        log = subprocess.DEVNULL
+    try:
+        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env,
+                         start_new_session=True, close_fds=True)  # fmt: skip
+    except OSError as exc:
+        err(f"cannot start the background indexer: {exc}")
+    finally:
+        if isinstance(log, int) and log >= 0 and log != subprocess.DEVNULL:
+            os.close(log)

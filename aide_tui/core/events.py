@@ -58,6 +58,7 @@ class Done:
     messages: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     cancelled: bool = False
+    preempted: bool = False  # stopped embedding early because newer work was waiting
     wrote: bool = False
 
 

@@ -101,8 +101,7 @@ class IndexReport:
             removed=self.removed, embedded=self.embedded, vectors_missing=self.vectors_missing,
             newly_embedded=self.newly_embedded, skipped=len(self.skipped), skipped_reasons=reasons,
             messages=list(self.messages), warnings=[*self.warnings, *self.fallbacks],
-            cancelled=self.cancelled,
-            wrote=self.wrote,
+            cancelled=self.cancelled, preempted=self.preempted, wrote=self.wrote,
         )  # fmt: skip
 
 

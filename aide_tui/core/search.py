@@ -97,6 +97,7 @@ class SearchResponse:
     degraded_reason: str | None = None
     took_ms: float = 0.0
     mode: str = "hybrid"
+    vectors_missing: int = 0  # dense pieces of the searched version still without a vector
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -104,6 +105,7 @@ class SearchResponse:
             "degraded": self.degraded,
             "degraded_reason": self.degraded_reason,
             "took_ms": round(self.took_ms, 3),
+            "vectors_missing": self.vectors_missing,
             "results": [h.to_json() for h in self.results],
         }
 
@@ -277,6 +279,7 @@ class Searcher:
         s = self.settings.search
         parsed = parse_query(query[:20_000])
         resp = SearchResponse(query=query, results=[], mode=mode)
+        resp.vectors_missing = int(ix.meta.get("counts", {}).get("vectors_missing", 0))
         lists: dict[str, list[int]] = {}
         code_like = _looks_like_code(parsed.text)
         explicit_path = False

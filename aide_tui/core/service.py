@@ -1,37 +1,40 @@
-"""Background indexing for long-running front ends (the TUI).
+"""Background indexing for long-running front ends (the app, ``serve``): requests in, typed events out.
 
-Each run is an ``aide-tui index --progress`` subprocess: pure-Python chunking holds the GIL, and on
-two cores a thread would stall the UI. Progress arrives as JSON lines. A reindex requested while
-one runs schedules exactly one more run (coalescing); cancelling terminates the subprocess, which
-leaves the previous index intact because every write is atomic.
+Runs happen in one long-lived, low-priority indexing process (:mod:`aide_tui.core.worker`), started
+on the first request and restarted if it dies: pure-Python chunking holds the GIL, and on two cores a
+thread would stall the interface. A request while a run is in progress schedules exactly one more
+run (coalescing) and asks the current one to yield: it stops embedding at the next batch, after
+committing its vectors, so the new change is searchable at once and embedding resumes right after.
+A rebuild request interrupts the current run. Every write is atomic, so cancelling or killing the
+process leaves the last committed version intact.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
+from typing import IO
 
 from aide_tui.core.config import Settings
 from aide_tui.core.events import Cancelled, Done, Event, Failed, event_from_json
 
 
 def settings_json(settings: Settings) -> str:
-    """Serialise resolved settings for the indexing subprocess."""
+    """Serialise resolved settings for the indexing process."""
     return json.dumps(asdict(settings))
 
 
 class IndexService:
-    """Runs indexing subprocesses one at a time and reports their events to ``on_event``.
+    """Sends runs to the indexing process one at a time and reports their events to ``on_event``.
 
     Events are the typed events of :mod:`aide_tui.core.events`: Progress, Committed, Done, Failed and
-    Cancelled.
+    Cancelled (``on_event`` is called from the service's reader thread).
     """
 
     def __init__(self, root: Path, settings: Settings, on_event: Callable[[Event], None]) -> None:
@@ -44,8 +47,9 @@ class IndexService:
         self._pending_priority: set[str] = set()
         self._thread: threading.Thread | None = None
         self._proc: subprocess.Popen[str] | None = None
+        self._run_over = threading.Event()
         self._closed = False
-        self.runs = 0  # completed subprocess runs, for tests and the status line
+        self.runs = 0  # finished runs, for tests and the status line
 
     @property
     def running(self) -> bool:
@@ -57,7 +61,7 @@ class IndexService:
         """Ask for a reindex; coalesces with a run in progress into at most one more.
 
         ``priority``: workspace-relative files whose missing vectors are computed first (what the
-        user is looking at), accumulated across coalesced requests.
+        user is looking at, what just changed), accumulated across coalesced requests.
         """
         with self._lock:
             if self._closed:
@@ -65,29 +69,37 @@ class IndexService:
             self._pending = True
             self._pending_rebuild |= rebuild
             self._pending_priority.update(priority)
-            if self._thread is None:
+            busy = self._thread is not None
+            if not busy:
                 self._thread = threading.Thread(target=self._loop, name="aide-index", daemon=True)
                 self._thread.start()
+        if busy:
+            self._send({"op": "cancel" if rebuild else "yield"})
 
     def cancel(self) -> None:
         """Stop the current run (if any) and drop a queued one."""
         with self._lock:
             self._pending = False
-            proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            self._pending_rebuild = False
+        self._send({"op": "cancel"})
 
     def close(self, timeout: float = 5.0) -> None:
-        """Cancel and wait for the worker thread."""
+        """Cancel, stop the indexing process and wait for the service thread."""
         with self._lock:
             self._closed = True
-            thread = self._thread
-        self.cancel()
+            self._pending = False
+            thread, proc = self._thread, self._proc
+        self._send({"op": "cancel"})
+        self._send({"op": "exit"})
+        self._run_over.set()
         if thread is not None:
             thread.join(timeout)
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.kill()
+        if proc is not None:
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until no run is in progress or queued; True if idle."""
@@ -96,6 +108,8 @@ class IndexService:
         if thread is not None:
             thread.join(timeout)
         return not self.running
+
+    # -- the run loop ------------------------------------------------------------------------------
 
     def _loop(self) -> None:
         while True:
@@ -106,39 +120,64 @@ class IndexService:
                 self._pending = False
                 rebuild, self._pending_rebuild = self._pending_rebuild, False
                 priority, self._pending_priority = sorted(self._pending_priority), set()
-            self._run_once(rebuild, priority)
-            self.runs += 1
+            if self._run_once(rebuild, priority):
+                self.runs += 1
 
-    def _command(self, rebuild: bool, priority: list[str] | None = None) -> list[str]:
-        cmd = [sys.executable, "-m", "aide_tui", "index", str(self.root), "--progress"]
-        # one embedding process unless configured: the UI process needs the other core
-        emb = replace(self.settings.embedding, workers=self.settings.embedding.workers or 1)
-        settings = replace(self.settings, embedding=emb)
-        cmd += ["--settings-json", settings_json(settings)]
-        if priority:
-            cmd += ["--priority-json", json.dumps(priority[:500])]
-        return cmd + (["--rebuild"] if rebuild else [])
+    def _run_once(self, rebuild: bool, priority: list[str]) -> bool:
+        """One run in the indexing process; True when it finished (Done)."""
+        proc = self._ensure_process()
+        if proc is None:
+            return False
+        self._run_over.clear()
+        self._outcome: Event | None = None
+        if not self._send({"op": "run", "rebuild": rebuild, "priority": priority[:2000]}):
+            self._run_over.set()
+        self._run_over.wait()
+        return isinstance(self._outcome, Done)
 
-    def _run_once(self, rebuild: bool, priority: list[str] | None = None) -> None:
+    def _ensure_process(self) -> subprocess.Popen[str] | None:
+        with self._lock:
+            proc = self._proc
+        if proc is not None and proc.poll() is None:
+            return proc
+        if not self.root.is_dir():
+            self.on_event(Failed(f"cannot index {self.root}: not a directory"))
+            return None
         env = dict(os.environ)
         pkg_parent = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
+        cmd = [sys.executable, "-m", "aide_tui.core.worker", str(self.root), settings_json(self.settings)]
         try:
             proc = subprocess.Popen(
-                self._command(rebuild, priority),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                text=True,
-                env=env,
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
             )
         except OSError as exc:
             self.on_event(Failed(f"cannot start the indexer: {exc}"))
-            return
+            return None
         with self._lock:
             self._proc = proc
-        got_done = False
+        threading.Thread(
+            target=self._read_events, args=(proc,), name="aide-index-events", daemon=True
+        ).start()
+        return proc
+
+    def _send(self, request: dict[str, object]) -> bool:
+        with self._lock:
+            proc = self._proc
+        if proc is None or proc.stdin is None or proc.poll() is not None:
+            return False
+        try:
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            return True
+        except (OSError, ValueError):
+            return False
+
+    def _read_events(self, proc: subprocess.Popen[str]) -> None:
+        """Forward the indexing process's events; a run ends with Done, Failed or Cancelled."""
         assert proc.stdout is not None and proc.stderr is not None
+        errors: list[str] = []
+        threading.Thread(target=_drain, args=(proc.stderr, errors), daemon=True).start()
         for line in proc.stdout:
             try:
                 event = event_from_json(json.loads(line))
@@ -146,14 +185,21 @@ class IndexService:
                 continue
             if event is None:
                 continue
-            got_done |= isinstance(event, Done)
             self.on_event(event)
-        err = proc.stderr.read().strip()
+            if isinstance(event, Done | Failed | Cancelled):
+                self._outcome = event
+                self._run_over.set()
         code = proc.wait()
-        with self._lock:
-            self._proc = None
-        if code in (-signal.SIGTERM, 130, 143):
-            self.on_event(Cancelled())
-        elif code != 0 or not got_done:
-            last = err.splitlines()[-1] if err else f"exit code {code}"
-            self.on_event(Failed(f"indexing failed: {last.removeprefix('aide-tui: ')}"))
+        if not self._run_over.is_set() and not self._closed:
+            last = errors[-1] if errors else f"exit code {code}"
+            self._outcome = Failed(f"indexing stopped: {last.removeprefix('aide-tui: ')}")
+            self.on_event(self._outcome)
+        self._run_over.set()
+
+
+def _drain(stream: IO[str], into: list[str]) -> None:
+    """Keep the last lines of the indexing process's stderr (for the error message)."""
+    for line in stream:
+        if line.strip():
+            into.append(line.strip())
+            del into[:-20]

@@ -648,7 +648,11 @@ def _load_view(index_dir: Path, manifest: Manifest, previous: IndexView | None) 
         parts.append(part)
     alive = [_alive(p, i, manifest.files) for i, p in enumerate(parts)]
     meta = dict(
-        manifest.meta, written=manifest.written, generation=manifest.version, vocab_key=_vocab_key(manifest)
+        manifest.meta,
+        written=manifest.written,
+        generation=manifest.version,
+        counts=manifest.counts,
+        vocab_key=_vocab_key(manifest),
     )
     return IndexView(parts, alive, manifest.files, vocab, meta)
 

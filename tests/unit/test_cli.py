@@ -43,7 +43,8 @@ def test_index_search_status_contract(workspace: Path) -> None:
     assert [x["query"] for x in lines] == ["parse_header", "", "where are redirects followed"]
     assert lines[1]["results"] == []
     first = lines[0]
-    assert set(first) == {"query", "degraded", "degraded_reason", "took_ms", "results"}
+    assert set(first) == {"query", "degraded", "degraded_reason", "took_ms", "vectors_missing", "results"}
+    assert first["vectors_missing"] == 0
     assert first["degraded"] is False and first["took_ms"] >= 0
     top = first["results"][0]
     assert top["path"] == "src/httpclient/headers.py" and top["start_line"] >= 1

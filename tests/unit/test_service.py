@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from watchfiles import Change
@@ -141,3 +142,53 @@ def test_priority_files_are_embedded_first(workspace: Path) -> None:
     assert inputs and "file: src/httpclient/retry.py" in inputs[0]
     first_other = next(i for i, t in enumerate(inputs) if "retry.py" not in t)
     assert all("retry.py" not in t for t in inputs[first_other:])
+
+
+def test_new_change_preempts_embedding_and_no_vector_is_lost(tmp_path: Path) -> None:
+    """While a long embedding run goes on, an edit is committed (searchable) at once; the run resumes
+    afterwards and every vector computed before the interruption is kept."""
+    from loopback_server import LoopbackServer
+    from test_faults import generate_repo
+
+    from aide_tui.core.search import Searcher
+
+    root = tmp_path / "repo"
+    generate_repo(root, 60, seed=3)
+    events: list[Event] = []
+    with LoopbackServer(dim=8, mode="slow") as srv:
+        srv.delay = 0.15  # per request of at most 16 texts: the whole run takes many seconds
+        settings = load_settings(root, {"embedding": {"backend": "openai", "url": srv.url}})
+        svc = IndexService(root, settings, events.append)
+        try:
+            svc.request()
+            deadline = time.monotonic() + 120
+            while not any(
+                isinstance(e, Progress) and e.state == "embedding" and e.vectors_done for e in events
+            ):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            (root / "pkg0" / "fresh.py").write_text("def quokka_zanzibar():\n    return 1\n")
+            t0 = time.monotonic()
+            svc.request(priority=["pkg0/fresh.py"])
+            searcher = Searcher(root, load_settings(root, {"embedding": {"backend": "none"}}))
+            while True:
+                searcher.refresh()
+                if searcher.search("quokka_zanzibar").results:
+                    break
+                assert time.monotonic() - t0 < 60
+                time.sleep(0.05)
+            first = [e for e in events if isinstance(e, Done)][0]
+            assert first.preempted and first.newly_embedded > 0
+            assert svc.wait(300)
+        finally:
+            svc.close()
+        sent = [t for r in srv.requests if isinstance(r.body, dict) for t in r.body.get("input", [])]
+    dones = [e for e in events if isinstance(e, Done)]
+    assert len(dones) == 2 and dones[-1].vectors_missing == 0
+    # every piece was embedded exactly once: the interrupted run's vectors were kept, not redone
+    from aide_tui.core.paths import index_dir_for
+    from aide_tui.core.store import read_manifest
+
+    pieces = read_manifest(index_dir_for(root)).counts["pieces"]
+    assert len([t for t in sent if t != "dim probe"]) == pieces
+    assert dones[0].newly_embedded + dones[1].newly_embedded == pieces
