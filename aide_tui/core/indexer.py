@@ -60,7 +60,6 @@ from aide_tui.core.tokens import TOKENIZER_VERSION, tokenize
 
 EMBED_BATCH = 32  # pieces per embedder call (split across workers); also the preemption granularity
 COMMIT_EVERY_S = 10.0  # vector blocks are committed at least this often while embedding
-MAX_SEGMENTS = 8  # more delta segments than this are merged into one base
 MAX_BLOCKS = 12  # more vector blocks in one segment than this are compacted into one
 MAX_DEAD_SHARE = 0.3  # merge when this share of the stored chunk rows is dead
 
@@ -560,7 +559,8 @@ class _Run:
         live = manifest.counts.get("chunks", 0)
         blocks = max((len(s.blocks) for s in manifest.segments), default=0)
         dead_share = (stored - live) / stored if stored else 0.0
-        if len(manifest.segments) <= MAX_SEGMENTS and blocks <= MAX_BLOCKS and dead_share <= MAX_DEAD_SHARE:
+        max_segments = max(1, self.settings.index.max_segments)
+        if len(manifest.segments) <= max_segments and blocks <= MAX_BLOCKS and dead_share <= MAX_DEAD_SHARE:
             return manifest
         self.check_cancel()
         self.emit(Progress("merging", message=f"{len(manifest.segments)} segments"))
