@@ -9,6 +9,13 @@ from pathlib import Path
 from typing import Any
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (a file name must never drive the terminal)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def err(message: str) -> None:
     """One line on stderr, prefixed with the program name."""
     print(f"aide-tui: {message}", file=sys.stderr)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from aide_tui.cli.common import err, make_embedder, run_index, setup
+from aide_tui.cli.common import err, make_embedder, printable, run_index, setup
 from aide_tui.core.events import event_to_json
+
+SHOW_SKIPPED = 20
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -43,14 +45,24 @@ def cmd_index(args: argparse.Namespace) -> int:
         "degraded": report.degraded,
         "degraded_reason": report.degraded_reason,
     }
+    skipped = sorted(report.skipped.items())
     if args.progress:
         print(json.dumps(event_to_json(report.to_event())), flush=True)
     elif args.json:
+        summary["vectors_missing"] = report.vectors_missing
+        summary["skipped"] = [{"path": p, "reason": why} for p, why in skipped]
         print(json.dumps(summary))
     else:
+        missing = f", {report.vectors_missing} vectors still to compute" if report.vectors_missing else ""
         print(
             f"indexed {report.files} files, {report.chunks} chunks ({report.changed} changed, "
-            f"{report.removed} removed, {report.newly_embedded} vectors computed) in {report.seconds:.2f}s"
-            f" [{report.embedder}]"
+            f"{report.removed} removed, {report.newly_embedded} vectors computed{missing}) "
+            f"in {report.seconds:.2f}s [{report.embedder}]"
         )
+        if skipped:
+            print(f"skipped {len(skipped)} files:")
+            for path, why in skipped[:SHOW_SKIPPED]:
+                print(f"  {printable(path)}: {why}")
+            if len(skipped) > SHOW_SKIPPED:
+                print(f"  … and {len(skipped) - SHOW_SKIPPED} more (aide-tui index --json lists them all)")
     return 0

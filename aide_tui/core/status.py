@@ -89,4 +89,6 @@ def read_status(root: Path, backend: str = "none") -> IndexStatus:
     elif backend != "none" and reason:
         st.degraded_reason = str(reason)
     st.degraded = st.degraded_reason is not None
+    if st.degraded:
+        st.state = "partial"  # the dense side the user configured is missing or incomplete
     return st

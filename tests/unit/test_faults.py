@@ -53,7 +53,11 @@ def test_kill_9_at_random_points_never_corrupts(tmp_path: Path) -> None:
     generate_repo(root, 120, seed=1)
     rng = random.Random(42)
     cmd = [sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "none"]
-    modes = {"delta": ([], {}), "merge": ([], {"AIDE_INDEX_MAX_SEGMENTS": "1"}), "rebuild": (["--rebuild"], {})}
+    modes = {
+        "delta": ([], {}),
+        "merge": ([], {"AIDE_INDEX_MAX_SEGMENTS": "1"}),
+        "rebuild": (["--rebuild"], {}),
+    }
     took: dict[str, float] = {}
     for mode, (extra, env) in modes.items():  # how long each kind of run takes here, now
         p = root / "pkg0" / "mod_0.py"
