@@ -117,12 +117,14 @@ class Postings:
         return self.docs.n_docs
 
     @classmethod
-    def build(cls, docs: DocTerms, vocab_size: int) -> Postings:
-        """Postings of ``docs`` for term ids below ``vocab_size``."""
+    def build(cls, docs: DocTerms, vocab_size: int, order: np.ndarray | None = None) -> Postings:
+        """Postings of ``docs`` for term ids below ``vocab_size``; ``order`` is ``term_order(docs)`` when the
+        writer stored it (then no sort is needed at load)."""
         n = docs.n_docs
         doc_of_entry = np.repeat(np.arange(n, dtype=np.int32), np.diff(docs.doc_ptr))
         doc_len = np.bincount(doc_of_entry, weights=docs.tfs, minlength=n).astype(np.float32)
-        order = np.argsort(docs.term_ids, kind="stable")
+        if order is None or len(order) != len(docs.term_ids):
+            order = term_order(docs)
         counts = np.bincount(docs.term_ids, minlength=vocab_size).astype(np.int64)
         ptr = np.zeros(len(counts) + 1, np.int64)
         np.cumsum(counts, out=ptr[1:])
@@ -135,6 +137,11 @@ class Postings:
             return np.zeros(vocab_size, np.int64)
         ids = self.docs.take(rows.tolist()).term_ids
         return np.bincount(ids, minlength=vocab_size).astype(np.int64)[:vocab_size]
+
+
+def term_order(docs: DocTerms) -> np.ndarray:
+    """The entries of ``docs`` sorted by term (stable): the permutation that makes postings."""
+    return np.argsort(docs.term_ids, kind="stable").astype(np.int32)
 
 
 class MultiBM25:

@@ -14,14 +14,12 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .chunk_base import Src, Unit
+from .chunk_base import CHUNKER_VERSION, Src, Unit
 from .chunk_code import anchor_units, python_units
 from .chunk_text import json_units, markdown_units, toml_units, yaml_units
 from .model import Chunk
 
 __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
-
-CHUNKER_VERSION = "1"
 
 WINDOW_LINES = 60
 _MAX_SIG = 120

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+CHUNKER_VERSION = "1"  # bump when chunk boundaries or headers change: indexes rebuild
+
 
 @dataclass(slots=True, eq=False)
 class Unit:

@@ -29,7 +29,7 @@ import numpy as np
 
 from aide_tui.core import bm25 as bm25_mod
 from aide_tui.core.bm25 import DocTerms, chunk_terms, encode_docs
-from aide_tui.core.chunk import CHUNKER_VERSION, chunk_file_multi
+from aide_tui.core.chunk_base import CHUNKER_VERSION
 from aide_tui.core.config import Settings
 from aide_tui.core.embcache import EmbeddingCache, usable_rows
 from aide_tui.core.embed.base import Embedder, EmbedderError
@@ -38,7 +38,6 @@ from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
 from aide_tui.core.paths import state_dir
 from aide_tui.core.pieces import PIECE_BUDGET, dense_pieces
 from aide_tui.core.scan import FileEntry, Scanner, read_text
-from aide_tui.core.secrets import mask_secrets
 from aide_tui.core.store import (
     FileRecord,
     IndexCorrupt,
@@ -349,6 +348,9 @@ class _Run:
 
     def read_delta(self, plan: Plan, prev: Manifest | None) -> Delta:
         """Read and chunk every file the diff could not rule out."""
+        from aide_tui.core.chunk import chunk_file_multi  # the chunkers load only when there is work
+        from aide_tui.core.secrets import mask_secrets
+
         s = self.settings.index
         delta = Delta()
         total = len(plan.to_read)

@@ -180,7 +180,9 @@ class Searcher:
         with self._lock:
             if key is not None and key == self._manifest_stat and self._view is not None:
                 return False
-            self._view = load_view(idx, self._view)
+            view = load_view(idx, self._view)
+            view.warm()
+            self._view = view
             self._manifest_stat = key
             return True
 

@@ -39,7 +39,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from aide_tui.core.bm25 import DocTerms, Postings, concat
+from aide_tui.core.bm25 import DocTerms, Postings, concat, term_order
+from aide_tui.core.chunktable import ChunkTable
 from aide_tui.core.model import Chunk
 from aide_tui.core.paths import MANIFEST
 from aide_tui.core.safeio import UnsafeFile, load_npy, parse_npy, read_bounded
@@ -48,7 +49,18 @@ from aide_tui.core.view import IndexView, Part, VectorBlock
 T = TypeVar("T")
 FORMAT_VERSION = 5
 MAX_MANIFEST_BYTES = 512 << 20
-_ROW_ARRAYS = ("doc_ptr", "term_ids", "tfs", "pdoc_ptr", "pterm_ids", "ptfs", "owners", "text_offsets")
+_ROW_ARRAYS = (
+    "doc_ptr",
+    "term_ids",
+    "tfs",
+    "pdoc_ptr",
+    "pterm_ids",
+    "ptfs",
+    "owners",
+    "text_offsets",
+    "order",
+    "porder",
+)
 
 
 class IndexError_(Exception):
@@ -236,19 +248,21 @@ def _encode_chunks(chunks: list[Chunk]) -> tuple[bytes, bytes, bytes]:
     )
 
 
-def _decode_chunks(table_raw: bytes, blob: bytes, offsets: np.ndarray) -> list[Chunk]:
-    table = json.loads(table_raw)
+def _decode_chunks(table_raw: bytes, blob: bytes, offsets: np.ndarray) -> ChunkTable:
+    """The chunk table, validated; chunks themselves are built when first read."""
+    try:
+        table = json.loads(table_raw)
+    except (ValueError, RecursionError):
+        raise IndexCorrupt("index chunk table is not valid JSON; rebuilding") from None
     if not isinstance(table, list) or len(offsets) != len(table) + 1 or int(offsets[-1]) != len(blob):
         raise IndexCorrupt("index chunk table and texts disagree; rebuilding")
-    offs = offsets.tolist()
-    if offs[0] != 0 or any(b < a for a, b in zip(offs, offs[1:], strict=False)):
+    if offsets.size and (offsets[0] != 0 or bool(np.any(np.diff(offsets) < 0))):
         raise IndexCorrupt("index chunk offsets are out of order; rebuilding")
-    out = []
-    for i, row in enumerate(table):
-        p, s, e, lang, sym, hdr, d = row
-        text = blob[offs[i] : offs[i + 1]].decode("utf-8", "surrogatepass")
-        out.append(Chunk(str(p), int(s), int(e), str(lang), sym, str(hdr), text, tuple(map(str, d))))
-    return out
+    for row in table:
+        if not (isinstance(row, list) and len(row) == 7 and isinstance(row[0], str) and type(row[1]) is int
+                and type(row[2]) is int and isinstance(row[6], list)):  # fmt: skip
+            raise IndexCorrupt("index chunk table rows are malformed; rebuilding")
+    return ChunkTable(table, blob, offsets.tolist())
 
 
 def _encode_pieces(pieces: list[Chunk]) -> bytes:
@@ -344,9 +358,21 @@ def parse_manifest(raw: bytes) -> Manifest:
     return Manifest(obj["version"], obj.get("written", ""), segments, files, dict(obj["counts"]), dict(meta))
 
 
+_parsed: dict[str, tuple[tuple[int, int, int], Manifest]] = {}
+
+
 def read_manifest(index_dir: Path) -> Manifest:
-    """Load and validate the manifest; raise IndexMissing / IndexCorrupt."""
+    """Load and validate the manifest; raise IndexMissing / IndexCorrupt. Treat the result as read-only:
+    an unchanged file (same inode, size and mtime) gives back the manifest parsed before."""
     path = index_dir / MANIFEST
+    try:
+        st = os.lstat(path)
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = _parsed.get(str(path))
+        if cached is not None and cached[0] == key and stat_is_regular(st):
+            return cached[1]
+    except OSError:
+        key = None
     try:
         raw = read_bounded(path, MAX_MANIFEST_BYTES)
     except FileNotFoundError as exc:
@@ -355,7 +381,17 @@ def read_manifest(index_dir: Path) -> Manifest:
         raise IndexCorrupt(f"index manifest cannot be trusted ({exc}); rebuilding") from None
     except OSError as exc:
         raise IndexCorrupt(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return parse_manifest(raw)
+    manifest = parse_manifest(raw)
+    if key is not None:
+        _parsed.clear()
+        _parsed[str(path)] = (key, manifest)
+    return manifest
+
+
+def stat_is_regular(st: os.stat_result) -> bool:
+    import stat
+
+    return stat.S_ISREG(st.st_mode)
 
 
 def referenced_bytes(manifest: Manifest) -> int:
@@ -402,6 +438,8 @@ def write_segment(index_dir: Path, seg: SegmentData, vocab_start: int) -> Segmen
             "pdoc_ptr.npy": npy_bytes(seg.pdocs.doc_ptr.astype(np.int64)),
             "pterm_ids.npy": npy_bytes(seg.pdocs.term_ids.astype(np.int32)),
             "ptfs.npy": npy_bytes(seg.pdocs.tfs.astype(np.float32)),
+            "order.npy": npy_bytes(term_order(seg.docs)),
+            "porder.npy": npy_bytes(term_order(seg.pdocs)),
         }
         blocks: list[str] = []
         rows = np.flatnonzero(seg.present)
@@ -560,7 +598,12 @@ def _segment_files(index_dir: Path, entry: SegmentEntry) -> dict[str, Any]:
             raise IndexCorrupt(f"index segment {entry.name} BM25 rows are malformed; rebuilding")
         if d.term_ids.size and (int(d.term_ids.min()) < 0 or int(d.term_ids.max()) >= entry.vocab[1]):
             raise IndexCorrupt(f"index segment {entry.name} names unknown terms; rebuilding")
-    return {"chunks": chunks, "docs": docs, "pdocs": pdocs, "owners": owners}
+    for key, d in (("order", docs), ("porder", pdocs)):
+        o = arrays[key]
+        if len(o) != len(d.term_ids) or (o.size and (int(o.min()) < 0 or int(o.max()) >= len(o))):
+            raise IndexCorrupt(f"index segment {entry.name} term order is malformed; rebuilding")
+    return {"chunks": chunks, "docs": docs, "pdocs": pdocs, "owners": owners, "order": arrays["order"],
+            "porder": arrays["porder"]}  # fmt: skip
 
 
 def _segment_vocab(index_dir: Path, entry: SegmentEntry) -> list[str]:
@@ -631,8 +674,8 @@ def _load_view(index_dir: Path, manifest: Manifest, previous: IndexView | None) 
         if part is None:
             f = _segment_files(index_dir, entry)
             part = Part(
-                entry.name, f["chunks"], Postings.build(f["docs"], entry.vocab[1]),
-                Postings.build(f["pdocs"], entry.vocab[1]), f["owners"],
+                entry.name, f["chunks"], Postings.build(f["docs"], entry.vocab[1], f["order"]),
+                Postings.build(f["pdocs"], entry.vocab[1], f["porder"]), f["owners"],
             )  # fmt: skip
         have = {b for b in part.block_names}
         if have - set(entry.blocks):  # blocks were merged away: reload the vectors as listed

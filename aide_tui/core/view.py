@@ -9,7 +9,7 @@ view, so picking up a one-file delta costs what the delta holds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from aide_tui.core.bm25 import MultiBM25, Postings, top_positive
+from aide_tui.core.chunktable import ConcatChunks, defines_all, paths_of
 from aide_tui.core.model import Chunk
 
 
@@ -45,7 +46,7 @@ class Part:
     """One immutable segment as a reader holds it, with its derived lookups."""
 
     name: str
-    chunks: list[Chunk]
+    chunks: Sequence[Chunk]  # a ChunkTable (decoded on access) when loaded from disk
     postings: Postings  # BM25 over chunks
     piece_postings: Postings  # BM25 over dense pieces
     owners: np.ndarray  # (p,) int64: part-local chunk row of each piece
@@ -63,20 +64,20 @@ class Part:
     @cached_property
     def path_names(self) -> list[str]:
         """Distinct file paths of this part's chunks."""
-        return list(dict.fromkeys(c.path for c in self.chunks))
+        return list(dict.fromkeys(paths_of(self.chunks)))
 
     @cached_property
     def path_ids(self) -> np.ndarray:
         """(n,) int: each chunk's index into ``path_names``."""
         index = {p: i for i, p in enumerate(self.path_names)}
-        return np.fromiter((index[c.path] for c in self.chunks), np.int64, len(self.chunks))
+        return np.fromiter((index[p] for p in paths_of(self.chunks)), np.int64, len(self.chunks))
 
     @cached_property
     def symbols(self) -> dict[str, list[int]]:
         """Lower-cased defined name → part-local chunk rows."""
         out: dict[str, list[int]] = {}
-        for i, c in enumerate(self.chunks):
-            for name in c.defines:
+        for i, names in enumerate(defines_all(self.chunks)):
+            for name in names:
                 out.setdefault(name.lower(), []).append(i)
         return out
 
@@ -106,7 +107,7 @@ class IndexView:
         self.meta = meta
         self.offsets = np.cumsum([0] + [len(p.chunks) for p in parts]).tolist()
         self.piece_offsets = np.cumsum([0] + [len(p.owners) for p in parts]).tolist()
-        self.chunks: list[Chunk] = [c for p in parts for c in p.chunks]
+        self.chunks: Sequence[Chunk] = ConcatChunks([p.chunks for p in parts])
         self.bm25 = MultiBM25([p.postings for p in parts], alive, vocab)
         self.piece_bm25 = MultiBM25([p.piece_postings for p in parts], self._piece_alive(), vocab)
         self.owners = np.concatenate(
@@ -115,6 +116,12 @@ class IndexView:
 
     def _piece_alive(self) -> list[np.ndarray | None]:
         return [None if a is None else a[p.owners] for p, a in zip(self.parts, self.alive, strict=True)]
+
+    def warm(self) -> None:
+        """Build the lookups the first query would otherwise pay for (call it where loading happens)."""
+        for part in self.parts:
+            _ = part.symbols
+        _ = self.path_parts
 
     # -- rows --------------------------------------------------------------------------------------
 
@@ -134,13 +141,21 @@ class IndexView:
         )
 
     @cached_property
+    def paths(self) -> list[str]:
+        """The file path of every global row (cheap: no chunk is decoded)."""
+        return [p for part in self.parts for p in paths_of(part.chunks)]
+
+    @cached_property
     def row_order(self) -> np.ndarray:
-        """(n_rows,) int: a row's position when live rows are sorted by (path, start line).
+        """(n_rows,) int: a row's position when rows are sorted by (path, start line).
 
         Ties in any ranking break on this, so an incrementally updated index and a rebuilt one
         answer in the same order whatever their row numbering.
         """
-        keys = sorted(range(self.n_rows), key=lambda i: (self.chunks[i].path, self.chunks[i].start_line))
+        _, path_rank = np.unique(np.asarray(self.paths, dtype=object), return_inverse=True)
+        starts = np.fromiter((_start(part.chunks, i) for part in self.parts for i in range(len(part.chunks))),
+                             np.int64, self.n_rows)  # fmt: skip
+        keys = np.lexsort((starts, path_rank))
         order = np.empty(self.n_rows, np.int64)
         order[keys] = np.arange(self.n_rows)
         return order
@@ -230,3 +245,8 @@ class IndexView:
         all_ids = np.concatenate(ids)
         top, _ = top_positive(np.concatenate(sims), 4 * n)
         return list(dict.fromkeys(int(self.owners[all_ids[i]]) for i in top))[:n]
+
+
+def _start(chunks: Sequence[Chunk], i: int) -> int:
+    start = getattr(chunks, "start_line", None)
+    return int(start(i)) if start is not None else chunks[i].start_line
