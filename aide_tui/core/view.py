@@ -40,6 +40,14 @@ class VectorBlock:
             return self.rows
         return np.flatnonzero(self.present) if self.present is not None else np.arange(len(self.matrix))
 
+    def projected(self, projection: np.ndarray) -> np.ndarray:
+        """``matrix @ projection``, computed once per projection and kept with the (immutable) block."""
+        cached = self.__dict__.get("_projected")
+        if cached is None or cached[0] is not projection:
+            cached = (projection, np.ascontiguousarray(self.matrix @ projection, np.float32))
+            self.__dict__["_projected"] = cached
+        return cached[1]
+
 
 @dataclass
 class Part:
@@ -56,7 +64,7 @@ class Part:
     def with_blocks(self, blocks: list[VectorBlock], names: list[str]) -> Part:
         """The same segment with another set of vector blocks (derived lookups are kept)."""
         part = Part(self.name, self.chunks, self.postings, self.piece_postings, self.owners, blocks, names)
-        for cached in ("symbols", "path_names", "path_ids"):
+        for cached in ("symbols", "path_names", "path_ids", "_projection"):
             if cached in self.__dict__:
                 part.__dict__[cached] = self.__dict__[cached]
         return part
@@ -81,12 +89,42 @@ class Part:
                 out.setdefault(name.lower(), []).append(i)
         return out
 
+    def projection(self, dim: int) -> np.ndarray:
+        """The prefilter's projection, learnt once from this part's vectors (kept while the part lives)."""
+        cached = self.__dict__.get("_projection")
+        if cached is None or cached.shape[0] != dim:
+            rng = np.random.default_rng(0)
+            mats = [b.matrix[b.piece_rows()] if b.rows is None else b.matrix for b in self.blocks]
+            sample = np.concatenate(mats) if mats else np.zeros((0, dim), np.float32)
+            if len(sample) > 20_000:
+                sample = sample[np.sort(rng.choice(len(sample), 20_000, replace=False))]
+            cached = (
+                pca_projection(sample, min(PREFILTER_DIM, dim))
+                if len(sample)
+                else np.eye(dim, dtype=np.float32)
+            )
+            self.__dict__["_projection"] = cached
+        return cached
+
     def has_vector(self) -> np.ndarray:
         """(p,) bool: pieces with a vector in some block."""
         out = np.zeros(len(self.owners), bool)
         for b in self.blocks:
             out[b.piece_rows()] = True
         return out
+
+
+PREFILTER_MIN = 60_000  # live vectors from which queries prefilter in a projected space
+PREFILTER_DIM = 64
+PREFILTER_CANDIDATES = 2048
+
+
+def pca_projection(sample: np.ndarray, k: int) -> np.ndarray:
+    """(dim, k) orthonormal projection onto the top-``k`` principal directions of ``sample`` (uncentred:
+    inner products are what the prefilter approximates)."""
+    cov = (sample.T @ sample).astype(np.float64)
+    vals, vecs = np.linalg.eigh(cov)
+    return np.ascontiguousarray(vecs[:, np.argsort(vals)[::-1][:k]], np.float32)
 
 
 class IndexView:
@@ -217,34 +255,72 @@ class IndexView:
     def dense_ranked_chunks(self, query: np.ndarray, n: int) -> list[int]:
         """Chunk rows ranked by their best piece's cosine similarity (positive only), at most ``n``.
 
+        Small indexes are scanned exactly. From ``PREFILTER_MIN`` live vectors on, a low-dimensional
+        projection (PCA of the base segment's vectors) picks ``PREFILTER_CANDIDATES`` candidates and
+        only those are scored exactly (docs/benchmarks.md has the recall against exact search).
         Raises VectorDimensionMismatch when ``query`` does not fit the stored vectors.
         """
         q = np.asarray(query, np.float32)
-        sims: list[np.ndarray] = []
-        ids: list[np.ndarray] = []
+        blocks = self._live_blocks()
+        if not blocks:
+            return []
+        dim = blocks[0][0].matrix.shape[1]
+        if any(b.matrix.shape[1] != q.shape[0] for b, _, _ in blocks):
+            raise VectorDimensionMismatch(
+                f"the index holds {dim}-dimensional vectors but the embedder now gives {q.shape[0]}: "
+                "run `aide-tui index` to re-embed"
+            )
+        total = sum(len(ids) for _, _, ids in blocks)
+        if total >= PREFILTER_MIN:
+            base = max(self.parts, key=lambda p: len(p.owners))
+            proj = base.projection(dim)
+            qp = q @ proj
+            coarse = np.concatenate(
+                [
+                    (pr if keep.all() else pr[keep]) @ qp
+                    for b, keep, _ in blocks
+                    if (pr := b.projected(proj)) is not None
+                ]
+            )
+            k = min(PREFILTER_CANDIDATES, len(coarse))
+            cand = np.sort(np.argpartition(-coarse, k - 1)[:k])
+        else:
+            cand = None
+        mats, ids = [], []
+        start = 0
+        for b, keep, gids in blocks:
+            local = np.flatnonzero(keep)
+            if cand is not None:
+                lo, hi = np.searchsorted(cand, [start, start + len(gids)])
+                pick = cand[lo:hi] - start
+                start += len(gids)
+                local, gids = local[pick], gids[pick]
+            mats.append(b.matrix[local] @ q if len(local) != len(keep) else b.matrix @ q)
+            ids.append(gids)
+        sims, all_ids = np.concatenate(mats), np.concatenate(ids)
+        top, _ = top_positive(sims.astype(np.float32, copy=False), 4 * n)
+        return list(dict.fromkeys(int(self.owners[all_ids[i]]) for i in top))[:n]
+
+    def _live_blocks(self) -> list[tuple[VectorBlock, np.ndarray, np.ndarray]]:
+        """(block, which of its matrix rows are live, their global piece ids) for every block."""
+        cached = self.__dict__.get("_blocks_cache")
+        if cached is not None:
+            return cached
+        out = []
         for part, live, off in zip(self.parts, self._piece_alive(), self.piece_offsets, strict=False):
             for block in part.blocks:
                 if block.matrix.shape[0] == 0:
                     continue
-                if block.matrix.shape[1] != q.shape[0]:
-                    raise VectorDimensionMismatch(
-                        f"the index holds {block.matrix.shape[1]}-dimensional vectors but the embedder now "
-                        f"gives {q.shape[0]}: run `aide-tui index` to re-embed"
-                    )
-                s = block.matrix @ q
                 rows = block.piece_rows()
-                if block.rows is None:
-                    s = s[rows]
-                if live is not None:
-                    keep = live[rows]
-                    s, rows = s[keep], rows[keep]
-                sims.append(s.astype(np.float32, copy=False))
-                ids.append(rows + off)
-        if not sims:
-            return []
-        all_ids = np.concatenate(ids)
-        top, _ = top_positive(np.concatenate(sims), 4 * n)
-        return list(dict.fromkeys(int(self.owners[all_ids[i]]) for i in top))[:n]
+                if block.rows is None:  # a full matrix with a presence mask
+                    keep = np.zeros(len(block.matrix), bool)
+                    keep[rows] = True if live is None else live[rows]
+                    out.append((block, keep, np.flatnonzero(keep) + off))
+                else:
+                    keep = np.ones(len(rows), bool) if live is None else live[rows]
+                    out.append((block, keep, rows[keep] + off))
+        self.__dict__["_blocks_cache"] = out
+        return out
 
 
 def _start(chunks: Sequence[Chunk], i: int) -> int:
