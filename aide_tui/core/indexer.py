@@ -18,6 +18,8 @@ A run that finds nothing to do reads only the manifest and stats the tree.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import threading
 import time
 from collections import Counter
@@ -199,13 +201,17 @@ class Indexer:
         priority: Iterable[str] = (),
         embed: bool = True,
         should_yield: Callable[[], bool] | None = None,
+        paths: Iterable[str] | None = None,
     ) -> IndexReport:
         """Update the index on disk; returns what happened. Raises LockTimeout if another writer holds it.
 
         ``embed=False`` stops after the lexical commit (vectors already cached are still reused);
-        ``should_yield`` is asked between embedding batches whether newer work is waiting.
+        ``should_yield`` is asked between embedding batches whether newer work is waiting; ``paths``
+        (workspace-relative, from a file watcher) limits the run to those files: no walk of the tree,
+        unless a folder, a link or an ignore file changed.
         """
         run = _Run(self, on_progress or (lambda e: None), cancel, set(priority), should_yield)
+        run.paths = None if paths is None else set(paths)
         started = time.monotonic()
         state = state_dir(self.root)
         idx_dir = state / "index"
@@ -251,6 +257,8 @@ class _Run:
         self.cancel = cancel
         self.priority = priority
         self.should_yield = should_yield or (lambda: False)
+        self.paths: set[str] | None = None
+        self.targeted = False
         self.report = IndexReport()
 
     def check_cancel(self) -> None:
@@ -264,19 +272,46 @@ class _Run:
         emb = self.embedder_state(prev)
         if prev is not None and emb.embedder is not None and not self.same_vectors(prev, emb):
             prev = None  # a new embedder or dimension: rebuild (vectors come back from the cache)
-        self.emit(Progress("scanning", message="walking the workspace"))
-        scan = Scanner(self.root, self.settings.index.max_file_kb * 1024, self.settings.index.exclude,
-                       self.settings.index.include_sensitive).scan()  # fmt: skip
-        self.report.skipped = {**scan.skipped, **scan.errors}
-        self.report.warnings.extend(getattr(scan, "warnings", []))
+        scanner = Scanner(self.root, self.settings.index.max_file_kb * 1024, self.settings.index.exclude,
+                          self.settings.index.include_sensitive)  # fmt: skip
+        entries = self.targeted_entries(scanner, prev)
+        if entries is None:
+            self.emit(Progress("scanning", message="walking the workspace"))
+            scan = scanner.scan()
+            self.report.skipped = {**scan.skipped, **scan.errors}
+            self.report.warnings.extend(getattr(scan, "warnings", []))
+            entries = scan.files
         try:
-            manifest = self.update(state, idx_dir, prev, emb, scan.files, embed)
+            manifest = self.update(state, idx_dir, prev, emb, entries, embed)
         except IndexCorrupt as exc:  # a damaged segment under an intact manifest: start afresh
             if prev is None:
                 raise
             self.report.messages.append(str(exc))
+            self.targeted = False
+            scan = scanner.scan()
             manifest = self.update(state, idx_dir, None, emb, scan.files, embed)
         self.finish(manifest, emb)
+
+    def targeted_entries(self, scanner: Scanner, prev: Manifest | None) -> list[FileEntry] | None:
+        """The manifest's files with only ``self.paths`` re-examined (None: walk the whole tree).
+
+        Unchanged files keep their manifest stat data, so the diff phase passes them over.
+        """
+        if self.paths is None or prev is None or not self.paths:
+            return None
+        found = targeted_scan(scanner, self.paths)
+        if found is None:
+            return None
+        fresh, skipped, gone = found
+        self.targeted = True
+        self.report.skipped = skipped
+        gone_dirs = tuple(g + "/" for g in gone)
+        entries = [
+            FileEntry(rel=p, abs=os.path.join(scanner.root, p), size=r.size, mtime_ns=r.mtime_ns)
+            for p, r in prev.files.items()
+            if p not in self.paths and not (gone_dirs and p.startswith(gone_dirs))
+        ]
+        return entries + fresh
 
     def update(
         self, state: Path, idx_dir: Path, prev: Manifest | None, emb: EmbedderState,
@@ -445,7 +480,9 @@ class _Run:
             "settings": index_settings_key(self.settings),
             "embedder": emb_id,
             "dim": dim,
-            "skipped": len(self.report.skipped),
+            "skipped": int(prev.meta.get("skipped", 0))
+            if self.targeted and prev
+            else len(self.report.skipped),
             "degraded_reason": emb.error if emb.embedder is None else self.report.degraded_reason,
         }
         return Manifest(f"v{time.time_ns():x}", "", segments, files, counts_of(files, emb_id != "none"), meta)
@@ -666,3 +703,45 @@ def check_vectors(vecs: np.ndarray, n: int, dim: int) -> None:
     bad = int((~usable_rows(vecs)).sum())
     if bad:
         raise EmbedderError(f"embedder returned {bad} unusable vectors (NaN, infinite or all zero)")
+
+
+def targeted_scan(
+    scanner: Scanner, paths: Iterable[str]
+) -> tuple[list[FileEntry], dict[str, str], set[str]] | None:
+    """Entries for just ``paths`` (files that now exist and pass the scanner's rules), why others are
+    left out, and which paths are gone (a gone folder takes its files with it); None when only a walk
+    can tell (a folder or a link appeared, an ignore file changed)."""
+    root = scanner.root
+    entries: list[FileEntry] = []
+    skipped: dict[str, str] = {}
+    gone: set[str] = set()
+    for rel in sorted(paths):
+        name = rel.rsplit("/", 1)[-1]
+        if name in (".gitignore", ".aideignore") or rel.startswith("/") or ".." in rel.split("/"):
+            return None
+        abs_path = os.path.join(root, rel)
+        try:
+            st = os.lstat(abs_path)
+        except FileNotFoundError:
+            gone.add(rel)  # deleted or renamed away: the diff drops it
+            continue
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        parent = os.path.dirname(abs_path)
+        if os.path.realpath(parent) != parent or scanner.is_ignored(rel) or _in_virtualenv(root, rel):
+            if os.path.realpath(parent) != parent:
+                return None  # reached through a linked folder: let the walk apply the symlink rules
+            continue
+        reason = scanner.file_skip_reason(rel, st.st_size)
+        if reason:
+            skipped[rel] = reason
+            continue
+        entries.append(FileEntry(rel=rel, abs=abs_path, size=st.st_size, mtime_ns=st.st_mtime_ns))
+    return entries, skipped, gone
+
+
+def _in_virtualenv(root: str, rel: str) -> bool:
+    parts = rel.split("/")[:-1]
+    return any(os.path.exists(os.path.join(root, *parts[: i + 1], "pyvenv.cfg")) for i in range(len(parts)))

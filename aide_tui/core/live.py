@@ -179,9 +179,11 @@ class LiveWorkspace:
 
     # -- indexing ----------------------------------------------------------------------------------
 
-    def reindex(self, rebuild: bool = False, paths: Iterable[str] = ()) -> None:
-        """Ask for a reindex (coalesced with a run in progress)."""
-        self.service.request(rebuild=rebuild, priority=[*paths, *self.priority()])
+    def reindex(self, rebuild: bool = False, paths: Iterable[str] | None = None) -> None:
+        """Ask for a reindex (coalesced with a run in progress). ``paths``: files known to have changed
+        (they are looked at alone, and their vectors come first); None walks the whole tree."""
+        changed = None if paths is None else list(paths)
+        self.service.request(rebuild=rebuild, priority=[*(changed or ()), *self.priority()], paths=changed)
 
     def cancel(self) -> None:
         """Stop the current indexing run."""

@@ -45,6 +45,7 @@ class IndexService:
         self._pending = False
         self._pending_rebuild = False
         self._pending_priority: set[str] = set()
+        self._pending_paths: set[str] | None = set()  # None: walk the whole tree
         self._thread: threading.Thread | None = None
         self._proc: subprocess.Popen[str] | None = None
         self._run_over = threading.Event()
@@ -57,11 +58,14 @@ class IndexService:
         with self._lock:
             return self._thread is not None
 
-    def request(self, rebuild: bool = False, priority: Iterable[str] = ()) -> None:
+    def request(
+        self, rebuild: bool = False, priority: Iterable[str] = (), paths: Iterable[str] | None = None
+    ) -> None:
         """Ask for a reindex; coalesces with a run in progress into at most one more.
 
         ``priority``: workspace-relative files whose missing vectors are computed first (what the
-        user is looking at, what just changed), accumulated across coalesced requests.
+        user is looking at, what just changed), accumulated across coalesced requests. ``paths``:
+        the files a watcher saw change (the run then looks at just those); None walks the tree.
         """
         with self._lock:
             if self._closed:
@@ -69,6 +73,10 @@ class IndexService:
             self._pending = True
             self._pending_rebuild |= rebuild
             self._pending_priority.update(priority)
+            if paths is None or self._pending_paths is None:
+                self._pending_paths = None
+            else:
+                self._pending_paths.update(paths)
             busy = self._thread is not None
             if not busy:
                 self._thread = threading.Thread(target=self._loop, name="aide-index", daemon=True)
@@ -120,17 +128,19 @@ class IndexService:
                 self._pending = False
                 rebuild, self._pending_rebuild = self._pending_rebuild, False
                 priority, self._pending_priority = sorted(self._pending_priority), set()
-            if self._run_once(rebuild, priority):
+                paths, self._pending_paths = self._pending_paths, set()
+            if self._run_once(rebuild, priority, None if paths is None or rebuild else sorted(paths)):
                 self.runs += 1
 
-    def _run_once(self, rebuild: bool, priority: list[str]) -> bool:
+    def _run_once(self, rebuild: bool, priority: list[str], paths: list[str] | None = None) -> bool:
         """One run in the indexing process; True when it finished (Done)."""
         proc = self._ensure_process()
         if proc is None:
             return False
         self._run_over.clear()
         self._outcome: Event | None = None
-        if not self._send({"op": "run", "rebuild": rebuild, "priority": priority[:2000]}):
+        request = {"op": "run", "rebuild": rebuild, "priority": priority[:2000], "paths": paths}
+        if not self._send(request):
             self._run_over.set()
         self._run_over.wait()
         return isinstance(self._outcome, Done)

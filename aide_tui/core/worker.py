@@ -3,8 +3,10 @@
     python -m aide_tui.core.worker ROOT SETTINGS_JSON
 
 One process serves every reindex of a session, so an edit costs neither a Python start-up nor
-reloading the vocabulary, the embedding cache or the encoder. It runs at low OS priority (nice 10,
-``SCHED_BATCH``; its embedding processes inherit it) so the interface always wins the CPU.
+reloading the vocabulary, the embedding cache or the encoder. It runs a little below normal priority
+(nice 2): an edit's lexical update is small and should land at once even on a busy machine. Bulk
+embedding runs in the encoder's worker processes at low priority (nice 10, ``SCHED_BATCH``), so the
+interface always wins the CPU.
 
 Requests arrive as JSON lines on stdin: ``{"op": "run", "rebuild": bool, "priority": [paths]}``,
 ``{"op": "yield"}`` (newer work waits: stop embedding at the next batch, after committing),
@@ -23,14 +25,17 @@ from pathlib import Path
 from typing import Any
 
 NICE = 10
+WORKER_NICE = 2
 
 
-def lower_priority() -> None:
+def lower_priority(nice: int = NICE, batch: bool = True) -> None:
     """Make this process (and the processes it starts) yield the CPU to interactive work."""
     try:
-        os.nice(NICE)
+        os.nice(max(0, nice - os.nice(0)))
     except OSError:
         pass
+    if not batch:
+        return
     try:
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))  # type: ignore[attr-defined]
     except (AttributeError, OSError):
@@ -48,7 +53,7 @@ def main(argv: list[str]) -> int:
 
     root = Path(argv[0])
     settings = apply_mapping(Settings(), json.loads(argv[1]), "settings")
-    lower_priority()
+    lower_priority(WORKER_NICE, batch=False)
     out_lock = threading.Lock()
 
     def emit(event: Event) -> None:
@@ -81,6 +86,7 @@ def main(argv: list[str]) -> int:
                     rebuild=bool(req.get("rebuild")),
                     priority=[str(p) for p in req.get("priority") or []][:2000],
                     should_yield=yield_now.is_set,
+                    paths=None if req.get("paths") is None else [str(p) for p in req["paths"]],
                 )
             except IndexError_ as exc:
                 emit(Failed(str(exc)))

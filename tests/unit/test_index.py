@@ -345,3 +345,39 @@ def test_reader_retries_when_its_generation_is_retired(
     monkeypatch.setattr(store, "read_manifest", lambda d: first.pop() if first else real(d))
     data = store.read_index(idx)
     assert any("generation_1" in c.text for c in data.chunks)
+
+
+def test_targeted_run_looks_only_at_the_named_paths(workspace: Path) -> None:
+    """A watcher-driven run re-examines just the changed paths; deletions (files or folders) leave no
+    ghosts; a new folder or an ignore-file change falls back to walking the tree."""
+    index(workspace)
+    (workspace / "src/httpclient/headers.py").write_text("def parse_trailer(line):\n    return line\n")
+    (workspace / "src/httpclient/retry.py").write_text("def unnoticed_change():\n    pass\n")
+    rep = index(workspace, paths=["src/httpclient/headers.py"])
+    assert rep.changed == 1
+    texts = paths_and_texts(workspace)
+    assert "parse_trailer" in texts["src/httpclient/headers.py"]
+    assert "unnoticed_change" not in texts["src/httpclient/retry.py"]  # not named: not looked at
+    (workspace / "src/httpclient/client.py").unlink()
+    rep = index(workspace, paths=["src/httpclient/client.py"])
+    assert rep.removed == 1 and "src/httpclient/client.py" not in paths_and_texts(workspace)
+    import shutil
+
+    shutil.rmtree(workspace / "web")
+    rep = index(workspace, paths=["web"])
+    assert "web/app.ts" not in paths_and_texts(workspace)
+    (workspace / "newdir").mkdir()
+    (workspace / "newdir" / "fresh.py").write_text("def brand_new():\n    pass\n")
+    rep = index(workspace, paths=["newdir"])  # a folder appeared: walk (which also finds retry.py)
+    texts = paths_and_texts(workspace)
+    assert "brand_new" in texts["newdir/fresh.py"] and "unnoticed_change" in texts["src/httpclient/retry.py"]
+    (workspace / ".gitignore").write_text("newdir/\n")
+    index(workspace, paths=[".gitignore"])
+    assert "newdir/fresh.py" not in paths_and_texts(workspace)
+    (workspace / "ignored.log").write_text("x")
+    (workspace / ".gitignore").write_text("newdir/\n*.log\n")
+    index(workspace)
+    rep = index(workspace, paths=["ignored.log", "newdir/fresh.py"])
+    assert rep.changed == 0 and set(paths_and_texts(workspace)) == {
+        "src/httpclient/headers.py", "src/httpclient/retry.py", "docs/usage.md", ".gitignore",
+    }  # fmt: skip
