@@ -93,6 +93,20 @@ _CONT_WORDS = frozenset(
 _WORD = re.compile(r"[A-Za-z_]+")
 
 
+def _segments(lo: int, hi: int, units: list[Unit]) -> list[tuple[int, int, Unit | None]]:
+    """The region ``lo..hi`` cut into its units and the code between them (``None``)."""
+    segs: list[tuple[int, int, Unit | None]] = []
+    cur = lo
+    for u in units:
+        if u.start > cur:
+            segs.append((cur, u.start - 1, None))
+        segs.append((u.start, u.end, u))
+        cur = u.end + 1
+    if cur <= hi:
+        segs.append((cur, hi, None))
+    return segs
+
+
 class _Chunker:
     def __init__(self, src: Src, budget: int, is_lead: Callable[[int], bool]) -> None:
         self.src = src
@@ -164,21 +178,10 @@ class _Chunker:
     def pack(self, lo: int, hi: int, units: list[Unit], chain: tuple[Unit, ...]) -> list[_Piece]:
         """Pack the region ``lo..hi`` holding ``units`` (plus the code between them) into pieces."""
         src = self.src
-        segs: list[tuple[int, int, Unit | None]] = []
-        cur = lo
-        for u in units:
-            if u.start > cur:
-                segs.append((cur, u.start - 1, None))
-            segs.append((u.start, u.end, u))
-            cur = u.end + 1
-        if cur <= hi:
-            segs.append((cur, hi, None))
         pieces: list[_Piece] = []
         acc: _Piece | None = None
-        tail: _Piece | None = (
-            None  # last piece of a split unit: trailing code (e.g. a closing brace) joins it
-        )
-        for a, b, u in segs:
+        tail: _Piece | None = None  # last piece of a split unit: trailing code (a closing brace) joins it
+        for a, b, u in _segments(lo, hi, units):
             if u is None:
                 a, b = src.trim(a, b)
                 if a > b:
@@ -188,16 +191,9 @@ class _Chunker:
                     continue
             tail = None
             if src.size(a, b) > self.budget and b > a:
-                if u is not None:
-                    split = self.split_unit(u, chain)
-                else:
-                    split = [_Piece(x, y, chain, None) for x, y in self.split(a, b)]
+                split = self.split_unit(u, chain) if u is not None else self._windows(a, b, chain)
                 if acc is not None:
-                    # Pure module/class-level code just before (imports, a class line) joins the first piece.
-                    if split and acc.first is None and src.size(acc.lo, split[0].hi) <= self.budget:
-                        split[0].lo = acc.lo
-                    else:
-                        pieces.append(acc)
+                    self._close_before(acc, split, pieces)
                     acc = None
                 pieces.extend(split)
                 tail = split[-1] if split else None
@@ -213,6 +209,17 @@ class _Chunker:
         if acc is not None:
             pieces.append(acc)
         return pieces
+
+    def _windows(self, a: int, b: int, chain: tuple[Unit, ...]) -> list[_Piece]:
+        return [_Piece(x, y, chain, None) for x, y in self.split(a, b)]
+
+    def _close_before(self, acc: _Piece, split: list[_Piece], pieces: list[_Piece]) -> None:
+        """Before a split unit: module/class-level code just before it (imports, a class line) joins its
+        first piece when it fits, else the pending piece is closed as it is."""
+        if split and acc.first is None and self.src.size(acc.lo, split[0].hi) <= self.budget:
+            split[0].lo = acc.lo
+        else:
+            pieces.append(acc)
 
     def split_unit(self, u: Unit, chain: tuple[Unit, ...]) -> list[_Piece]:
         """Split an oversized unit on its members, else on blank lines / statement boundaries."""

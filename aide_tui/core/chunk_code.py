@@ -428,11 +428,34 @@ def anchor_units(src: Src, language: str) -> tuple[list[Unit], list[tuple[int, s
     """Units of a non-Python file (or Python that does not parse) found with anchors + bracket structure."""
     lang = LANGS[FAMILY.get(language, language)]
     sc = Scan(src.text, src.n, TOKENS[lang.tokens])
-    lines, blank, lit_at = src.lines, src.blank, sc.lit_at
+    cands, extras = _anchor_candidates(src, sc, lang, language)
+    closer_rx = lang.closer or (r"[}\])]" if lang.mode == "brace" else "")
+    closer = re.compile(closer_rx) if closer_rx else None
+    items: list[tuple[Unit, bool]] = []
+    for idx, (i, p, m) in enumerate(cands):
+        nxt = cands[idx + 1][0] if idx + 1 < len(cands) else src.n
+        if lang.mode == "indent":
+            end = _indent_end(src, sc, i, closer, lang.comments)
+        else:
+            end = _brace_end(src, sc, i, nxt, p.group)
+            if end < 0:
+                end = _indent_end(src, sc, i, closer, lang.comments)
+        u = _anchored_unit(src, lang, i, end, p, m)
+        items.append((u, p.member))
+        if p.group:
+            extras.extend(_group_members(src, sc, u))
+    roots = build_tree(items, sc.depth_at if lang.mode == "brace" else None)
+    return roots, extras, _lead_checker(src, lang, sc.lit_at)
+
+
+def _anchor_candidates(
+    src: Src, sc: Scan, lang: Lang, language: str
+) -> tuple[list[tuple[int, Pat, re.Match[str]]], list[tuple[int, str]]]:
+    """Lines where a unit starts (first matching pattern wins) and ``#define`` names (C, C++)."""
     cands: list[tuple[int, Pat, re.Match[str]]] = []
     extras: list[tuple[int, str]] = []
-    for i, ln in enumerate(lines):
-        if blank[i] or lit_at[i] or len(ln) > _MAX_ANCHOR_LINE:
+    for i, ln in enumerate(src.lines):
+        if src.blank[i] or sc.lit_at[i] or len(ln) > _MAX_ANCHOR_LINE:
             continue
         if language in ("c", "cpp") and "#" in ln:
             dm = _DEFINE_RX.match(ln)
@@ -450,52 +473,48 @@ def anchor_units(src: Src, language: str) -> tuple[list[Unit], list[tuple[int, s
                 continue
             cands.append((i, p, m))
             break
-    closer_rx = lang.closer or (r"[}\])]" if lang.mode == "brace" else "")
-    closer = re.compile(closer_rx) if closer_rx else None
-    items: list[tuple[Unit, bool]] = []
-    for idx, (i, p, m) in enumerate(cands):
-        nxt = cands[idx + 1][0] if idx + 1 < len(cands) else src.n
-        if lang.mode == "indent":
-            end = _indent_end(src, sc, i, closer, lang.comments)
-        else:
-            end = _brace_end(src, sc, i, nxt, p.group)
-            if end < 0:
-                end = _indent_end(src, sc, i, closer, lang.comments)
-        gd = m.groupdict()
-        kind = " ".join((gd.get("kind") or p.kind).split())
-        name = (gd.get("name") or gd.get("name2") or "").strip()
-        typ = gd.get("type")
-        if typ is not None and typ in _MODSET:
-            kind = "constructor"
-        if kind == "typedef":
-            tm = _TYPEDEF_NAME.search(lines[end])
-            name = tm.group(1) if tm else ""
-        label = f"{kind} {name}".strip()
-        if gd.get("recv"):
-            recv = gd["recv"].split()[-1] if gd["recv"].split() else ""
-            label = f"func ({recv}) {name}"
-        define_name = name.rsplit("::", 1)[-1]
-        if define_name.startswith("self."):
-            define_name = define_name[5:]
-        u = Unit(
-            head=i,
-            end=max(end, i),
-            kind=kind,
-            name=define_name,
-            label=label,
-            container=kind in lang.containers,
-            define=p.define and bool(define_name),
-        )
-        items.append((u, p.member))
-        if p.group:
-            d1 = sc.depth_at[i] + 1
-            for j in range(i + 1, u.end):
-                if sc.depth_at[j] == d1 and not lit_at[j] and not blank[j]:
-                    gm = _GROUP_MEMBER.match(lines[j])
-                    if gm and not lines[j].lstrip().startswith("//"):
-                        extras.append((j, gm.group(1)))
-    roots = build_tree(items, sc.depth_at if lang.mode == "brace" else None)
-    return roots, extras, _lead_checker(src, lang, sc.lit_at)
+    return cands, extras
+
+
+def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[str]) -> Unit:
+    """The unit an anchor match starts on line ``i`` (ending on ``end``), with its kind, name and label."""
+    gd = m.groupdict()
+    kind = " ".join((gd.get("kind") or p.kind).split())
+    name = (gd.get("name") or gd.get("name2") or "").strip()
+    typ = gd.get("type")
+    if typ is not None and typ in _MODSET:
+        kind = "constructor"
+    if kind == "typedef":
+        tm = _TYPEDEF_NAME.search(src.lines[end])
+        name = tm.group(1) if tm else ""
+    label = f"{kind} {name}".strip()
+    if gd.get("recv"):
+        recv = gd["recv"].split()[-1] if gd["recv"].split() else ""
+        label = f"func ({recv}) {name}"
+    define_name = name.rsplit("::", 1)[-1]
+    if define_name.startswith("self."):
+        define_name = define_name[5:]
+    return Unit(
+        head=i,
+        end=max(end, i),
+        kind=kind,
+        name=define_name,
+        label=label,
+        container=kind in lang.containers,
+        define=p.define and bool(define_name),
+    )
+
+
+def _group_members(src: Src, sc: Scan, u: Unit) -> list[tuple[int, str]]:
+    """Names declared one level inside a group unit (enum members, const blocks)."""
+    out: list[tuple[int, str]] = []
+    d1 = sc.depth_at[u.head] + 1
+    for j in range(u.head + 1, u.end):
+        if sc.depth_at[j] == d1 and not sc.lit_at[j] and not src.blank[j]:
+            gm = _GROUP_MEMBER.match(src.lines[j])
+            if gm and not src.lines[j].lstrip().startswith("//"):
+                out.append((j, gm.group(1)))
+    return out
 
 
 def build_tree(items: list[tuple[Unit, bool]], depth_at: list[int] | None, root_depth: int = 0) -> list[Unit]:
