@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
@@ -28,12 +30,24 @@ def chunk_terms(chunk: Chunk, body: Counter[str] | None = None) -> Counter[str]:
     ``body`` is the already-counted ``tokenize(chunk.text)``, when the caller has it.
     """
     counts: Counter[str] = Counter(tokenize(chunk.text)) if body is None else Counter(body)
-    for term in tokenize(chunk.path.replace("/", " ")):
+    for term in _path_terms(chunk.path):
         counts[term] += PATH_WEIGHT
-    symbol_text = " ".join(filter(None, [chunk.symbol or "", " ".join(chunk.defines)]))
-    for term in set(tokenize(symbol_text)):
+    for term in _symbol_terms(chunk.symbol or "", chunk.defines):
         counts[term] += SYMBOL_WEIGHT
     return counts
+
+
+@lru_cache(maxsize=4096)
+def _path_terms(path: str) -> tuple[str, ...]:
+    """Terms of a path (every chunk and piece of a file shares them)."""
+    return tuple(tokenize(path.replace("/", " ")))
+
+
+@lru_cache(maxsize=65536)
+def _symbol_terms(symbol: str, defines: tuple[str, ...]) -> tuple[str, ...]:
+    """Distinct terms of a symbol chain and the names a chunk defines (pieces repeat their chunk's)."""
+    text = " ".join(filter(None, [symbol, " ".join(defines)]))
+    return tuple(dict.fromkeys(tokenize(text)))
 
 
 @dataclass
@@ -82,19 +96,19 @@ def concat(parts: Iterable[DocTerms]) -> DocTerms:
 
 
 def encode_docs(term_counts: Iterable[Counter[str]], vocab: dict[str, int]) -> DocTerms:
-    """Turn per-document term counts into rows, growing ``vocab`` with unseen terms."""
-    ptr = [0]
-    ids: list[int] = []
-    tfs: list[float] = []
-    for counts in term_counts:
-        for term, tf in counts.items():
-            tid = vocab.get(term)
-            if tid is None:
-                tid = vocab[term] = len(vocab)
-            ids.append(tid)
-            tfs.append(tf)
-        ptr.append(len(ids))
-    return DocTerms(np.asarray(ptr, np.int64), np.asarray(ids, np.int32), np.asarray(tfs, np.float32))
+    """Turn per-document term counts into rows, growing ``vocab`` with unseen terms (new terms get ids
+    in order of first appearance)."""
+    docs = list(term_counts)
+    lengths = np.fromiter((len(c) for c in docs), np.int64, len(docs))
+    ptr = np.zeros(len(docs) + 1, np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    terms = list(chain.from_iterable(docs))  # each Counter's keys, in order
+    for term in dict.fromkeys(terms):
+        if term not in vocab:
+            vocab[term] = len(vocab)
+    ids = np.fromiter(map(vocab.__getitem__, terms), np.int32, len(terms))
+    tfs = np.fromiter(chain.from_iterable(c.values() for c in docs), np.float32, len(terms))
+    return DocTerms(ptr, ids, tfs)
 
 
 @dataclass
