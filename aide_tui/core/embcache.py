@@ -51,6 +51,8 @@ class _Block:
 class EmbeddingCache:
     """Vectors keyed by piece-text hash for one embedder id and dimension."""
 
+    PRUNE_FLOOR = 1000  # never prune a cache below twice this many keys
+
     def __init__(self, state: Path, embedder_id: str, dim: int) -> None:
         slug = hashlib.sha1(f"{embedder_id}\0{EMBED_TEXT_VERSION}\0{dim}".encode()).hexdigest()[:16]
         self.dir = cache_dir_for(state) / slug  # created (0700) when the first block is written
@@ -128,8 +130,9 @@ class EmbeddingCache:
                 self._new_keys.append(key)
                 self._new_vecs.append(np.asarray(vec, np.float32))
 
-    def save(self, live_keys: set[str]) -> None:
-        """Append the new vectors as a block; compact when blocks pile up or most keys are dead."""
+    def save(self, live_keys: set[str] | None = None) -> None:
+        """Append the new vectors as a block; compact when blocks pile up, and drop keys the index no
+        longer uses once they are most of the cache (only when ``live_keys`` is given)."""
         rows = self._load()
         if self._new_keys:
             block = self._write_block(np.stack(self._new_vecs), list(self._new_keys))
@@ -140,8 +143,9 @@ class EmbeddingCache:
             self._pending.clear()
         elif not self._blocks:
             return
-        if len(self._blocks) > MAX_BLOCKS or len(rows) > 2 * max(len(live_keys), 1000):
-            self._compact(live_keys if len(rows) > 2 * max(len(live_keys), 1000) else set(rows))
+        prune = live_keys is not None and len(rows) > 2 * max(len(live_keys), self.PRUNE_FLOOR)
+        if prune or len(self._blocks) > MAX_BLOCKS:
+            self._compact(live_keys if prune and live_keys is not None else set(rows))
         self._write_index()
 
     def _compact(self, keep: set[str]) -> None:

@@ -268,6 +268,7 @@ class _Run:
     # -- orchestration -----------------------------------------------------------------------------
 
     def execute(self, state: Path, idx_dir: Path, rebuild: bool, embed: bool) -> None:
+        self.state = state
         prev = None if rebuild else self.previous(idx_dir)
         emb = self.embedder_state(prev)
         if prev is not None and emb.embedder is not None and not self.same_vectors(prev, emb):
@@ -532,14 +533,14 @@ class _Run:
                 self.emit(Progress("embedding", vectors_done=done, vectors_total=total))
                 if time.monotonic() - last > COMMIT_EVERY_S:
                     manifest = self.commit_vectors(idx_dir, manifest, todo, pending, emb)
-                    cache.save(set())
+                    cache.save()
                     pending, last = {}, time.monotonic()
         except EmbedderError as exc:
             self.report.degraded, self.report.degraded_reason = True, str(exc)
         finally:
             if pending or self.report.degraded:
                 manifest = self.commit_vectors(idx_dir, manifest, todo, pending, emb)
-            cache.save({k for m in todo.values() for k in m.keys})
+            cache.save()  # pruning needs every live key: merges do it
         return manifest
 
     def missing_pieces(self, idx_dir: Path, manifest: Manifest, cache: EmbeddingCache) -> dict[int, Missing]:
@@ -605,6 +606,9 @@ class _Run:
         self.emit(Progress("merging", message=f"{len(manifest.segments)} segments"))
         vocab = self.ix.vocab_for(idx_dir, manifest)
         data = consolidate(idx_dir, manifest, vocab, pieces=True)
+        emb_id, dim = str(manifest.meta.get("embedder") or "none"), int(manifest.meta.get("dim") or 0)
+        if emb_id != "none" and dim:  # every live piece is at hand: drop cached vectors nothing uses
+            self.ix.cache_for(self.state, emb_id, dim).save({p.embed_key for p in data.pieces})
         used = np.unique(np.concatenate([data.docs.term_ids, data.pdocs.term_ids]))
         remap = np.full(max(len(vocab), 1), -1, np.int64)
         remap[used] = np.arange(len(used))

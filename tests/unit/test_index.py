@@ -381,3 +381,27 @@ def test_targeted_run_looks_only_at_the_named_paths(workspace: Path) -> None:
     assert rep.changed == 0 and set(paths_and_texts(workspace)) == {
         "src/httpclient/headers.py", "src/httpclient/retry.py", "docs/usage.md", ".gitignore",
     }  # fmt: skip
+
+
+def test_incremental_runs_never_drop_cached_vectors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finished embedding work is kept: after small edits, a rebuild re-embeds nothing it had before."""
+    from test_faults import generate_repo
+
+    from aide_tui.core.embcache import EmbeddingCache
+
+    monkeypatch.setattr(EmbeddingCache, "PRUNE_FLOOR", 5)
+    root = tmp_path / "repo"
+    generate_repo(root, 30, seed=5)
+    with LoopbackServer(dim=8) as srv:
+        first = index(root, OpenAIEmbedder(srv.url))
+        for i in range(3):
+            p = root / "pkg0" / "mod_0.py"
+            p.write_text(p.read_text() + f"\n\ndef edit_{i}():\n    return {i}\n")
+            index(root, OpenAIEmbedder(srv.url))
+        before = len(srv.requests)
+        rep = index(root, OpenAIEmbedder(srv.url), rebuild=True)
+        assert rep.vectors_missing == 0 and rep.newly_embedded == 0, (
+            rep.newly_embedded,
+            first.newly_embedded,
+        )
+        assert len(srv.requests) - before <= 1  # the dimension probe only
