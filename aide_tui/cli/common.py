@@ -61,8 +61,8 @@ def run_index(
     embed: bool = True,
 ) -> Any:
     """Run the indexer; progress goes to stderr on a terminal, or as JSON event lines with ``as_json``."""
+    from aide_tui.core.backend import backend_for
     from aide_tui.core.events import Event, Progress, event_to_json
-    from aide_tui.core.indexer import Indexer
 
     show = sys.stderr.isatty() and not as_json
 
@@ -81,8 +81,10 @@ def run_index(
         print(f"\r\x1b[K{line}", end="", file=sys.stderr, flush=True)
 
     try:
-        report = Indexer(root, settings, embedder, emb_err).run(
-            on_progress=progress, rebuild=rebuild, priority=priority, embed=embed
+        report = (
+            backend_for(root, settings)
+            .make_indexer(embedder, emb_err)
+            .run(on_progress=progress, rebuild=rebuild, priority=priority, embed=embed)
         )
     finally:
         if hasattr(embedder, "close"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 import threading
 import time
@@ -13,13 +12,12 @@ from typing import TypeVar
 
 import numpy as np
 
+from aide_tui.core.backend import backend_for
 from aide_tui.core.bm25 import top_positive
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.fuse import rrf
 from aide_tui.core.model import Chunk
-from aide_tui.core.paths import MANIFEST, index_dir_for
-from aide_tui.core.store import load_view
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
 from aide_tui.core.view import IndexView, VectorDimensionMismatch
 
@@ -155,8 +153,9 @@ class Searcher:
         self.settings = settings
         self.embedder = embedder
         self.embedder_error = embedder_error
+        self.backend = backend_for(self.root, settings)
         self._lock = threading.Lock()
-        self._manifest_stat: tuple[int, int] | None = None
+        self._manifest_stat: object | None = None
         self._view: IndexView | None = None  # replaced whole, so a query never mixes two versions
 
     @property
@@ -167,20 +166,15 @@ class Searcher:
     # -- loading -----------------------------------------------------------------------------------
 
     def refresh(self) -> bool:
-        """Load the index if it changed on disk; returns True when (re)loaded. Raises IndexError_.
+        """Load the index if it changed; returns True when (re)loaded. Raises IndexError_.
 
         Segments already loaded are reused, so picking up a small delta costs what the delta holds.
         """
-        idx = index_dir_for(self.root, create=False)
-        try:
-            st = os.stat(idx / MANIFEST)
-            key = (st.st_mtime_ns, st.st_ino)
-        except OSError:
-            key = None
+        key = self.backend.version_key()
         with self._lock:
             if key is not None and key == self._manifest_stat and self._view is not None:
                 return False
-            view = load_view(idx, self._view)
+            view = self.backend.load_view(self._view)
             view.warm()
             self._view = view
             self._manifest_stat = key

@@ -44,11 +44,11 @@ def lower_priority(nice: int = NICE, batch: bool = True) -> None:
 
 def main(argv: list[str]) -> int:
     """Serve indexing requests for one workspace until stdin closes or ``exit`` arrives."""
+    from aide_tui.core.backend import backend_for
     from aide_tui.core.config import Settings, apply_mapping
     from aide_tui.core.embed.base import EmbedderError
     from aide_tui.core.embed.factory import make_embedder
     from aide_tui.core.events import Cancelled, Event, Failed, event_to_json
-    from aide_tui.core.indexer import Indexer
     from aide_tui.core.store import IndexError_
 
     root = Path(argv[0])
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
         emb_error = None
     except EmbedderError as exc:
         embedder, emb_error = None, str(exc)
-    indexer = Indexer(root, settings, embedder, emb_error)
+    indexer = backend_for(root, settings).make_indexer(embedder, emb_error)
     requests: queue.Queue[dict[str, Any] | None] = queue.Queue()
     cancel = threading.Event()
     yield_now = threading.Event()
