@@ -10,13 +10,13 @@ from aide_tui.cli.common import setup
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Print the index state (``--json``: the contract's object plus extra keys)."""
-    from aide_tui.core.status import read_status
+    from aide_tui.core.backend import backend_for
 
     ready = setup(args.root, args)
     if ready is None:
         return 2
     root, settings = ready
-    st = read_status(root, settings.embedding.backend)
+    st = backend_for(root, settings).status()
     if args.json:
         print(json.dumps(st.to_json()))
         return 0

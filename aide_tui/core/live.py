@@ -19,7 +19,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.events import Committed, Done, Event
 from aide_tui.core.search import Searcher, SearchResponse
 from aide_tui.core.service import IndexService
-from aide_tui.core.status import IndexStatus, read_status
+from aide_tui.core.status import IndexStatus
 from aide_tui.core.store import IndexError_, IndexMissing
 
 
@@ -174,7 +174,7 @@ class LiveWorkspace:
         return self.searcher.search(query, limit=limit, mode=mode)
 
     def _read_status(self) -> IndexStatus:
-        self.status = read_status(self.root, self.settings.embedding.backend)
+        self.status = self.searcher.backend.status()
         return self.status
 
     # -- indexing ----------------------------------------------------------------------------------
