@@ -18,6 +18,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -67,24 +68,26 @@ class EmbeddingCache:
 
     # -- loading -----------------------------------------------------------------------------------
 
-    def _index(self) -> dict[str, object]:
+    def _index_blocks(self) -> list[Any]:
+        """The block entries ``index.json`` lists for this embedder (empty when absent or not ours)."""
         try:
-            raw = read_bounded(self.dir / "index.json", MAX_INDEX_BYTES)
-            index = json.loads(raw)
+            index = json.loads(read_bounded(self.dir / "index.json", MAX_INDEX_BYTES))
         except (OSError, ValueError):
-            return {}
-        ok = (
+            return []
+        if not (
             isinstance(index, dict)
             and index.get("embedder") == self.embedder_id
             and index.get("dim") == self.dim
-        )
-        return index if ok and isinstance(index.get("blocks"), list) else {}
+        ):
+            return []
+        blocks = index.get("blocks")
+        return blocks if isinstance(blocks, list) else []
 
     def _load(self) -> dict[str, tuple[int, int]]:
         if self._rows is not None:
             return self._rows
         rows: dict[str, tuple[int, int]] = {}
-        for entry in self._index().get("blocks", []):  # type: ignore[union-attr]
+        for entry in self._index_blocks():
             block = self._read_block(entry)
             if block is None:
                 continue
@@ -95,23 +98,25 @@ class EmbeddingCache:
         self._rows = rows
         return rows
 
-    def _read_block(self, entry: object) -> _Block | None:
+    def _read_block(self, entry: Any) -> _Block | None:
+        """A block listed in the index, verified against its sizes and CRCs (None when unusable)."""
         try:
-            name, (vsize, vcrc), (ksize, kcrc) = entry  # type: ignore[misc]
+            name, vsum, ksum = entry
+            vsize, vcrc, ksize, kcrc = int(vsum[0]), int(vsum[1]), int(ksum[0]), int(ksum[1])
             if not (isinstance(name, str) and name.isalnum()):
                 raise ValueError("bad block name")
-            vraw = read_bounded(self.dir / f"{name}.npy", MAX_BLOCK_BYTES, expect_size=int(vsize))
-            kraw = read_bounded(self.dir / f"{name}.keys", MAX_BLOCK_BYTES, expect_size=int(ksize))
+            vraw = read_bounded(self.dir / f"{name}.npy", MAX_BLOCK_BYTES, expect_size=vsize)
+            kraw = read_bounded(self.dir / f"{name}.keys", MAX_BLOCK_BYTES, expect_size=ksize)
             if zlib.crc32(vraw) != vcrc or zlib.crc32(kraw) != kcrc:
                 raise ValueError("checksum mismatch")
             vectors = parse_npy(vraw)
             keys = kraw.decode("ascii").split("\n") if kraw else []
             if vectors.dtype != np.float32 or vectors.shape != (len(keys), self.dim):
                 raise ValueError("wrong shape")
-        except (OSError, UnsafeFile, ValueError, TypeError, UnicodeDecodeError) as exc:
+        except (OSError, UnsafeFile, ValueError, TypeError, IndexError, UnicodeDecodeError) as exc:
             self.dropped.append(f"embedding cache block ignored ({exc.__class__.__name__}: {exc})")
             return None
-        return _Block(name, vectors, keys, [[int(vsize), vcrc], [int(ksize), kcrc]])
+        return _Block(name, vectors, keys, [[vsize, vcrc], [ksize, kcrc]])
 
     # -- use ---------------------------------------------------------------------------------------
 
