@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from loopback_server import LoopbackServer
 
@@ -255,3 +256,26 @@ def test_an_edit_writes_a_small_segment_not_the_whole_index(workspace: Path) -> 
     assert not s.search("with_retries backoff_delays").results or all(
         "with_retries" not in h.text for h in s.search("with_retries").results
     )  # the old version of the file is gone: no ghosts
+
+
+def test_flipped_bit_in_the_embedding_cache_is_never_used(workspace: Path) -> None:
+    settings = load_settings(workspace, {"embedding": {"backend": "openai"}})
+    with LoopbackServer(dim=8) as srv:
+        Indexer(workspace, settings, OpenAIEmbedder(srv.url)).run()
+        blocks = list((workspace / ".aide" / "cache" / "embeddings").rglob("b*.npy"))
+        assert blocks
+        raw = bytearray(blocks[0].read_bytes())
+        raw[-3] ^= 0x40
+        blocks[0].write_bytes(bytes(raw))
+        before = sum(len(r.body["input"]) for r in srv.requests if isinstance(r.body, dict))
+        rep = Indexer(workspace, settings, OpenAIEmbedder(srv.url)).run(rebuild=True)
+        sent = sum(len(r.body["input"]) for r in srv.requests if isinstance(r.body, dict)) - before
+    assert rep.newly_embedded > 0 and sent > 1  # the damaged block was dropped and its vectors redone
+    assert any("checksum" in w for w in rep.warnings)
+    from loopback_server import fake_vector
+
+    data = read_index(index_dir_for(workspace))
+    want = np.array([fake_vector(p.embed_text, 8) for p in data.pieces], np.float32)
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    assert data.present.all()
+    np.testing.assert_allclose(data.vectors, want, atol=1e-6)  # no damaged vector reached the index
