@@ -3,7 +3,7 @@
 
     python tests/benchmarks/bench_scale.py [--runs 3] [--work /tmp/aide-scale]
 
-Builds the workspace from textual 8.2.8, rich 13.9.4 and Django 5.1.4 (``pip download --no-binary``,
+Builds the workspace from textual 8.2.8, rich 13.9.4, Django 5.1.4 and sympy 1.13.3 (``pip download --no-binary``,
 cached in /tmp/corpora), then reports for BM25-only and hybrid: cold index, no-op reindex and one-file
 edit (in-process seconds, medians), query took_ms p50/p95 over a fixed query list and the peak RSS of
 the process doing it. Hybrid uses a fast synthetic 384-d embedder (random projection of hashed terms)
@@ -39,7 +39,7 @@ from aide_tui.core.indexer import Indexer  # noqa: E402
 from aide_tui.core.search import Searcher  # noqa: E402
 from aide_tui.core.tokens import tokenize  # noqa: E402
 
-SDISTS = ["textual==8.2.8", "rich==13.9.4", "django==5.1.4"]
+SDISTS = ["textual==8.2.8", "rich==13.9.4", "django==5.1.4", "sympy==1.13.3"]
 QUERIES = [
     "parse_header", "where are redirects followed", "render a table", "QuerySet", "load config file",
     "raise an exception when the timeout expires", "url encoding of query parameters", "compose widgets",
