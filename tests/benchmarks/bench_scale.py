@@ -3,13 +3,14 @@
 
     python tests/benchmarks/bench_scale.py [--runs 3] [--work /tmp/aide-scale]
 
-Builds the workspace from textual 8.2.8, rich 13.9.4, Django 5.1.4 and sympy 1.13.3 (``pip download --no-binary``,
-cached in /tmp/corpora), then reports for BM25-only and hybrid: cold index, no-op reindex and one-file
-edit (in-process seconds, medians), query took_ms p50/p95 over a fixed query list and the peak RSS of
-the process doing it. Hybrid uses a fast synthetic 384-d embedder (random projection of hashed terms)
-so that embedding 200k+ pieces takes minutes, not hours: it measures the index and the vector search,
-not the encoder (bench_embed.py measures that). The exact-vs-prefilter recall@10 of dense search is
-reported on the same vectors. ripgrep per-query wall time is the baseline measured in the same run.
+Builds the workspace from textual 8.2.8, rich 13.9.4, Django 5.1.4 and sympy 1.13.3 (pip download
+--no-binary, cached in /tmp/corpora), then reports for BM25-only and hybrid: cold index, no-op reindex
+and one-file edit (in-process seconds, medians), query took_ms p50/p95 over a fixed query list and the
+peak RSS of the process doing it. Hybrid uses a fast synthetic 384-d embedder (random projection of
+hashed terms) so that embedding 200k+ pieces takes minutes, not hours: it measures the index and the
+vector search, not the encoder (bench_embed.py measures that). The exact-vs-prefilter recall@10 of
+dense search is reported on the same vectors. ripgrep per-query wall time is the baseline measured in
+the same run.
 """
 
 from __future__ import annotations
