@@ -39,7 +39,7 @@ from aide_tui.core.events import Committed, Done, Event, Progress
 from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
 from aide_tui.core.paths import state_dir
 from aide_tui.core.pieces import PIECE_BUDGET, dense_pieces
-from aide_tui.core.scan import FileEntry, Scanner, read_text
+from aide_tui.core.scan import FileEntry, Scanner, read_entry
 from aide_tui.core.store import (
     FileRecord,
     IndexCorrupt,
@@ -394,7 +394,7 @@ class _Run:
             if n % 100 == 0:
                 self.check_cancel()
                 self.emit(Progress("indexing", n, total, message=entry.rel))
-            text, raw, why = read_text(entry.abs, s.max_file_kb * 1024)
+            text, raw, why = read_entry(entry, s.max_file_kb * 1024)
             if text is None or raw is None:
                 self.report.skipped[entry.rel] = why or "unreadable"
                 continue
