@@ -16,7 +16,8 @@ import pytest
 
 from aide_tui.core import scan as scan_mod
 from aide_tui.core.config import load_settings
-from aide_tui.core.indexer import Indexer, index_dir_for
+from aide_tui.core.indexer import Indexer
+from aide_tui.core.paths import index_dir_for
 from aide_tui.core.scan import Scanner, read_entry
 from aide_tui.core.search import Searcher
 from aide_tui.core.watch import ChangeFilter
@@ -252,7 +253,7 @@ def test_invalid_ignore_lines_are_skipped_with_a_warning(tmp_path: Path) -> None
     # index and search both work, and the index run reports the warnings
     rep = Indexer(root, settings).run()
     assert rep.files == 4
-    assert sum("ignoring invalid pattern" in m for m in rep.messages) == 5
+    assert sum("ignoring invalid pattern" in m for m in rep.warnings) == 5
     s = Searcher(root, settings)
     s.refresh()
     assert s.search("keep_me").results[0].path == "keep.py"
