@@ -18,18 +18,11 @@ from loopback_server import LoopbackServer
 from aide_tui.core.config import load_settings
 from aide_tui.core.embed.base import EmbedderError, check_vectors, l2_normalise
 from aide_tui.core.embed.builtin import BuiltinEmbedder, packaged_model_dir
-from aide_tui.core.embed.http import OllamaEmbedder, OpenAIEmbedder, reset_breakers
+from aide_tui.core.embed.http import OllamaEmbedder, OpenAIEmbedder
 from aide_tui.core.indexer import Indexer
 from aide_tui.core.search import Searcher
 
 HANG = 60.0  # a call still running after this long is a hang (never a performance limit)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_breakers() -> Iterator[None]:
-    reset_breakers()
-    yield
-    reset_breakers()
 
 
 @pytest.fixture

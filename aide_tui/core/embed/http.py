@@ -28,6 +28,10 @@ class _Retryable(Exception):
     """A failed attempt worth retrying; carries the final user-facing message."""
 
 
+class _Unavailable(EmbedderError):
+    """The server did not answer usefully (timeout, unreachable, 5xx): what the breaker remembers."""
+
+
 class _Deadline(Exception):
     """The whole answer did not arrive in time (not retried: a retry would wait as long again)."""
 
@@ -75,6 +79,7 @@ class _Watchdog:
 
 
 # Circuit breaker shared by every embedder of the process: (endpoint, model) -> (until, message).
+# Only an endpoint that did not answer (timeout, refused, 5xx) is remembered: those failures cost time.
 _breakers: dict[tuple[str, str], tuple[float, str]] = {}
 _breakers_lock = threading.Lock()
 
@@ -222,7 +227,7 @@ class _HTTPEmbedder:
                     self._embed_batch(items[i : i + self._batch_size], attempts)
                     for i in range(0, len(items), self._batch_size)
                 ]
-            except EmbedderError as exc:
+            except _Unavailable as exc:  # a fast, definite answer (bad vectors, 4xx) is not remembered
                 if self._cooldown > 0:
                     with _breakers_lock:
                         _breakers[key] = (time.monotonic() + self._cooldown, str(exc))
@@ -278,11 +283,11 @@ class _HTTPEmbedder:
             try:
                 return self._attempt(body)
             except _Deadline as exc:
-                raise EmbedderError(str(exc)) from None
+                raise _Unavailable(str(exc)) from None
             except _Retryable as exc:
                 if attempt + 1 >= attempts:
                     suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
-                    raise EmbedderError(f"{exc}{suffix}") from None
+                    raise _Unavailable(f"{exc}{suffix}") from None
                 time.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
         raise AssertionError("unreachable")
 
