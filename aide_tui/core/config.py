@@ -96,6 +96,7 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("index", "max_file_kb"): (1, 1_048_576, True),
     ("index", "chunk_budget"): (100, 100_000, True),
     ("index", "lock_timeout"): (0.0, 86_400.0, True),
+    ("index", "max_segments"): (1, 1000, True),
     ("embedding", "max_doc_tokens"): (3, 512, True),
     ("embedding", "workers"): (0, 64, True),
     ("embedding", "timeout"): (0.0, 3600.0, False),

@@ -36,6 +36,7 @@ BAD = [
     ("index", "lock_timeout", -1.0),
     ("index", "lock_timeout", float("inf")),
     ("index", "chunk_budget", 0),
+    ("index", "max_segments", 0),
     ("index", "chunk_budget", 10**9),
 ]
 
