@@ -116,7 +116,9 @@ def _coerce(value: Any, default: Any, where: str) -> Any:
     """Convert ``value`` to the type of ``default`` (strings from the environment included)."""
     try:
         if value is None:
-            return None
+            if default is None:
+                return None
+            raise TypeError(value)  # null from JSON settings: only "prefixes" may be unset
         if isinstance(default, bool) or default is None:
             if isinstance(value, bool):
                 return value

@@ -201,3 +201,10 @@ def test_cli_config_file_errors_exit_2(tmp_path: Path) -> None:
         out = _cli("status", str(ws), cwd=ws)
         assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
         assert out.stderr.startswith("aide-tui: config error: ") and message in out.stderr
+
+
+def test_null_from_json_settings_is_rejected_except_for_prefixes() -> None:
+    """The TUI hands resolved settings to its indexer as JSON, where null exists (found by test_fuzz)."""
+    with pytest.raises(ConfigError, match=r"settings: embedding\.max_doc_tokens: invalid value None"):
+        apply_mapping(Settings(), {"embedding": {"max_doc_tokens": None}}, "settings")
+    assert apply_mapping(Settings(), {"embedding": {"prefixes": None}}, "settings").embedding.prefixes is None
