@@ -173,8 +173,9 @@ def _check_range(section: str, key: str, value: Any, where: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{where}: {_show(value)} is not a finite number")
     if value > hi or value < lo or (value == lo and not lo_ok):
-        low = f"{lo:g} (inclusive)" if lo_ok else f"more than {lo:g}"
-        raise ConfigError(f"{where}: {_show(value)} is out of range (from {low} to {hi:g})")
+        low, high = (str(int(x)) if float(x).is_integer() else f"{x:g}" for x in (lo, hi))
+        allowed = f"{low} to {high}" if lo_ok else f"more than {low}, at most {high}"
+        raise ConfigError(f"{where}: {_show(value)} is out of range ({allowed})")
 
 
 def apply_mapping(settings: Settings, data: dict[str, Any], source: str, workspace: bool = False) -> Settings:
