@@ -308,7 +308,8 @@ class _Run:
         self.report.skipped = skipped
         gone_dirs = tuple(g + "/" for g in gone)
         entries = [
-            FileEntry(rel=p, abs=os.path.join(scanner.root, p), size=r.size, mtime_ns=r.mtime_ns)
+            # never read: size and mtime come from the manifest, so the diff passes them over
+            FileEntry(p, os.path.join(scanner.root, p), r.size, r.mtime_ns, dev=-1, ino=-1)
             for p, r in prev.files.items()
             if p not in self.paths and not (gone_dirs and p.startswith(gone_dirs))
         ]
@@ -742,7 +743,7 @@ def targeted_scan(
         if reason:
             skipped[rel] = reason
             continue
-        entries.append(FileEntry(rel=rel, abs=abs_path, size=st.st_size, mtime_ns=st.st_mtime_ns))
+        entries.append(FileEntry(rel, abs_path, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino))
     return entries, skipped, gone
 
 

@@ -68,8 +68,8 @@ class FileEntry:
     abs: str
     size: int
     mtime_ns: int
-    dev: int = -1
-    ino: int = -1
+    dev: int  # required: an entry without the scanned identity would read as "a different file"
+    ino: int
     link: bool = False
 
 

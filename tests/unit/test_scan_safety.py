@@ -277,3 +277,28 @@ def test_nine_hundred_ninety_nested_folders(tmp_path: Path) -> None:
     s.refresh()
     assert s.search("deepest_of_all").results[0].path.endswith("/deep.py")
     assert index_dir_for(root).is_dir()
+
+
+def test_a_watcher_driven_run_never_reads_a_named_file_swapped_after_its_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The targeted (watcher) path stats only the named files; the same identity check applies."""
+    from aide_tui.core import indexer as indexer_mod
+
+    root, outside = _tree(tmp_path)
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    Indexer(root, settings).run()
+    (root / "a.py").write_text("def edited_a():\n    pass\n")
+    real = indexer_mod.targeted_scan
+
+    def racing(scanner: Scanner, paths):  # type: ignore[no-untyped-def]
+        found = real(scanner, paths)
+        (root / "a.py").unlink()
+        (root / "a.py").symlink_to(outside)
+        return found
+
+    monkeypatch.setattr(indexer_mod, "targeted_scan", racing)
+    rep = Indexer(root, settings).run(paths=["a.py"])
+    monkeypatch.undo()
+    assert rep.skipped["a.py"] == "changed between scan and read (now a symlink)"
+    assert MARKER.encode() not in _index_bytes(root)
