@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,13 @@ def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in list(os.environ):
         if var.startswith("AIDE_") and var not in TEST_KNOBS:
             monkeypatch.delenv(var)
+
+
+@pytest.fixture(autouse=True)
+def _no_remembered_embedder_failures() -> Iterator[None]:
+    """Each test starts with closed circuit breakers (a loopback port can be reused by a later test)."""
+    from aide_tui.core.embed.http import reset_breakers
+
+    reset_breakers()
+    yield
+    reset_breakers()

@@ -17,8 +17,9 @@ def printable(text: str) -> str:
 
 
 def err(message: str) -> None:
-    """One line on stderr, prefixed with the program name."""
-    print(f"aide-tui: {message}", file=sys.stderr)
+    """One line on stderr, prefixed with the program name (control characters escaped: messages
+    quote file names, ignore-file paths and server replies)."""
+    print(f"aide-tui: {printable(message)}", file=sys.stderr)
 
 
 def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:

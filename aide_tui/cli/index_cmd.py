@@ -35,6 +35,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     except OSError as exc:
         err(f"cannot write the index: {exc}")
         return 1
+    warnings = [*report.warnings, *report.fallbacks]  # invalid ignore lines, dropped cache blocks, ...
+    if not args.progress:
+        for warning in warnings:
+            err(warning)
     if report.degraded:
         err(f"degraded (BM25 only): {report.degraded_reason}")
     summary = {
@@ -51,6 +55,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     elif args.json:
         summary["vectors_missing"] = report.vectors_missing
         summary["skipped"] = [{"path": p, "reason": why} for p, why in skipped]
+        summary["warnings"] = warnings
         print(json.dumps(summary))
     else:
         missing = f", {report.vectors_missing} vectors still to compute" if report.vectors_missing else ""
@@ -62,7 +67,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         if skipped:
             print(f"skipped {len(skipped)} files:")
             for path, why in skipped[:SHOW_SKIPPED]:
-                print(f"  {printable(path)}: {why}")
+                print(f"  {printable(path)}: {printable(why)}")
             if len(skipped) > SHOW_SKIPPED:
                 print(f"  … and {len(skipped) - SHOW_SKIPPED} more (aide-tui index --json lists them all)")
     return 0

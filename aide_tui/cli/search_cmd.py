@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from aide_tui.cli.common import err, make_embedder, run_index, setup
+from aide_tui.cli.common import err, make_embedder, printable, run_index, setup
 
 INLINE_VECTORS = 64  # missing vectors computed inline before answering (about a second or two)
 
@@ -97,7 +97,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             if resp.degraded:
                 err(f"degraded (BM25 only): {resp.degraded_reason}")
             for h in resp.results:
-                out.write(f"{h.path}:{h.start_line}-{h.end_line}  {h.symbol or ''}  {h.score:.4f}\n")
+                path, symbol = printable(h.path), printable(h.symbol or "")
+                out.write(f"{path}:{h.start_line}-{h.end_line}  {symbol}  {h.score:.4f}\n")
             if not resp.results:
                 out.write("no results\n")
         out.flush()

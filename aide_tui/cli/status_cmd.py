@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from aide_tui.cli.common import setup
+from aide_tui.cli.common import printable, setup
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -21,13 +21,13 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(st.to_json()))
         return 0
     print(
-        f"{root}: {st.state}, {st.files} files, {st.chunks} chunks, "
+        f"{printable(str(root))}: {st.state}, {st.files} files, {st.chunks} chunks, "
         f"{st.embedded} embedded [{st.embedder}], last indexed {st.last_indexed or 'never'}"
     )
     if st.vectors_missing:
         print(f"{st.vectors_missing} vectors still to compute")
     if st.degraded_reason:
-        print(f"degraded: {st.degraded_reason}")
+        print(f"degraded: {printable(st.degraded_reason)}")
     if st.error:
-        print(st.error)
+        print(printable(st.error))
     return 0

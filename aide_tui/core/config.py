@@ -8,7 +8,10 @@ able to send your code anywhere.
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
+import stat
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -86,12 +89,39 @@ def workspace_config_path(root: Path) -> Path:
     return root / ".aide" / "config.toml"
 
 
+# Accepted ranges of the numeric settings: (lowest, highest, lowest allowed itself). Values outside
+# would crash later (rrf_k = -1 divides by zero, max_file_kb = 10**20 overflows) or hang (nan waits).
+_WEIGHT = (0.0, 1000.0, True)
+RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
+    ("index", "max_file_kb"): (1, 1_048_576, True),
+    ("index", "chunk_budget"): (100, 100_000, True),
+    ("index", "lock_timeout"): (0.0, 86_400.0, True),
+    ("index", "max_segments"): (1, 1000, True),
+    ("embedding", "max_doc_tokens"): (3, 512, True),
+    ("embedding", "workers"): (0, 64, True),
+    ("embedding", "timeout"): (0.0, 3600.0, False),
+    ("search", "rrf_k"): (0, 100_000, True),
+    ("search", "top_n"): (1, 10_000, True),
+    ("search", "per_file_cap"): (0, 10_000, True),
+    **{
+        ("search", f"{name}_weight"): _WEIGHT
+        for name in ("bm25", "dense", "symbol", "path", "piece", "phrase", "test")
+    },
+}
+MAX_CONFIG_BYTES = 1 << 20
+_EXPECTED = {bool: "true or false", int: "a whole number", float: "a number", tuple: "a list of strings"}
+
+
 def _coerce(value: Any, default: Any, where: str) -> Any:
     """Convert ``value`` to the type of ``default`` (strings from the environment included)."""
     try:
         if value is None:
-            return None
+            if default is None:
+                return None
+            raise TypeError(value)  # null from JSON settings: only "prefixes" may be unset
         if isinstance(default, bool) or default is None:
+            if isinstance(value, bool):
+                return value
             if isinstance(value, str):
                 low = value.strip().lower()
                 if low in ("1", "true", "yes", "on"):
@@ -100,23 +130,67 @@ def _coerce(value: Any, default: Any, where: str) -> Any:
                     return False
                 if default is None and low in ("", "auto"):
                     return None
-                raise ValueError(value)
-            return bool(value)
+            raise ValueError(value)
+        if isinstance(value, bool):
+            raise ValueError(value)  # true/false where a number is expected
         if isinstance(default, int):
-            return int(value)
+            if isinstance(value, float):
+                if not value.is_integer():
+                    raise ValueError(value)
+                return int(value)
+            if isinstance(value, int | str):
+                return int(value)
+            raise TypeError(value)
         if isinstance(default, float):
-            return float(value)
+            if isinstance(value, int | float | str):
+                return float(value)
+            raise TypeError(value)
         if isinstance(default, tuple):
             if isinstance(value, str):
                 return tuple(v.strip() for v in value.split(",") if v.strip())
-            return tuple(str(v) for v in value)
-        return str(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}: invalid value {value!r}") from exc
+            if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+                return tuple(value)
+            raise TypeError(value)
+        if isinstance(value, str):
+            return value
+        raise TypeError(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        kind = _EXPECTED.get(type(default), "a string") if default is not None else "true, false or auto"
+        raise ConfigError(f"{where}: invalid value {_show(value)} (expected {kind})") from exc
+
+
+def _show(value: Any) -> str:
+    """A short repr of a config value for a one-line message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _check_range(section: str, key: str, value: Any, where: str) -> None:
+    bounds = RANGES.get((section, key))
+    if bounds is None or value is None:
+        return
+    lo, hi, lo_ok = bounds
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: {_show(value)} is not a finite number")
+    if value > hi or value < lo or (value == lo and not lo_ok):
+        low, high = (str(int(x)) if float(x).is_integer() else f"{x:g}" for x in (lo, hi))
+        allowed = f"{low} to {high}" if lo_ok else f"more than {low}, at most {high}"
+        raise ConfigError(f"{where}: {_show(value)} is out of range ({allowed})")
 
 
 def apply_mapping(settings: Settings, data: dict[str, Any], source: str, workspace: bool = False) -> Settings:
-    """Overlay a parsed TOML mapping onto ``settings``."""
+    """Overlay a parsed TOML mapping onto ``settings``; ConfigError names any unknown or bad entry."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a table of sections, not {type(data).__name__}")
+    sections = [f.name for f in fields(Settings)]
+    for name, value in data.items():
+        if name in sections:
+            continue
+        hint = difflib.get_close_matches(str(name), sections, n=1)
+        did = f" (did you mean [{hint[0]}]?)" if hint else f" (sections: {', '.join(sections)})"
+        if isinstance(value, dict):
+            raise ConfigError(f"{source}: unknown section [{name}]{did}")
+        raise ConfigError(f"{source}: unknown top-level key {str(name)!r}; settings belong in a section{did}")
     for section in fields(Settings):
         table = data.get(section.name)
         if table is None:
@@ -128,22 +202,50 @@ def apply_mapping(settings: Settings, data: dict[str, Any], source: str, workspa
         changes: dict[str, Any] = {}
         for key, value in table.items():
             if key not in known:
-                raise ConfigError(f"{source}: unknown key {section.name}.{key}")
+                hint = difflib.get_close_matches(str(key), list(known), n=1)
+                did = f" (did you mean {section.name}.{hint[0]}?)" if hint else ""
+                raise ConfigError(f"{source}: unknown key {section.name}.{key}{did}")
             if workspace and (section.name, key) in _WORKSPACE_FORBIDDEN:
                 continue  # never honoured from inside the workspace
-            changes[key] = _coerce(value, getattr(current, key), f"{source}: {section.name}.{key}")
+            where = f"{source}: {section.name}.{key}"
+            changes[key] = _coerce(value, getattr(current, key), where)
+            _check_range(section.name, key, changes[key], where)
         settings = replace(settings, **{section.name: replace(current, **changes)})
     return settings
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """Parse a config file; a missing file is empty, anything else that is not TOML is a ConfigError.
+
+    The file is opened without blocking and must be a regular file of at most 1 MB: a workspace
+    config comes with a cloned repository and could be a FIFO or a link to ``/dev/zero``.
+    """
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ConfigError(f"{path}: not a regular file")
+            os.set_blocking(fh.fileno(), True)
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KB; not a config file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply") from None
 
 
 def env_overrides(environ: dict[str, str] | None = None) -> dict[str, dict[str, str]]:

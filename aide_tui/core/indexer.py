@@ -39,7 +39,7 @@ from aide_tui.core.events import Committed, Done, Event, Progress
 from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
 from aide_tui.core.paths import state_dir
 from aide_tui.core.pieces import PIECE_BUDGET, dense_pieces
-from aide_tui.core.scan import FileEntry, Scanner, read_text
+from aide_tui.core.scan import FileEntry, Scanner, read_entry
 from aide_tui.core.store import (
     FileRecord,
     IndexCorrupt,
@@ -308,7 +308,8 @@ class _Run:
         self.report.skipped = skipped
         gone_dirs = tuple(g + "/" for g in gone)
         entries = [
-            FileEntry(rel=p, abs=os.path.join(scanner.root, p), size=r.size, mtime_ns=r.mtime_ns)
+            # never read: size and mtime come from the manifest, so the diff passes them over
+            FileEntry(p, os.path.join(scanner.root, p), r.size, r.mtime_ns, dev=-1, ino=-1)
             for p, r in prev.files.items()
             if p not in self.paths and not (gone_dirs and p.startswith(gone_dirs))
         ]
@@ -394,7 +395,7 @@ class _Run:
             if n % 100 == 0:
                 self.check_cancel()
                 self.emit(Progress("indexing", n, total, message=entry.rel))
-            text, raw, why = read_text(entry.abs, s.max_file_kb * 1024)
+            text, raw, why = read_entry(entry, s.max_file_kb * 1024)
             if text is None or raw is None:
                 self.report.skipped[entry.rel] = why or "unreadable"
                 continue
@@ -742,7 +743,7 @@ def targeted_scan(
         if reason:
             skipped[rel] = reason
             continue
-        entries.append(FileEntry(rel=rel, abs=abs_path, size=st.st_size, mtime_ns=st.st_mtime_ns))
+        entries.append(FileEntry(rel, abs_path, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino))
     return entries, skipped, gone
 
 

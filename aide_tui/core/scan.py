@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
+import errno
 import os
+import re
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,43 +41,103 @@ BINARY_EXTENSIONS = frozenset(
 )
 
 SENSITIVE_PATTERNS = [
-    ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx",
+    ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.kdbx",
     "id_rsa", "id_rsa.*", "id_dsa", "id_dsa.*", "id_ecdsa", "id_ecdsa.*", "id_ed25519", "id_ed25519.*",
     ".netrc", "_netrc", ".pgpass", ".git-credentials", ".pypirc", ".npmrc", ".htpasswd",
     "credentials", "credentials.json", "*.gpg", "secring.*",
+    # infrastructure state and variables, container and cluster credentials, VPN profiles
+    "*.tfvars", "*.tfvars.json", "*.tfstate", "*.tfstate.*", ".dockercfg", "kubeconfig", "*.kubeconfig",
+    ".s3cfg", ".boto", "*.ovpn",
 ]  # fmt: skip
+
+# Credential files recognised by their folder as well as their name (matched against the path's end).
+SENSITIVE_PATH_SUFFIXES = ("/.docker/config.json", "/.kube/config", "/.aws/credentials", "/.aws/config")
 
 MINIFIED_SUFFIXES = (".min.js", ".min.css", ".min.mjs", ".bundle.js", ".js.map", ".css.map")
 
 
 @dataclass(frozen=True)
 class FileEntry:
-    """A candidate file: its posix path relative to the root, absolute path, size and mtime."""
+    """A candidate file: its posix path relative to the root, absolute path, size and mtime.
+
+    ``dev``/``ino`` identify the file the scanner saw (the target for ``link``, a symlink inside
+    the root that the scanner followed); :func:`read_entry` reads only that same file.
+    """
 
     rel: str
     abs: str
     size: int
     mtime_ns: int
+    dev: int  # required: an entry without the scanned identity would read as "a different file"
+    ino: int
+    link: bool = False
 
 
 @dataclass
 class ScanResult:
-    """Files to index plus what was skipped and why (path → reason)."""
+    """Files to index plus what was skipped and why (path → reason), and ignore-file warnings."""
 
     files: list[FileEntry] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
-def _load_ignore(dir_abs: str, names: tuple[str, ...]) -> pathspec.GitIgnoreSpec | None:
-    lines: list[str] = []
+def compile_ignore(lines: list[str], source: str, warnings: list[str]) -> pathspec.GitIgnoreSpec | None:
+    """Compile gitignore lines; a line that is not a valid pattern is skipped with a warning, as git does.
+
+    ``source`` names the file (or setting) in the warning; line numbers count from 1.
+    """
+    if not lines:
+        return None
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except Exception:  # noqa: BLE001 - GitIgnorePatternError, re.error, ...: find the bad lines
+        pass
+    patterns = []
+    for n, line in enumerate(lines, 1):
+        try:
+            patterns.extend(pathspec.GitIgnoreSpec.from_lines([line]).patterns)
+        except Exception as exc:  # noqa: BLE001 - any failure of one line costs only that line
+            why = f" ({exc.msg})" if isinstance(exc, re.error) else ""
+            warnings.append(f"{source}:{n}: ignoring invalid pattern {line!r}{why}")
+    return pathspec.GitIgnoreSpec(patterns) if patterns else None
+
+
+def _load_ignore(
+    dir_abs: str, dir_rel: str, names: tuple[str, ...], warnings: list[str]
+) -> pathspec.GitIgnoreSpec | None:
+    """The merged rules of the ignore files ``names`` in one folder (later files take precedence)."""
+    specs: list[pathspec.GitIgnoreSpec] = []
     for name in names:
         try:
             with open(os.path.join(dir_abs, name), encoding="utf-8", errors="replace") as fh:
-                lines.extend(fh.read().splitlines())
+                lines = fh.read().splitlines()
         except OSError:
             continue
-    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        spec = compile_ignore(lines, f"{dir_rel}/{name}" if dir_rel else name, warnings)
+        if spec is not None:
+            specs.append(spec)
+    if len(specs) <= 1:
+        return specs[0] if specs else None
+    return pathspec.GitIgnoreSpec([p for spec in specs for p in spec.patterns])
+
+
+def _special_kind(mode: int) -> str | None:
+    """A short name for a file type that is neither a regular file nor a folder (None for those)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "special file"
 
 
 class Scanner:
@@ -90,7 +152,8 @@ class Scanner:
     ) -> None:
         self.root = os.path.realpath(root)
         self.max_file_bytes = max_file_bytes
-        self.extra = pathspec.GitIgnoreSpec.from_lines(list(extra_excludes)) if extra_excludes else None
+        self.warnings: list[str] = []  # invalid ignore patterns (file:line), in the order met
+        self.extra = compile_ignore(list(extra_excludes), "index.exclude", self.warnings)
         self.sensitive = None if include_sensitive else pathspec.GitIgnoreSpec.from_lines(SENSITIVE_PATTERNS)
         self._spec_cache: dict[str, pathspec.GitIgnoreSpec | None] = {}
 
@@ -123,7 +186,9 @@ class Scanner:
         ext = low.rsplit(".", 1)[-1] if "." in low else ""
         if ext in BINARY_EXTENSIONS:
             return "binary extension"
-        if self.sensitive is not None and self.sensitive.match_file(name):
+        if self.sensitive is not None and (
+            self.sensitive.match_file(name) or ("/" + rel).endswith(SENSITIVE_PATH_SUFFIXES)
+        ):
             return "sensitive file (set index.include_sensitive to index it)"
         if size > self.max_file_bytes:
             return f"over size cap ({size // 1024} KB > {self.max_file_bytes // 1024} KB)"
@@ -140,7 +205,7 @@ class Scanner:
             spec = self._spec_cache.get(base)
             if spec is None and base not in self._spec_cache:
                 spec = self._spec_cache[base] = _load_ignore(
-                    os.path.join(self.root, base), (".gitignore", ".aideignore")
+                    os.path.join(self.root, base), base, (".gitignore", ".aideignore"), self.warnings
                 )
             if spec is not None:
                 specs.append((base, spec))
@@ -154,9 +219,11 @@ class Scanner:
     # -- walk --------------------------------------------------------------------------------------
 
     def scan(self) -> ScanResult:
-        """Walk the root and classify every file."""
+        """Walk the root and classify every file.
+
+        The walk is iterative (an explicit stack of folders), so any nesting depth works.
+        """
         result = ScanResult()
-        root_specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
         visited: set[tuple[int, int]] = set()
         try:
             st = os.stat(self.root)
@@ -164,20 +231,26 @@ class Scanner:
         except OSError as exc:
             result.errors["."] = f"cannot read workspace root: {exc.strerror or exc}"
             return result
-        for entry in self._walk(self.root, "", root_specs, visited, result):
-            result.files.append(entry)
+        # (absolute folder, its path relative to the root, the ignore specs of its parents)
+        stack: list[tuple[str, str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = [(self.root, "", [])]
+        while stack:
+            dir_abs, dir_rel, specs = stack.pop()
+            subdirs = self._scan_dir(dir_abs, dir_rel, specs, visited, result)
+            stack.extend(reversed(subdirs))  # depth-first in name order, like the recursive walk was
         result.files.sort(key=lambda e: e.rel)
+        result.warnings = list(self.warnings)
         return result
 
-    def _walk(
+    def _scan_dir(
         self,
         dir_abs: str,
         dir_rel: str,
         specs: list[tuple[str, pathspec.GitIgnoreSpec]],
         visited: set[tuple[int, int]],
         result: ScanResult,
-    ) -> Iterator[FileEntry]:
-        spec = _load_ignore(dir_abs, (".gitignore", ".aideignore"))
+    ) -> list[tuple[str, str, list[tuple[str, pathspec.GitIgnoreSpec]]]]:
+        """Classify one folder's entries into ``result``; return its subfolders to walk."""
+        spec = _load_ignore(dir_abs, dir_rel, (".gitignore", ".aideignore"), self.warnings)
         if spec is not None:
             specs = [*specs, (dir_rel, spec)]
         try:
@@ -185,7 +258,8 @@ class Scanner:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
             result.errors[dir_rel or "."] = f"cannot list directory: {exc.strerror or exc}"
-            return
+            return []
+        subdirs = []
         for de in entries:
             try:
                 de.name.encode("utf-8")
@@ -211,7 +285,7 @@ class Scanner:
                 if key in visited:
                     continue  # symlink loop or a second way into a directory already walked
                 visited.add(key)
-                yield from self._walk(de.path, rel, specs, visited, result)
+                subdirs.append((de.path, rel, specs))
             elif stat.S_ISREG(st.st_mode):
                 if self._ignored(rel, False, specs):
                     continue
@@ -219,11 +293,47 @@ class Scanner:
                 if reason:
                     result.skipped[rel] = reason
                     continue
-                yield FileEntry(rel=rel, abs=de.path, size=st.st_size, mtime_ns=st.st_mtime_ns)
+                result.files.append(
+                    FileEntry(rel, de.path, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, is_link)
+                )
+            elif not self._ignored(rel, False, specs):
+                result.skipped[rel] = f"{_special_kind(st.st_mode)}, not a regular file"
+        return subdirs
+
+
+# -- reading -----------------------------------------------------------------------------------------
+
+_BOMS = (  # longest first: the UTF-32 LE BOM starts with the UTF-16 LE one
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def decode_text(raw: bytes) -> tuple[str | None, str | None]:
+    """Bytes of a file to (text, None) or (None, reason it is not text).
+
+    A byte-order mark selects UTF-8, UTF-16 or UTF-32 (and is dropped); without one the bytes are
+    UTF-8, invalid sequences replaced with U+FFFD, and NUL bytes in the first 8 KB mean binary.
+    """
+    for bom, codec in _BOMS:
+        if raw.startswith(bom):
+            text = raw[len(bom) :].decode(codec, errors="replace")
+            if "\0" in text[:8192]:
+                return None, "binary (NUL characters)"
+            return text, None
+    if b"\0" in raw[:8192]:
+        return None, "binary (NUL bytes)"
+    return raw.decode("utf-8", errors="replace"), None
 
 
 def read_text(path: str, max_bytes: int) -> tuple[str | None, bytes | None, str | None]:
-    """Read a file as text: (text, raw bytes, None) or (None, None, reason it was skipped)."""
+    """Read a file as text: (text, raw bytes, None) or (None, None, reason it was skipped).
+
+    Follows symlinks and trusts the path: for files found by a scan use :func:`read_entry`.
+    """
     try:
         with open(path, "rb") as fh:
             raw = fh.read(max_bytes + 1)
@@ -233,6 +343,57 @@ def read_text(path: str, max_bytes: int) -> tuple[str | None, bytes | None, str 
         return None, None, f"unreadable: {exc.strerror or exc}"
     if len(raw) > max_bytes:
         return None, None, f"over size cap (> {max_bytes // 1024} KB)"
-    if b"\0" in raw[:8192]:
-        return None, None, "binary (NUL bytes)"
-    return raw.decode("utf-8", errors="replace"), raw, None
+    text, why = decode_text(raw)
+    return (text, raw, None) if text is not None else (None, None, why)
+
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+
+
+def read_entry(entry: FileEntry, max_bytes: int) -> tuple[str | None, bytes | None, str | None]:
+    """Read a scanned file as text, but only if it is still the regular file the scan saw.
+
+    The path is opened without following a final symlink (unless the scan itself followed an in-root
+    symlink there) and without blocking (a FIFO put in its place cannot hang the indexer); the open
+    descriptor must be a regular file with the device and inode recorded by the scan, so a file
+    swapped for a symlink to ``/etc/passwd``, a FIFO or anything else is skipped with a reason.
+    Returns (text, raw bytes, None) or (None, None, reason).
+    """
+    flags = _OPEN_FLAGS if entry.link else _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(entry.abs, flags)
+    except FileNotFoundError:
+        return None, None, "vanished before it could be read"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, None, "changed between scan and read (now a symlink)"
+        if exc.errno == errno.ENXIO:  # a socket (or a FIFO without a writer on some systems)
+            return None, None, "changed between scan and read (now a socket or FIFO)"
+        return None, None, f"unreadable: {exc.strerror or exc}"
+    try:
+        st = os.fstat(fd)
+        kind = _special_kind(st.st_mode)
+        if stat.S_ISDIR(st.st_mode):
+            kind = "directory"
+        if kind is not None:
+            return None, None, f"changed between scan and read (now a {kind})"
+        if (st.st_dev, st.st_ino) != (entry.dev, entry.ino):
+            return None, None, "changed between scan and read (now a different file)"
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        left = max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        raw = b"".join(chunks)
+    except OSError as exc:
+        return None, None, f"unreadable: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+    if len(raw) > max_bytes:
+        return None, None, f"over size cap (> {max_bytes // 1024} KB)"
+    text, why = decode_text(raw)
+    return (text, raw, None) if text is not None else (None, None, why)

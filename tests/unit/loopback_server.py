@@ -20,7 +20,11 @@ As a fixture::
 Modes (apply to POST requests): ``normal``, ``error`` (HTTP ``status``, default 500), ``wrong_dim``
 (``dim + 1`` values), ``nan`` (a NaN in the first vector), ``fewer`` (one vector fewer than inputs),
 ``invalid_json``, ``hang`` (block until :meth:`release` or close), ``slow`` (sleep ``delay`` seconds first),
-``reversed`` (OpenAI ``data`` listed in reverse index order). ``srv.handler = fn`` with
+``reversed`` (OpenAI ``data`` listed in reverse index order), ``drip`` (the whole reply, status line and
+headers included, one byte every ``delay`` seconds), ``silent`` (read the request, never answer, close on
+:meth:`release` or close), ``zero`` (all-zero vectors), ``huge`` (values beyond float32 in the first
+vector), ``endless`` (a 200 OK without length that streams zeros until the client leaves; stops at 1 GB),
+``oversize`` (declares a 100 MB body). ``srv.handler = fn`` with
 ``fn(path, body) -> (status, body)`` overrides everything (dict/list bodies are sent as JSON, str/bytes raw).
 GET ``/health`` answers ``{"status": "ok"}``. Vectors come from :func:`fake_vector` (deterministic, not
 normalised). The server thread is a daemon; :meth:`close` releases hangs and shuts it down.
@@ -40,7 +44,10 @@ from types import TracebackType
 from typing import Any, Self
 
 Handler = Callable[[str, Any], tuple[int, Any]]
-MODES = ("normal", "error", "wrong_dim", "nan", "fewer", "invalid_json", "hang", "slow", "reversed")
+MODES = (
+    "normal", "error", "wrong_dim", "nan", "fewer", "invalid_json", "hang", "slow", "reversed",
+    "drip", "silent", "zero", "huge", "endless", "oversize",
+)  # fmt: skip
 HANG_LIMIT = 30.0  # seconds a "hang" request blocks at most, even if never released
 
 
@@ -141,8 +148,15 @@ class LoopbackServer:
                     self.mode, self._times = "normal", None
             return mode
 
-    def _respond(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+    def _respond(self, method: str, path: str, body: Any) -> tuple[int, Any, str]:
+        """(status, payload, mode) for one request; the handler applies the transport modes."""
         mode = self._record(method, path, body)
+        if mode in ("silent", "endless", "oversize"):
+            return 200, b"", mode
+        status, payload = self._answer(method, path, body, mode)
+        return status, payload, mode
+
+    def _answer(self, method: str, path: str, body: Any, mode: str) -> tuple[int, Any]:
         if self.handler is not None:
             return self.handler(path, body)
         if method == "GET":
@@ -163,6 +177,10 @@ class LoopbackServer:
         vectors = [fake_vector(str(t), dim) for t in texts]
         if mode == "nan" and vectors:
             vectors[0][0] = math.nan
+        if mode == "zero":
+            vectors = [[0.0] * dim for _ in vectors]
+        if mode == "huge" and vectors:
+            vectors[0] = [1e39] * dim  # finite in JSON and float64, inf as float32
         if mode == "fewer":
             vectors = vectors[:-1]
         model = body.get("model", "")
@@ -187,7 +205,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         owner: LoopbackServer = self.server.owner  # type: ignore[attr-defined]
-        status, payload = owner._respond(method, self.path, body)
+        status, payload, mode = owner._respond(method, self.path, body)
         if isinstance(payload, bytes):
             data, ctype = payload, "application/octet-stream"
         elif isinstance(payload, str):
@@ -195,6 +213,32 @@ class _RequestHandler(BaseHTTPRequestHandler):
         else:
             data, ctype = json.dumps(payload).encode("utf-8"), "application/json"
         try:
+            if mode == "silent":
+                owner._release.wait(HANG_LIMIT)
+                return  # the connection closes without a byte of answer
+            if mode == "endless":
+                self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n")
+                block = b"0" * (1 << 20)
+                for _ in range(1024):
+                    self.wfile.write(block)
+                return
+            if mode == "oversize":
+                head = (
+                    b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n"
+                )
+                self.wfile.write(head + b"[")
+                return
+            if mode == "drip":
+                head = (
+                    f"HTTP/1.0 {status} OK\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n\r\n"
+                ).encode()
+                for i in range(len(head) + len(data)):
+                    if owner._release.is_set():
+                        return
+                    self.wfile.write((head + data)[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(owner.delay)
+                return
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))

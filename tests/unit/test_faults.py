@@ -216,5 +216,5 @@ def test_file_deleted_or_replaced_between_scan_and_read(
     monkeypatch.setattr(scan_mod.Scanner, "scan", racing_scan)
     rep = Indexer(workspace, load_settings(workspace, {"embedding": {"backend": "none"}})).run()
     assert "vanished" in rep.skipped["src/httpclient/retry.py"]
-    assert rep.skipped["docs/usage.md"].startswith("unreadable")
+    assert rep.skipped["docs/usage.md"] == "changed between scan and read (now a directory)"
     assert rep.files == 3

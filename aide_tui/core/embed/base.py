@@ -34,8 +34,34 @@ class Embedder(Protocol):
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
-    """Return float32 rows scaled to unit length (zero rows stay zero)."""
-    v = np.asarray(vectors, dtype=np.float32)
+    """Return float32 rows scaled to unit length (zero rows stay zero).
+
+    The norm is taken in float64: float32 squares of values near 1e20 would overflow to inf.
+    """
+    v = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(v, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (v / norms).astype(np.float32, copy=False)
+    return (v / norms).astype(np.float32)
+
+
+def check_vectors(vectors: np.ndarray, where: str, normalise: bool = True) -> np.ndarray:
+    """The embedder boundary: float32 rows that are finite and not all zero, else EmbedderError.
+
+    ``where`` names the embedder in the message ("embedding server at http://…"). Values beyond
+    the float32 range become inf in the cast, so the check runs on the float32 rows. Returns the
+    rows L2-normalised (or as float32 unchanged with ``normalise=False``).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = np.asarray(vectors, dtype=np.float32)
+    if v.ndim != 2:
+        raise EmbedderError(f"{where} returned vectors of shape {v.shape}, expected (n, dim)")
+    bad = ~np.isfinite(v).all(axis=1)
+    if bad.any():
+        raise EmbedderError(
+            f"{where} returned non-finite values (NaN, inf or beyond float32) in {int(bad.sum())} of "
+            f"{len(v)} vectors"
+        )
+    zero = ~v.any(axis=1)
+    if zero.any():
+        raise EmbedderError(f"{where} returned all-zero vectors for {int(zero.sum())} of {len(v)} inputs")
+    return l2_normalise(v) if normalise else v

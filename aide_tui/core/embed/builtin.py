@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aide_tui.core.embed.base import EmbedderError, Kind, l2_normalise
+from aide_tui.core.embed.base import EmbedderError, Kind, check_vectors
 from aide_tui.core.embed.bert import BertEncoder, BertWeightsError
 from aide_tui.core.embed.safetensors import SafetensorsError, load_safetensors
 from aide_tui.core.embed.wordpiece import WordPieceTokenizer, load_vocab
@@ -253,4 +253,4 @@ class BuiltinEmbedder:
             idx = order[s : s + self.batch_size]
             hidden, offsets = encoder.forward_packed([ids[i] for i in idx])
             out[idx] = encoder.pool(hidden, offsets, self._pooling)
-        return l2_normalise(out)
+        return check_vectors(out, f"builtin embedder ({self.id})")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -11,17 +13,81 @@ from typing import Any, Self
 import httpx
 import numpy as np
 
-from aide_tui.core.embed.base import EmbedderError, Kind, l2_normalise
+from aide_tui.core.embed.base import EmbedderError, Kind, check_vectors
 from aide_tui.core.embed.policy import check_endpoint, display_url, is_loopback_host
 
 MAX_BATCH = 16
 BACKOFF = (0.2, 0.5, 1.0)  # seconds before retry 1, 2, 3+
 PREFIXES: dict[str, str] = {"document": "search_document: ", "query": "search_query: "}
 DIM_PROBE_TEXT = "dim probe"
+MAX_BODY = 64 * 1024 * 1024  # bytes of one response body
+COOLDOWN = 30.0  # seconds a failed endpoint fails fast before it is tried again
 
 
 class _Retryable(Exception):
     """A failed attempt worth retrying; carries the final user-facing message."""
+
+
+class _Unavailable(EmbedderError):
+    """The server did not answer usefully (timeout, unreachable, 5xx): what the breaker remembers."""
+
+
+class _Deadline(Exception):
+    """The whole answer did not arrive in time (not retried: a retry would wait as long again)."""
+
+
+class _Watchdog:
+    """Shuts the request's socket down when the overall deadline passes.
+
+    httpx's timeouts apply to each read, so a server that sends one byte at a time never trips
+    them; closing the socket under the blocked read ends the request however slowly it trickles.
+    The socket comes from the documented ``trace`` extension (``connection.connect_tcp.complete``).
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        stream = info.get("return_value")
+        if event.endswith(".complete") and hasattr(stream, "get_extra_info"):
+            sock = stream.get_extra_info("socket")
+            if isinstance(sock, socket.socket):
+                with self._lock:
+                    self._sock = sock
+                    if self.fired:
+                        self._shutdown()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+# Circuit breaker shared by every embedder of the process: (endpoint, model) -> (until, message).
+# Only an endpoint that did not answer (timeout, refused, 5xx) is remembered: those failures cost time.
+_breakers: dict[tuple[str, str], tuple[float, str]] = {}
+_breakers_lock = threading.Lock()
+
+
+def reset_breakers() -> None:
+    """Forget every recorded failure (tests; a user action such as a settings change)."""
+    with _breakers_lock:
+        _breakers.clear()
 
 
 def _excerpt(text: str, limit: int = 200) -> str:
@@ -51,8 +117,14 @@ class _HTTPEmbedder:
         retries: int = 2,
         batch_size: int = MAX_BATCH,
         client: httpx.Client | None = None,
+        cooldown: float = COOLDOWN,
     ) -> None:
-        """``url``/``model`` default to the backend's; ``prefixes`` None = the backend's rule."""
+        """``url``/``model`` default to the backend's; ``prefixes`` None = the backend's rule.
+
+        ``timeout`` bounds each request as a whole (connect, headers and body); ``retries`` apply
+        to document batches only (a query gets one attempt); after a failure the endpoint fails
+        fast with the same message for ``cooldown`` seconds (0 = never).
+        """
         url = self.default_url if url is None else url
         model = self.default_model if model is None else model
         prefixes = self._default_prefixes(model) if prefixes is None else prefixes
@@ -74,10 +146,18 @@ class _HTTPEmbedder:
         self._timeout = httpx.Timeout(timeout, connect=self._connect_timeout)
         self._timeout_s = timeout
         self._retries = max(0, retries)
+        self._cooldown = max(0.0, cooldown)
         self._batch_size = max(1, min(batch_size, MAX_BATCH))
         self._owns_client = client is None
         # trust_env=False: never route a loopback request through an HTTP(S)_PROXY from the environment.
-        self._client = client if client is not None else httpx.Client(trust_env=False, follow_redirects=False)
+        # No keep-alive: each request opens its own connection, so the watchdog always has its socket.
+        self._client = (
+            client
+            if client is not None
+            else httpx.Client(
+                trust_env=False, follow_redirects=False, limits=httpx.Limits(max_keepalive_connections=0)
+            )
+        )
         self._lock = threading.RLock()
         self._dim: int | None = None
         self._closed = False
@@ -132,17 +212,32 @@ class _HTTPEmbedder:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         if self.prefixes:
             items = [PREFIXES[kind] + t for t in items]
+        attempts = 1 if kind == "query" else self._retries + 1
+        key = (self.endpoint, self.model)
         with self._lock:
             if self._closed:
                 raise EmbedderError(f"embedder for {self._shown} is closed")
-            out = [
-                self._embed_batch(items[i : i + self._batch_size])
-                for i in range(0, len(items), self._batch_size)
-            ]
-        return l2_normalise(np.concatenate(out, axis=0))
+            with _breakers_lock:
+                until, message = _breakers.get(key, (0.0, ""))
+            left = until - time.monotonic()
+            if left > 0:
+                raise EmbedderError(f"{message} (not tried again for {left:.0f}s)")
+            try:
+                out = [
+                    self._embed_batch(items[i : i + self._batch_size], attempts)
+                    for i in range(0, len(items), self._batch_size)
+                ]
+            except _Unavailable as exc:  # a fast, definite answer (bad vectors, 4xx) is not remembered
+                if self._cooldown > 0:
+                    with _breakers_lock:
+                        _breakers[key] = (time.monotonic() + self._cooldown, str(exc))
+                raise
+            with _breakers_lock:
+                _breakers.pop(key, None)
+        return check_vectors(np.concatenate(out, axis=0), f"embedding server at {self._shown}")
 
-    def _embed_batch(self, batch: list[str]) -> np.ndarray:
-        payload = self._request(self._body(batch))
+    def _embed_batch(self, batch: list[str], attempts: int) -> np.ndarray:
+        payload = self._request(self._body(batch), attempts)
         raw = self._vectors(payload, len(batch))
         if len(raw) != len(batch):
             raise EmbedderError(
@@ -166,54 +261,86 @@ class _HTTPEmbedder:
             )
         if not all(type(x) in (int, float) for v in raw for x in v):
             raise EmbedderError(f"embedding server at {self._shown} returned non-numeric embedding values")
-        arr = np.asarray(raw, dtype=np.float64)
+        try:
+            arr = np.asarray(raw, dtype=np.float64)
+        except OverflowError:  # an integer beyond float64
+            raise EmbedderError(
+                f"embedding server at {self._shown} returned non-finite values (beyond float range)"
+            ) from None
         if not np.isfinite(arr).all():
             raise EmbedderError(f"embedding server at {self._shown} returned non-finite values (NaN or inf)")
+        with np.errstate(over="ignore"):
+            vec = arr.astype(np.float32)
+        vec = check_vectors(vec, f"embedding server at {self._shown}", normalise=False)
         if self._dim is None:
             self._dim = dim
-        return arr.astype(np.float32)
+        return vec
 
-    def _request(self, body: dict[str, Any]) -> Any:
-        """POST ``body`` with retries on connection errors, timeouts and 5xx; return the decoded JSON."""
-        attempts = self._retries + 1
+    def _request(self, body: dict[str, Any], attempts: int) -> Any:
+        """POST ``body``; connection errors and 5xx are retried (``attempts`` in all), a request that
+        ran out of time is not. Returns the decoded JSON."""
         for attempt in range(attempts):
             try:
                 return self._attempt(body)
+            except _Deadline as exc:
+                raise _Unavailable(str(exc)) from None
             except _Retryable as exc:
                 if attempt + 1 >= attempts:
                     suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
-                    raise EmbedderError(f"{exc}{suffix}") from None
+                    raise _Unavailable(f"{exc}{suffix}") from None
                 time.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
         raise AssertionError("unreachable")
 
     def _attempt(self, body: dict[str, Any]) -> Any:
         where = f"embedding server at {self._shown}"
+        late = f"{where} did not answer within {self._timeout_s:g}s (timeout)"
+        deadline = time.monotonic() + self._timeout_s
+        watchdog = _Watchdog(self._timeout_s)
         try:
-            resp = self._client.post(self.endpoint, json=body, timeout=self._timeout)
+            with self._client.stream(
+                "POST", self.endpoint, json=body, timeout=self._timeout, extensions={"trace": watchdog.trace}
+            ) as resp:
+                status = resp.status_code
+                declared = resp.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > MAX_BODY:
+                    raise EmbedderError(f"{where} sent a {int(declared) >> 20} MB answer (limit 64 MB)")
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in resp.iter_bytes(1 << 16):
+                    size += len(chunk)
+                    if size > MAX_BODY:
+                        raise EmbedderError(f"{where} sent more than 64 MB")
+                    if time.monotonic() > deadline:
+                        raise _Deadline(late)
+                    chunks.append(chunk)
         except httpx.ConnectTimeout:
-            raise _Retryable(
-                f"{where} did not accept a connection within {self._connect_timeout:g}s"
-            ) from None
+            refused = f"{where} did not accept a connection within {self._connect_timeout:g}s"
+            raise _Deadline(refused) from None
         except httpx.TimeoutException:
-            raise _Retryable(f"{where} did not answer within {self._timeout_s:g}s (timeout)") from None
+            raise _Deadline(late) from None
         except httpx.ConnectError as exc:
             reason = "connection refused" if "refused" in str(exc).lower() else _excerpt(str(exc), 120)
             raise _Retryable(f"{where} is not reachable ({reason})") from None
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, httpx.StreamError) as exc:
+            if watchdog.fired:
+                raise _Deadline(late) from None
             raise _Retryable(f"{where} failed: {_excerpt(str(exc) or type(exc).__name__, 120)}") from None
         except RuntimeError as exc:  # e.g. a closed client supplied by the caller
             raise EmbedderError(f"{where} cannot be used: {exc}") from None
-        if not 200 <= resp.status_code < 300:  # redirects are not followed (they could leave loopback)
-            message = (
-                f"{where} returned HTTP {resp.status_code} for POST {self._paths[0]}: {_excerpt(resp.text)}"
-            )
-            if resp.status_code >= 500:
+        finally:
+            watchdog.cancel()
+        data = b"".join(chunks)
+        if not 200 <= status < 300:  # redirects are not followed (they could leave loopback)
+            text = data.decode("utf-8", errors="replace")
+            message = f"{where} returned HTTP {status} for POST {self._paths[0]}: {_excerpt(text)}"
+            if status >= 500:
                 raise _Retryable(message)
             raise EmbedderError(message)
         try:
-            return resp.json()
-        except ValueError:  # JSONDecodeError, UnicodeDecodeError
-            raise EmbedderError(f"{where} returned invalid JSON: {_excerpt(resp.text, 120)}") from None
+            return json.loads(data)
+        except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, absurd nesting
+            text = data.decode("utf-8", errors="replace")
+            raise EmbedderError(f"{where} returned invalid JSON: {_excerpt(text, 120)}") from None
 
     # -- backend specifics ------------------------------------------------------------------------------
 

@@ -1,0 +1,84 @@
+"""kill -9 of the indexer while its embedding processes work: they and the resource tracker go too."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_faults import generate_repo
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "AIDE_EMBEDDING_WORKERS": "2"}
+GONE_WITHIN = 20.0  # without the fix they outlived their parent by minutes
+
+
+def _children(pid: int) -> dict[int, str]:
+    """Live child processes of ``pid`` (from /proc) and their command lines."""
+    out: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                out[int(entry)] = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for init to reap it counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_kill_9_during_embedding_leaves_no_workers_or_tracker(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    generate_repo(root, 80, seed=3)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "builtin"],
+        env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    children: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            children = _children(proc.pid)
+            workers = [p for p, cmd in children.items() if "spawn_main" in cmd]
+            if len(workers) >= 2:
+                break
+            time.sleep(0.2)
+        workers = [p for p, cmd in children.items() if "spawn_main" in cmd]
+        tracker = [p for p, cmd in children.items() if "resource_tracker" in cmd]
+        assert len(workers) == 2, f"the indexer never started its embedding processes: {children}"
+        time.sleep(2.0)  # let them load the model and embed
+        children = {**children, **_children(proc.pid)}
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        end = time.monotonic() + GONE_WITHIN
+        while time.monotonic() < end and any(_alive(p) for p in children):
+            time.sleep(0.1)
+        left = {p: children[p] for p in children if _alive(p)}
+        assert left == {}, f"still alive {GONE_WITHIN:.0f}s after the indexer was killed: {left}"
+        assert tracker, f"no resource tracker among {children}"  # it was checked with the rest above
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in children:  # the processes this test started, by id, should the check have failed
+            if _alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
