@@ -385,11 +385,14 @@ class _Run:
 
     def read_delta(self, plan: Plan, prev: Manifest | None) -> Delta:
         """Read and chunk every file the diff could not rule out."""
+        self.report.removed = len(plan.removed)
+        delta = Delta()
+        if not plan.to_read:
+            return delta
         from aide_tui.core.chunk import chunk_file_multi  # the chunkers load only when there is work
         from aide_tui.core.secrets import mask_secrets
 
         s = self.settings.index
-        delta = Delta()
         total = len(plan.to_read)
         for n, entry in enumerate(plan.to_read, 1):
             if n % 100 == 0:

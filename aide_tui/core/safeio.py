@@ -59,18 +59,18 @@ def read_bounded(path: Path | str, max_bytes: int, *, expect_size: int | None = 
             raise UnsafeFile(
                 f"{path} has {st.st_size} bytes, expected {'at most ' if expect_size is None else ''}{limit}"
             )
-        chunks: list[bytes] = []
-        left = limit + 1
-        while left > 0:
-            block = os.read(fd, min(left, 1 << 22))
-            if not block:
-                break
-            chunks.append(block)
-            left -= len(block)
-    data = b"".join(chunks)
-    if len(data) > limit or (expect_size is not None and len(data) != expect_size):
+        buf = bytearray(st.st_size + 1)  # one byte more: a file that grew meanwhile is noticed
+        view = memoryview(buf)
+        got = 0
+        with os.fdopen(os.dup(fd), "rb", buffering=0) as fh:
+            while got < len(buf):
+                n = fh.readinto(view[got:])
+                if not n:
+                    break
+                got += n
+    if got > limit or got != st.st_size:
         raise UnsafeFile(f"{path} changed size while it was read")
-    return data
+    return bytes(view[:got]) if got < len(buf) else bytes(buf)
 
 
 def load_npy(path: Path | str, *, expect_size: int, mmap_mode: bool = False) -> np.ndarray:
