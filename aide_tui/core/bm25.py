@@ -8,7 +8,7 @@ are derived from them in one vectorised pass.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
@@ -24,16 +24,16 @@ PATH_WEIGHT = 2.0
 SYMBOL_WEIGHT = 2.0
 
 
-def chunk_terms(chunk: Chunk, body: Counter[str] | None = None) -> Counter[str]:
+def chunk_terms(chunk: Chunk, body: Counter[str] | None = None) -> dict[str, float]:
     """Weighted term frequencies of a chunk: body + header fields (path, symbol, defined names).
 
     ``body`` is the already-counted ``tokenize(chunk.text)``, when the caller has it.
     """
-    counts: Counter[str] = Counter(tokenize(chunk.text)) if body is None else Counter(body)
+    counts: dict[str, float] = dict(Counter(tokenize(chunk.text)) if body is None else body)
     for term in _path_terms(chunk.path):
-        counts[term] += PATH_WEIGHT
+        counts[term] = counts.get(term, 0) + PATH_WEIGHT
     for term in _symbol_terms(chunk.symbol or "", chunk.defines):
-        counts[term] += SYMBOL_WEIGHT
+        counts[term] = counts.get(term, 0) + SYMBOL_WEIGHT
     return counts
 
 
@@ -95,7 +95,7 @@ def concat(parts: Iterable[DocTerms]) -> DocTerms:
     )
 
 
-def encode_docs(term_counts: Iterable[Counter[str]], vocab: dict[str, int]) -> DocTerms:
+def encode_docs(term_counts: Iterable[Mapping[str, float]], vocab: dict[str, int]) -> DocTerms:
     """Turn per-document term counts into rows, growing ``vocab`` with unseen terms (new terms get ids
     in order of first appearance)."""
     docs = list(term_counts)

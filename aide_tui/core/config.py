@@ -253,7 +253,7 @@ def env_overrides(environ: dict[str, str] | None = None) -> dict[str, dict[str, 
     environ = dict(os.environ) if environ is None else environ
     out: dict[str, dict[str, str]] = {}
     for section in fields(Settings):
-        for f in fields(section.default_factory()):  # type: ignore[misc]
+        for f in fields(getattr(Settings(), section.name)):
             name = f"AIDE_{section.name}_{f.name}".upper()
             if name in environ:
                 out.setdefault(section.name, {})[f.name] = environ[name]

@@ -10,6 +10,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pathspec
 
@@ -99,7 +100,7 @@ def compile_ignore(lines: list[str], source: str, warnings: list[str]) -> pathsp
         return pathspec.GitIgnoreSpec.from_lines(lines)
     except Exception:  # noqa: BLE001 - GitIgnorePatternError, re.error, ...: find the bad lines
         pass
-    patterns = []
+    patterns: list[Any] = []  # the pattern class differs between pathspec versions
     for n, line in enumerate(lines, 1):
         try:
             patterns.extend(pathspec.GitIgnoreSpec.from_lines([line]).patterns)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -119,12 +120,12 @@ def layer_norm_(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.n
 class BertEncoder:
     """BERT encoder from a ``{name: array}`` checkpoint and a HF ``config.json`` dict."""
 
-    def __init__(self, tensors: Mapping[str, np.ndarray], config: Mapping[str, object]) -> None:
-        self.hidden = int(config["hidden_size"])  # type: ignore[arg-type]
-        self.heads = int(config["num_attention_heads"])  # type: ignore[arg-type]
-        self.n_layers = int(config["num_hidden_layers"])  # type: ignore[arg-type]
-        self.eps = float(config.get("layer_norm_eps", 1e-12))  # type: ignore[arg-type]
-        self.max_positions = int(config.get("max_position_embeddings", 512))  # type: ignore[arg-type]
+    def __init__(self, tensors: Mapping[str, np.ndarray], config: Mapping[str, Any]) -> None:
+        self.hidden = int(config["hidden_size"])
+        self.heads = int(config["num_attention_heads"])
+        self.n_layers = int(config["num_hidden_layers"])
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        self.max_positions = int(config.get("max_position_embeddings", 512))
         act = str(config.get("hidden_act", "gelu"))
         if act not in _ACTIVATIONS:
             raise BertWeightsError(f"unsupported hidden_act {act!r}")
@@ -155,7 +156,7 @@ class BertEncoder:
             return np.ascontiguousarray(w.T), np.array(get(name + ".bias", (n_out,)))
 
         h = self.hidden
-        inter = int(config.get("intermediate_size", 4 * h))  # type: ignore[arg-type]
+        inter = int(config.get("intermediate_size", 4 * h))
         self.word_emb = get("embeddings.word_embeddings.weight")
         if self.word_emb.ndim != 2 or self.word_emb.shape[1] != h:
             raise BertWeightsError("word embeddings do not match hidden_size")

@@ -20,13 +20,12 @@ def make_embedder(settings: Settings, for_indexing: bool = False) -> Embedder | 
 
         from aide_tui.core.embed.builtin import BuiltinEmbedder
 
-        kwargs = {"model_dir": e.model_dir or None, "max_doc_tokens": e.max_doc_tokens}
         workers = e.workers or min(2, os.cpu_count() or 1)
         if for_indexing and workers > 1:
             from aide_tui.core.embed.pool import PooledEmbedder
 
-            return PooledEmbedder(workers, **kwargs)
-        return BuiltinEmbedder(**kwargs)
+            return PooledEmbedder(workers, model_dir=e.model_dir or None, max_doc_tokens=e.max_doc_tokens)
+        return BuiltinEmbedder(model_dir=e.model_dir or None, max_doc_tokens=e.max_doc_tokens)
     from aide_tui.core.embed.http import OllamaEmbedder, OpenAIEmbedder
 
     cls = OpenAIEmbedder if e.backend == "openai" else OllamaEmbedder

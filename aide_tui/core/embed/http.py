@@ -54,7 +54,7 @@ class _Watchdog:
 
     def trace(self, event: str, info: dict[str, Any]) -> None:
         stream = info.get("return_value")
-        if event.endswith(".complete") and hasattr(stream, "get_extra_info"):
+        if event.endswith(".complete") and stream is not None and hasattr(stream, "get_extra_info"):
             sock = stream.get_extra_info("socket")
             if isinstance(sock, socket.socket):
                 with self._lock:
