@@ -13,7 +13,8 @@ from typing import Any
 
 # SearchResponse(query, []).to_json(), without importing the search module (numpy) on the served path
 BLANK: dict[str, Any] = {
-    "query": "", "degraded": False, "degraded_reason": None, "took_ms": 0.0, "vectors_missing": 0, "results": [],
+    "query": "", "degraded": False, "degraded_reason": None, "took_ms": 0.0,
+    "vectors_missing": 0, "results": [],
 }  # fmt: skip
 
 
@@ -43,10 +44,7 @@ def served_search(
             return 0
         for q in queries:
             q = q.rstrip("\r")
-            if not q.strip():
-                resp = dict(BLANK, query=q)
-            else:
-                resp = client.search(q, limit, mode)
+            resp = client.search(q, limit, mode) if q.strip() else dict(BLANK, query=q)
             write(resp)
             done += 1
     except ServeUnavailable:
