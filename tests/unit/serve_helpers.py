@@ -8,10 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,16 +39,29 @@ def cli(
     )  # fmt: skip
 
 
+RUNNING: list[Served] = []  # every server a test started and that the cleanup fixture has not reaped
+
+
+@pytest.fixture(autouse=True)
+def _reap_servers() -> Iterator[None]:
+    """Kill the servers a test left running (a failed assertion must not leak a process)."""
+    yield
+    for srv in [s for s in RUNNING if not s.shared]:
+        srv.kill()
+
+
 class Served:
     """One ``aide-tui serve ROOT`` process; ``http`` talks to its socket."""
 
-    def __init__(self, root: Path, *args: str, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, *args: str, env: dict[str, str], shared: bool = False) -> None:
         self.root = root
         self.sock = root / ".aide" / "serve.sock"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "aide_tui", "serve", str(root), *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip
+        self.shared = shared
+        RUNNING.append(self)
         self.lines: list[str] = []
         self.port: int | None = None
         want_http = "--port" in args
@@ -59,6 +74,7 @@ class Served:
             if line.startswith("listening unix:") and not want_http:
                 break
         if self.proc.poll() is not None:
+            self.kill()
             raise AssertionError(f"serve exited {self.proc.returncode}: {self.proc.stderr.read()}")  # type: ignore[union-attr]
         self.http = httpx.Client(
             transport=httpx.HTTPTransport(uds=str(self.sock)), base_url="http://aide", timeout=60
@@ -80,15 +96,29 @@ class Served:
         return r.json()
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
-        self.http.close()
+        """Send ``sig`` and return the exit code (the process is killed if it does not exit in 20 s)."""
+        if hasattr(self, "http"):
+            self.http.close()
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
             return self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
         finally:
+            if self.proc.poll() is not None and self in RUNNING:
+                RUNNING.remove(self)
             for pipe in (self.proc.stdout, self.proc.stderr):
                 if pipe:
                     pipe.close()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(20)
+        if self in RUNNING:
+            RUNNING.remove(self)
 
 
 def without_took(lines: str) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import write_workspace
-from serve_helpers import Served, clean_env
+from serve_helpers import Served, _reap_servers, clean_env  # noqa: F401
 
 mcp = pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402

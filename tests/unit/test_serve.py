@@ -17,7 +17,7 @@ import httpx
 import pytest
 from conftest import write_workspace
 from loopback_server import LoopbackServer
-from serve_helpers import Served, clean_env, cli, without_took
+from serve_helpers import Served, _reap_servers, clean_env, cli, without_took  # noqa: F401
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -34,10 +34,13 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def served(home: Path) -> Iterator[Served]:
     """One server for the route tests (they leave the workspace as they found it)."""
     root = write_workspace(home / "ws")
-    srv = Served(root, *NONE, env=clean_env(home))
-    srv.wait_ready()
-    yield srv
-    assert srv.stop() == 0
+    srv = Served(root, *NONE, env=clean_env(home), shared=True)
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        code = srv.stop()
+    assert code == 0
     assert not srv.sock.exists()  # removed on a clean stop
 
 
