@@ -253,6 +253,8 @@ class Service:
         return JSONResponse({"accepted": True, "rebuild": rebuild}, status_code=202)
 
     async def events(self, request: Request) -> Response:
+        if request.method == "HEAD":  # no stream to hold open for a request that wants no body
+            return Response(media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         if len(self.hub.subscribers) >= MAX_SUBSCRIBERS:
             raise ApiError(503, "too many event streams")
         sub = Subscriber()

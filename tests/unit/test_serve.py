@@ -165,6 +165,7 @@ def test_clients_that_drop_event_streams_are_forgotten(served: Served) -> None:
         with served.http.stream("GET", "/events") as resp:
             assert resp.status_code == 200
             next(resp.iter_lines())  # ": connected", then hang up mid-stream
+        assert served.http.head("/events").status_code == 200  # headers only, no stream held open
     assert served.http.get("/status").status_code == 200
 
 
