@@ -7,7 +7,7 @@ from typing import Any
 
 from aide_tui import __version__
 
-SUBCOMMANDS = ("index", "search", "status")
+SUBCOMMANDS = ("index", "search", "status", "serve", "mcp")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -76,12 +76,28 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: a few inline, the rest in the background)",
     )
     p.add_argument("--rrf-k", type=int, help="RRF constant (default 20)")
+    p.add_argument("--no-server", action="store_true", help="work in-process even when `serve` runs")
     _common(p)
 
     p = sub.add_parser("status", help="show the state of ROOT's index")
     p.set_defaults(handler=_handler("status"))
     p.add_argument("root", nargs="?", default=".")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--no-server", action="store_true", help="read the index even when `serve` runs")
+    _common(p)
+
+    p = sub.add_parser("serve", help="keep ROOT's index warm; answer HTTP on ROOT/.aide/serve.sock")
+    p.set_defaults(handler=_handler("serve"))
+    p.add_argument("root", nargs="?", default=".")
+    p.add_argument("--port", type=int, help="also listen on 127.0.0.1:PORT (Bearer token in serve.token)")
+    p.add_argument("--host", default="127.0.0.1", help="loopback address for --port (127.0.0.1 or ::1)")
+    p.add_argument("--no-watch", action="store_true", help="do not watch the workspace for changes")
+    _common(p)
+
+    p = sub.add_parser("mcp", help="Model Context Protocol server over stdio (for coding agents)")
+    p.set_defaults(handler=_handler("mcp"))
+    p.add_argument("root", nargs="?", default=".")
+    p.add_argument("--no-watch", action="store_true", help="do not watch the workspace for changes")
     _common(p)
     return parser
 
@@ -91,7 +107,10 @@ def tui_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="aide-tui", description="Offline code search for the terminal.")
     p.add_argument("--version", action="version", version=f"aide-tui {__version__}")
     p.add_argument(
-        "path", nargs="?", default=".", help="workspace (default .); subcommands: index, search, status"
+        "path",
+        nargs="?",
+        default=".",
+        help="workspace (default .); subcommands: index, search, status, serve, mcp",
     )
     p.add_argument("--no-watch", action="store_true", help="do not watch the workspace for changes")
     _common(p)

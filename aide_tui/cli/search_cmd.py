@@ -31,9 +31,6 @@ def _read_batch(path: str) -> list[str]:
 
 def cmd_search(args: argparse.Namespace) -> int:
     """``aide-tui search --path ROOT [--json] QUERY | --batch FILE``."""
-    from aide_tui.core.search import Searcher, SearchResponse
-    from aide_tui.core.store import IndexCorrupt, IndexError_
-
     ready = setup(args.path, args)
     if ready is None:
         return 2
@@ -47,6 +44,17 @@ def cmd_search(args: argparse.Namespace) -> int:
     except OSError as exc:
         err(f"cannot read batch file: {exc}")
         return 2
+    if not args.no_server:  # a running `aide-tui serve` answers from its warm index
+        from aide_tui.cli.served import served_search
+
+        limit = max(args.limit, 0)
+        done = served_search(root, settings, queries, limit, mode, lambda r: _write(r, args.json))
+        if done == len(queries):
+            return 0
+        queries = queries[done:]
+    from aide_tui.core.search import Searcher, SearchResponse
+    from aide_tui.core.store import IndexCorrupt, IndexError_
+
     embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
     if not args.no_update or not _have_index(root):
         code = _refresh(root, settings, embedder, wait=args.wait)
@@ -84,25 +92,31 @@ def cmd_search(args: argparse.Namespace) -> int:
             embedder.load()  # one-time model load, kept out of took_ms
         except Exception:  # noqa: BLE001 - reported as degraded by the search itself
             pass
-    out = sys.stdout
     for q in queries:
         q = q.rstrip("\r")
         if not q.strip():
             resp = SearchResponse(query=q, results=[], mode=mode)
         else:
             resp = searcher.search(q, limit=max(args.limit, 0), mode=mode)
-        if args.json:
-            out.write(json.dumps(resp.to_json()) + "\n")
-        else:
-            if resp.degraded:
-                err(f"degraded (BM25 only): {resp.degraded_reason}")
-            for h in resp.results:
-                path, symbol = printable(h.path), printable(h.symbol or "")
-                out.write(f"{path}:{h.start_line}-{h.end_line}  {symbol}  {h.score:.4f}\n")
-            if not resp.results:
-                out.write("no results\n")
-        out.flush()
+        _write(resp.to_json(), args.json)
     return 0
+
+
+def _write(answer: dict[str, Any], as_json: bool) -> None:
+    """One query's answer (its ``search --json`` object) on stdout: that JSON line, or
+    ``path:start-end  symbol  score`` rows. The same for in-process and served answers."""
+    out = sys.stdout
+    if as_json:
+        out.write(json.dumps(answer) + "\n")
+    else:
+        if answer["degraded"]:
+            err(f"degraded (BM25 only): {answer['degraded_reason']}")
+        for h in answer["results"]:
+            path, symbol = printable(h["path"]), printable(h["symbol"] or "")
+            out.write(f"{path}:{h['start_line']}-{h['end_line']}  {symbol}  {h['score']:.4f}\n")
+        if not answer["results"]:
+            out.write("no results\n")
+    out.flush()
 
 
 def _have_index(root: Path) -> bool:

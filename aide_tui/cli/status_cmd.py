@@ -16,9 +16,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     if ready is None:
         return 2
     root, settings = ready
-    st = backend_for(root, settings).status()
+    served = None
+    if not args.no_server:  # a running `aide-tui serve` answers with the same object
+        from aide_tui.cli.served import served_status
+
+        served = served_status(root, settings)
+    obj, st = served if served is not None else (None, backend_for(root, settings).status())
     if args.json:
-        print(json.dumps(st.to_json()))
+        print(json.dumps(obj if obj is not None else st.to_json()))
         return 0
     print(
         f"{printable(str(root))}: {st.state}, {st.files} files, {st.chunks} chunks, "

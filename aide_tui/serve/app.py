@@ -1,0 +1,387 @@
+"""The HTTP routes of ``aide-tui serve``: a thin Starlette layer over one LiveWorkspace.
+
+    GET  /status   the ``status --json`` object
+    POST /search   {"query", "limit", "mode"} -> one ``search --json`` line (CONTRACT.md)
+    POST /reindex  {"rebuild": bool} -> 202; the run shows up in /events
+    GET  /events   Server-Sent Events: the ``index --progress`` objects (progress, commit, done, error,
+                   cancelled), one ``data:`` line each
+
+Every error is ``{"error": message}`` with its status; request bodies are read in pieces and refused past
+1 MB. Searches run in worker threads (LiveWorkspace.search is thread-safe and blocking).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import os
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from aide_tui.core.backend import backend_for
+from aide_tui.core.config import Settings
+from aide_tui.core.events import Cancelled, Committed, Done, Failed, Progress, event_to_json
+from aide_tui.core.events import Event as IndexEvent
+from aide_tui.core.live import EmbedderReady, LiveEvent, LiveWorkspace, Opened, Reloaded
+from aide_tui.core.store import IndexError_, IndexMissing
+from aide_tui.serve.client import PID_HEADER, SETTINGS_HEADER
+from aide_tui.serve.shapes import search_json
+
+MAX_BODY = 1 << 20  # bytes of a request body
+MAX_LIMIT = 1000  # results per query
+MODES = ("hybrid", "bm25", "dense")
+MAX_SUBSCRIBERS = 64  # concurrent /events streams
+SUBSCRIBER_BACKLOG = 1000  # events kept for a slow /events reader (oldest progress dropped first)
+HEARTBEAT = 15.0  # seconds between SSE comments, so a vanished reader is noticed
+READY_TIMEOUT = 600.0  # seconds a search waits for the first index / the embedder
+
+
+class ApiError(Exception):
+    """A request we refuse, with its HTTP status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Subscriber:
+    """One /events reader: a bounded backlog filled from the loop thread."""
+
+    def __init__(self) -> None:
+        self.items: deque[IndexEvent | None] = deque()
+        self.wake = asyncio.Event()
+
+    def push(self, event: IndexEvent | None) -> None:
+        if len(self.items) >= SUBSCRIBER_BACKLOG:
+            stale = next((e for e in self.items if isinstance(e, Progress)), None)
+            if stale is not None:
+                self.items.remove(stale)
+            elif isinstance(event, Progress):
+                return
+            else:
+                self.items.popleft()
+        self.items.append(event)
+        self.wake.set()
+
+
+class Hub:
+    """Carries LiveWorkspace events (from background threads) onto the event loop: readiness flags and the
+    /events subscribers."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.subscribers: set[Subscriber] = set()
+        self.opened = asyncio.Event()
+        self.index_ready = asyncio.Event()
+        self.embedder_ready = asyncio.Event()
+        self.index_failed: str | None = None  # why the first index could not be built (searches stop waiting)
+        self.changed = asyncio.Event()
+        self.closed = False
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+
+    def publish_threadsafe(self, event: LiveEvent) -> None:
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._publish, event)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
+    def _publish(self, event: LiveEvent) -> None:
+        self.changed.set()
+        if isinstance(event, Failed):
+            self.index_failed = event.message
+        if isinstance(event, Opened):
+            self.opened.set()
+            if event.error is None:
+                self.index_ready.set()
+        elif isinstance(event, Reloaded):
+            self.opened.set()
+            self.index_ready.set()
+        elif isinstance(event, EmbedderReady):
+            self.embedder_ready.set()
+        elif isinstance(event, Progress | Committed | Done | Failed | Cancelled):
+            for sub in list(self.subscribers):
+                sub.push(event)
+
+    def close(self) -> None:
+        """End every /events stream (server shutdown)."""
+        self.closed = True
+        for sub in list(self.subscribers):
+            sub.push(None)
+
+    def close_threadsafe(self) -> None:
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self.close)
+            except RuntimeError:
+                pass
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+async def read_json(request: Request) -> Any:
+    """The request body as JSON (None when empty); 413 past MAX_BODY, read piece by piece."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise ApiError(413, f"request body over {MAX_BODY} bytes")
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > MAX_BODY:
+            raise ApiError(413, f"request body over {MAX_BODY} bytes")
+    if not body.strip():
+        return None
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        raise ApiError(400, "malformed JSON") from None
+
+
+def _int_field(obj: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
+    value = obj.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(400, f"{key} must be an integer")
+    if not lo <= value <= hi:
+        raise ApiError(400, f"{key} out of range ({lo}..{hi})")
+    return value
+
+
+def parse_search(body: Any, default_mode: str) -> tuple[str, int, str, bool]:
+    """(query, limit, mode, with_text) from a /search body, or ApiError(400)."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "expected a JSON object with a query")
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ApiError(400, "no query")
+    limit = _int_field(body, "limit", 20, 0, MAX_LIMIT)
+    mode = body.get("mode")
+    if mode is None:
+        mode = default_mode
+    if mode not in MODES:
+        raise ApiError(400, f"unknown mode {mode!r} (hybrid, bm25 or dense)")
+    text = body.get("text", False)
+    if not isinstance(text, bool):
+        raise ApiError(400, "text must be true or false")
+    return query, limit, mode, text
+
+
+class Service:
+    """The routes' view of the server: one LiveWorkspace and its event hub."""
+
+    def __init__(
+        self, root: Path, settings: Settings, *, watch: bool, index: bool, ready_timeout: float
+    ) -> None:
+        self.root = root
+        self.settings = settings
+        self.watch = watch
+        self.index = index
+        self.ready_timeout = ready_timeout
+        self.hub = Hub()
+        self.live: LiveWorkspace | None = None
+
+    async def _wait(self, event: asyncio.Event, what: str) -> None:
+        try:
+            await asyncio.wait_for(event.wait(), self.ready_timeout)
+        except TimeoutError:
+            raise ApiError(503, f"{what} is not ready yet") from None
+
+    async def _wait_index(self) -> None:
+        """Until the first index is loaded; 503 at once when building it failed, or after the timeout."""
+        hub = self.hub
+        deadline = asyncio.get_running_loop().time() + self.ready_timeout
+        while not hub.index_ready.is_set():
+            if hub.index_failed is not None:
+                raise ApiError(503, f"no index: {hub.index_failed}")
+            hub.changed.clear()
+            left = deadline - asyncio.get_running_loop().time()
+            try:
+                await asyncio.wait_for(hub.changed.wait(), max(left, 0))
+            except TimeoutError:
+                raise ApiError(503, "the index is not ready yet") from None
+
+    # -- routes --------------------------------------------------------------------------------------
+
+    async def status(self, request: Request) -> Response:
+        st = await anyio.to_thread.run_sync(backend_for(self.root, self.settings).status)
+        return JSONResponse(st.to_json())
+
+    async def search(self, request: Request) -> Response:
+        query, limit, mode, with_text = parse_search(await read_json(request), self.settings.search.mode)
+        await self._wait_index()
+        if mode != "bm25" and self.settings.embedding.backend != "none":
+            await self._wait(self.hub.embedder_ready, "the embedder")
+        live = self.live
+        assert live is not None
+        try:
+            resp = await anyio.to_thread.run_sync(live.search, query, limit, mode)
+        except IndexMissing as exc:
+            raise ApiError(503, str(exc)) from None
+        except IndexError_ as exc:
+            raise ApiError(503, f"index unreadable: {exc}") from None
+        return JSONResponse(search_json(resp, with_text))
+
+    async def reindex(self, request: Request) -> Response:
+        body = await read_json(request)
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            raise ApiError(400, "expected a JSON object")
+        rebuild = body.get("rebuild", False)
+        if not isinstance(rebuild, bool):
+            raise ApiError(400, "rebuild must be true or false")
+        assert self.live is not None
+        await anyio.to_thread.run_sync(lambda: self.live.reindex(rebuild=rebuild))  # type: ignore[union-attr]
+        return JSONResponse({"accepted": True, "rebuild": rebuild}, status_code=202)
+
+    async def events(self, request: Request) -> Response:
+        if request.method == "HEAD":  # no stream to hold open for a request that wants no body
+            return Response(media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        if len(self.hub.subscribers) >= MAX_SUBSCRIBERS:
+            raise ApiError(503, "too many event streams")
+        sub = Subscriber()
+        self.hub.subscribers.add(sub)
+        if self.hub.closed:
+            sub.push(None)
+        return StreamingResponse(
+            self._stream(sub),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def _stream(self, sub: Subscriber) -> AsyncIterator[bytes]:
+        try:
+            yield b": connected\n\n"
+            while True:
+                if not sub.items:
+                    sub.wake.clear()
+                    try:
+                        await asyncio.wait_for(sub.wake.wait(), HEARTBEAT)
+                    except TimeoutError:
+                        yield b": ping\n\n"
+                        continue
+                event = sub.items.popleft()
+                if event is None:
+                    return
+                data = json.dumps(event_to_json(event))
+                yield f"event: {event.kind}\ndata: {data}\n\n".encode()
+        finally:
+            self.hub.subscribers.discard(sub)
+
+    # -- lifespan ------------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        self.hub.bind(asyncio.get_running_loop())
+        live = LiveWorkspace(self.root, self.settings, self.hub.publish_threadsafe, watch=self.watch,
+                             index=self.index)  # fmt: skip
+        self.live = live
+        await anyio.to_thread.run_sync(live.start)
+        try:
+            yield
+        finally:
+            self.hub.close()
+            await anyio.to_thread.run_sync(live.close)
+
+
+def _handled(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return error(exc.status, exc.message)
+
+    return run
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    messages = {404: "no such route", 405: "method not allowed"}
+    return error(exc.status_code, messages.get(exc.status_code, str(exc.detail)), dict(exc.headers or {}))
+
+
+async def _crash(request: Request, exc: Exception) -> Response:
+    return error(500, f"internal error: {exc.__class__.__name__}")
+
+
+class Guard:
+    """Outermost layer of one listener: the Bearer token (TCP listeners only; the Unix socket is protected by
+    its 0600 mode) and the settings fingerprint + PID headers on every answer (clients use a server only
+    when it runs with their own settings)."""
+
+    def __init__(self, app: ASGIApp, fingerprint: str, token: str | None = None) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode() if token is not None else None
+        self.extra = [
+            (SETTINGS_HEADER.encode(), fingerprint.encode()),
+            (PID_HEADER.encode(), str(os.getpid()).encode()),
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *self.extra]
+            await send(message)
+
+        if not self._allowed(scope):
+            resp = error(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
+            await resp(scope, receive, send_with_headers)
+            return
+        await self.app(scope, receive, send_with_headers)
+
+    def _allowed(self, scope: Scope) -> bool:
+        if self.expected is None:
+            return True
+        given = b""
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                given = value
+                break
+        return hmac.compare_digest(given, self.expected)
+
+
+def create_app(
+    root: Path,
+    settings: Settings,
+    *,
+    watch: bool = True,
+    index: bool = True,
+    ready_timeout: float = READY_TIMEOUT,
+) -> tuple[Starlette, Service]:
+    """The routes for ``root`` and their Service. Each listener wraps the app in its own :class:`Guard`;
+    the app's lifespan (which starts the LiveWorkspace) must run once."""
+    service = Service(Path(root), settings, watch=watch, index=index, ready_timeout=ready_timeout)
+    routes = [
+        Route("/status", _handled(service.status), methods=["GET"]),
+        Route("/search", _handled(service.search), methods=["POST"]),
+        Route("/reindex", _handled(service.reindex), methods=["POST"]),
+        Route("/events", _handled(service.events), methods=["GET"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=service.lifespan,
+        exception_handlers={HTTPException: _http_error, Exception: _crash},
+    )
+    return app, service

@@ -1,0 +1,179 @@
+"""``aide-tui mcp``: Model Context Protocol tools for coding agents, over stdio, on the official SDK.
+
+Tools: ``search_code``, ``index_status`` and ``read_span``. Searches go to the running ``aide-tui serve``
+for the same root and settings when there is one (its warm index), otherwise to a LiveWorkspace of our
+own, started at once so the first question finds it warm. ``read_span`` always reads locally, jailed.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aide_tui.core.backend import backend_for
+from aide_tui.core.config import Settings
+from aide_tui.core.live import EmbedderReady, LiveEvent, LiveWorkspace, Opened, Reloaded
+from aide_tui.core.store import IndexError_
+from aide_tui.serve.client import ServeClient, ServeUnavailable, connect
+from aide_tui.serve.jail import SpanRefused, read_span
+from aide_tui.serve.shapes import search_json
+
+MODES = ("hybrid", "bm25", "dense")
+MAX_LIMIT = 100
+READY_TIMEOUT = 300.0
+INSTRUCTIONS = (
+    "Search this workspace's code by name and by meaning (BM25 + symbols + dense vectors, fused). "
+    "Call search_code first, then read_span for more lines around a result."
+)
+
+
+class Backend:
+    """Where answers come from: a running server, or our own warm LiveWorkspace."""
+
+    def __init__(self, root: Path, settings: Settings, watch: bool = True) -> None:
+        self.root = root
+        self.settings = settings
+        self.watch = watch
+        self.client: ServeClient | None = None
+        self.live: LiveWorkspace | None = None
+        self._lock = threading.Lock()
+        self._index_ready = threading.Event()
+        self._embedder_ready = threading.Event()
+
+    def start(self) -> None:
+        self.client = connect(self.root, self.settings)
+        if self.client is None:
+            self._start_live()
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.live is not None:
+            self.live.close()
+
+    @property
+    def source(self) -> str:
+        return f"serve (PID {self.client.pid})" if self.client is not None else "in-process"
+
+    def _start_live(self) -> None:
+        self.live = LiveWorkspace(self.root, self.settings, self._on_event, watch=self.watch)
+        self.live.start()
+
+    def _on_event(self, event: LiveEvent) -> None:
+        if isinstance(event, Opened) and event.error is None or isinstance(event, Reloaded):
+            self._index_ready.set()
+        elif isinstance(event, EmbedderReady):
+            self._embedder_ready.set()
+
+    def _served(self, call: str, *args: Any) -> dict[str, Any] | None:
+        """Ask the server; on failure drop it and start our own index (None: answer in-process)."""
+        with self._lock:
+            if self.client is None:
+                return None
+            try:
+                return getattr(self.client, call)(*args)  # type: ignore[no-any-return]
+            except ServeUnavailable:
+                self.client.close()
+                self.client = None
+                self._start_live()
+                return None
+
+    def search(self, query: str, limit: int, mode: str) -> dict[str, Any]:
+        served = self._served("search", query, limit, mode, True)
+        if served is not None:
+            return served
+        assert self.live is not None
+        if not self._index_ready.wait(READY_TIMEOUT):
+            raise ToolError("the index is still being built; try again shortly")
+        if mode != "bm25" and self.settings.embedding.backend != "none":
+            self._embedder_ready.wait(READY_TIMEOUT)
+        try:
+            resp = self.live.search(query, limit=limit, mode=mode)
+        except IndexError_ as exc:
+            raise ToolError(f"index unavailable: {exc}") from None
+        return search_json(resp, with_text=True)
+
+    def status(self) -> dict[str, Any]:
+        served = self._served("status")
+        if served is not None:
+            return served
+        return backend_for(self.root, self.settings).status().to_json()
+
+
+def _filter_value(kind: str, value: str | None) -> str:
+    if value is None or value == "":
+        return ""
+    if any(ch.isspace() for ch in value):
+        raise ToolError(f"{kind} must not contain spaces")
+    return f" {kind}:{value}"
+
+
+def build_server(backend: Backend) -> MCPServer:
+    """The MCP server with its three tools bound to ``backend``."""
+    server: MCPServer = MCPServer(name="aide-tui", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @server.tool()
+    async def search_code(
+        query: str, limit: int = 10, mode: str = "hybrid", path: str | None = None, lang: str | None = None
+    ) -> dict[str, Any]:
+        """Search the workspace's code. Returns ranked results, each with its file path, line range,
+        enclosing symbol, fused score and the chunk's text (trimmed to 40 lines; use read_span for more).
+
+        query: identifiers or a description in words. mode: hybrid (default), bm25 or dense.
+        path: a glob or folder to restrict results to (e.g. "src/*.py", "tests"). lang: e.g. "python".
+        """
+        if not query.strip():
+            raise ToolError("query is empty")
+        if mode not in MODES:
+            raise ToolError(f"unknown mode {mode!r}: hybrid, bm25 or dense")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ToolError(f"limit must be between 1 and {MAX_LIMIT}")
+        full = " ".join(query.split()) + _filter_value("path", path) + _filter_value("lang", lang)
+        answer = await anyio.to_thread.run_sync(backend.search, full, limit, mode)
+        keep = ("path", "start_line", "end_line", "symbol", "score", "text", "truncated")
+        return {
+            "query": answer["query"],
+            "degraded": answer["degraded"],
+            "degraded_reason": answer["degraded_reason"],
+            "results": [{k: r.get(k) for k in keep} for r in answer["results"]],
+        }
+
+    @server.tool()
+    async def index_status() -> dict[str, Any]:
+        """The state of the workspace's index: files, chunks, vectors, embedder, last indexed time."""
+        status = await anyio.to_thread.run_sync(backend.status)
+        return {**status, "root": str(backend.root), "source": backend.source}
+
+    @server.tool()
+    async def read_span(path: str, start_line: int, end_line: int) -> dict[str, Any]:
+        """Lines start_line..end_line (1-based, inclusive, at most 400) of a file, by its path relative to the
+        workspace root (as search_code returns it). Secrets files, '..', absolute paths and symlinks are
+        refused."""
+        try:
+            span = await anyio.to_thread.run_sync(
+                _read_span, backend.root, backend.settings, path, start_line, end_line
+            )
+        except SpanRefused as exc:
+            raise ToolError(str(exc)) from None
+        return span.to_json()
+
+    return server
+
+
+_read_span = read_span  # the tool above shadows the name inside build_server
+
+
+def run_stdio(root: Path, settings: Settings, watch: bool = True) -> None:
+    """Serve MCP on stdin/stdout until the client closes them."""
+    backend = Backend(root, settings, watch=watch)
+    backend.start()
+    try:
+        anyio.run(build_server(backend).run_stdio_async)
+    finally:
+        backend.close()

@@ -1,0 +1,210 @@
+"""Run ``aide-tui serve``: one server per workspace (flock + PID), a 0600 Unix socket in the 0700 state dir,
+and optionally 127.0.0.1:PORT guarded by a Bearer token kept in ``serve.token`` (0600)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import secrets
+import signal
+import socket
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import uvicorn
+
+from aide_tui.core.config import Settings
+from aide_tui.core.safeio import read_bounded
+from aide_tui.serve.app import Guard, create_app
+from aide_tui.serve.client import settings_fingerprint
+from aide_tui.serve.locations import LOCK_NAME, TOKEN_NAME, prepare_socket_dir, server_state_dir, socket_for
+
+LOOPBACK_HOSTS = {"127.0.0.1": socket.AF_INET, "localhost": socket.AF_INET, "::1": socket.AF_INET6}
+LOCK_WAIT = 0.5  # seconds: a client probing the lock holds it for microseconds
+MAX_CONNECTIONS = 512  # beyond this uvicorn answers 503 instead of queueing without bound
+
+
+class AlreadyRunning(Exception):
+    """Another server holds this workspace's lock."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(f"PID {pid}" if pid else "PID unknown")
+        self.pid = pid
+
+
+class RefusedBind(ValueError):
+    """A bind address that is not loopback."""
+
+
+def acquire_lock(state: Path) -> int:
+    """Hold ``state/serve.lock`` for the process lifetime (returns the fd); AlreadyRunning otherwise."""
+    path = state / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raw = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                os.close(fd)
+                raise AlreadyRunning(int(raw) if raw.isdigit() else 0) from None
+            time.sleep(0.05)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def load_token(state: Path) -> str:
+    """The Bearer token in ``state/serve.token``, created (0600) on first use."""
+    path = state / TOKEN_NAME
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            token = read_bounded(path, 4096).decode("ascii", "replace").strip()
+            if stat.S_IMODE(os.lstat(path).st_mode) & 0o077:
+                os.chmod(path, 0o600)
+            if len(token) >= 32 and token.replace("-", "").replace("_", "").isalnum():
+                return token
+            os.unlink(path)  # empty or damaged: make a new one
+            continue
+        token = secrets.token_urlsafe(32)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(token + "\n")
+        return token
+    raise OSError(f"cannot create {path}")
+
+
+def bind_unix(path: Path) -> socket.socket:
+    """A listening Unix socket at ``path`` that only we can connect to (0600), replacing a dead one."""
+    with contextlib.suppress(FileNotFoundError):
+        mode = os.lstat(path).st_mode
+        if stat.S_ISDIR(mode):
+            raise OSError(f"{path} is a directory")
+        os.unlink(path)  # we hold the lock: whatever socket is there is dead
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # created 0600, no window where others could connect
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(256)
+    return sock
+
+
+def bind_tcp(host: str, port: int) -> socket.socket:
+    """A listening loopback TCP socket; any other address is refused."""
+    family = LOOPBACK_HOSTS.get(host)
+    if family is None:
+        raise RefusedBind(f"refusing to listen on {host!r}: serve binds loopback only (127.0.0.1, ::1)")
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("::1" if family == socket.AF_INET6 else "127.0.0.1", port))
+    sock.listen(256)
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server for one listener; :func:`_run` owns the signals for all of them."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    def install_signal_handlers(self) -> None:  # older uvicorn's name for the same step
+        pass
+
+
+def _config(app: Any, lifespan: str) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        lifespan=lifespan,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=3,
+        limit_concurrency=MAX_CONNECTIONS,
+    )
+
+
+async def _run(servers: list[tuple[_Server, socket.socket]], on_stop: Callable[[], None]) -> None:
+    """Serve every listener in one loop; SIGINT/SIGTERM stop them all (a second one forces it)."""
+    loop = asyncio.get_running_loop()
+    plain = [s for s, _ in servers]
+
+    def stop() -> None:
+        on_stop()
+        for s in plain:
+            s.force_exit = s.should_exit
+            s.should_exit = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop)
+    first, first_sock = servers[0]  # runs the app's lifespan: the others start once it is up
+    tasks = [asyncio.create_task(first.serve(sockets=[first_sock]))]
+    while not first.started and not tasks[0].done():
+        await asyncio.sleep(0.01)
+    tasks += [asyncio.create_task(s.serve(sockets=[sock])) for s, sock in servers[1:]]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def serve(
+    root: Path,
+    settings: Settings,
+    *,
+    port: int | None = None,
+    host: str = "127.0.0.1",
+    watch: bool = True,
+    out: TextIO = sys.stdout,
+) -> int:
+    """Serve ``root`` until SIGINT/SIGTERM. Raises AlreadyRunning, RefusedBind or OSError before serving."""
+    if port is not None and host not in LOOPBACK_HOSTS:
+        raise RefusedBind(f"refusing to listen on {host!r}: serve binds loopback only (127.0.0.1, ::1)")
+    state = server_state_dir(root)
+    lock_fd = acquire_lock(state)
+    sock_path = socket_for(root, state)
+    sockets: list[socket.socket] = []
+    inode: int | None = None
+    try:
+        prepare_socket_dir(sock_path)
+        token = load_token(state) if port is not None else None
+        sockets.append(bind_unix(sock_path))
+        inode = os.lstat(sock_path).st_ino
+        if port is not None:
+            sockets.append(bind_tcp(host, port))
+        app, service = create_app(root, settings, watch=watch)
+        fingerprint = settings_fingerprint(settings)
+        guards = [Guard(app, fingerprint)] + ([Guard(app, fingerprint, token)] if token is not None else [])
+        servers = [
+            (_Server(_config(guard, lifespan="on" if i == 0 else "off")), sock)
+            for i, (guard, sock) in enumerate(zip(guards, sockets, strict=True))
+        ]
+        print(f"aide-tui serve: {root} (PID {os.getpid()})", file=out)
+        print(f"listening unix:{sock_path}", file=out)
+        if port is not None:
+            tcp = sockets[-1].getsockname()
+            print(f"listening http://{host if ':' not in host else '[::1]'}:{tcp[1]} "
+                  f"(Authorization: Bearer <{state / TOKEN_NAME}>)", file=out)  # fmt: skip
+        out.flush()
+        asyncio.run(_run(servers, service.hub.close))
+        return 0
+    finally:
+        for s in sockets:
+            s.close()
+        with contextlib.suppress(OSError):
+            if inode is not None and os.lstat(sock_path).st_ino == inode:
+                os.unlink(sock_path)
+        os.close(lock_fd)

@@ -1,0 +1,25 @@
+"""JSON shapes shared by ``serve`` and ``mcp``: a search answer with (trimmed) chunk texts for agents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TEXT_LINES = 40  # lines of chunk text an agent gets per result (read_span has the rest)
+TEXT_CHARS = 2000
+
+
+def trim(text: str, lines: int = TEXT_LINES, chars: int = TEXT_CHARS) -> tuple[str, bool]:
+    """The first ``lines`` lines and ``chars`` characters of ``text``, and whether anything was cut."""
+    kept = text.split("\n")[:lines]
+    out = "\n".join(kept)[:chars]
+    return out, out != text
+
+
+def search_json(resp: Any, with_text: bool) -> dict[str, Any]:
+    """One ``search --json`` line (a SearchResponse's ``to_json``); ``with_text`` adds each result's chunk
+    text, trimmed, and ``truncated`` (an extension that only ``mcp`` asks for)."""
+    out: dict[str, Any] = resp.to_json()
+    if with_text:
+        for row, hit in zip(out["results"], resp.results, strict=True):
+            row["text"], row["truncated"] = trim(hit.text)
+    return out

@@ -1,0 +1,137 @@
+"""``aide-tui mcp`` through the official SDK's own stdio client: list the tools, call each, check answers."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import write_workspace
+from serve_helpers import Served, _reap_servers, clean_env  # noqa: F401
+
+mcp = pytest.importorskip("mcp")
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+
+NONE = ("--embedder", "none")
+
+
+@asynccontextmanager
+async def session(root: Path, home: Path):  # type: ignore[no-untyped-def]
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "aide_tui", "mcp", str(root), *NONE], env=clean_env(home)
+    )
+    with open(home / "mcp-stderr.log", "a") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            yield s
+
+
+async def call(s: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
+    """(is_error, structured result or error text)."""
+    res = await s.call_tool(tool, args)
+    if res.is_error:
+        return True, res.content[0].text
+    return False, res.structured_content
+
+
+async def test_tools_answer_from_their_own_index(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    async with session(root, tmp_path) as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert set(tools) == {"search_code", "index_status", "read_span"}
+        assert set(tools["search_code"].input_schema["properties"]) == {
+            "query",
+            "limit",
+            "mode",
+            "path",
+            "lang",
+        }
+
+        err, got = await call(s, "search_code", query="parse_header", limit=3)
+        assert not err, got
+        top = got["results"][0]
+        assert top["path"] == "src/httpclient/headers.py" and top["symbol"] == "def parse_header"
+        assert top["start_line"] == 1 and top["end_line"] >= 4 and top["score"] > 0
+        assert "def parse_header(line: str)" in top["text"] and top["truncated"] is False
+        assert len(got["results"]) <= 3 and got["degraded"] is False
+
+        err, got = await call(s, "search_code", query="render", path="web", mode="bm25")
+        assert not err and {r["path"] for r in got["results"]} == {"web/app.ts"}
+        err, got = await call(s, "search_code", query="redirects", lang="markdown")
+        assert not err and {r["path"] for r in got["results"]} == {"docs/usage.md"}
+        err, got = await call(s, "search_code", query="x", mode="fuzzy")
+        assert err and "unknown mode" in got
+
+        err, st = await call(s, "index_status")
+        assert not err and st["state"] == "ready" and st["files"] == 5 and st["source"] == "in-process"
+
+        err, span = await call(s, "read_span", path="src/httpclient/headers.py", start_line=4, end_line=5)
+        assert not err
+        assert span["text"] == (
+            "def parse_header(line: str) -> tuple[str, str]:\n"
+            '    """Split a raw header line into a lower-cased name and its value."""'
+        )
+        assert span["total_lines"] == 12 and span["end_line"] == 5
+
+
+async def test_read_span_stays_in_the_workspace(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("TOKEN = 'not for agents'\n")
+    (root / "escape.py").symlink_to(outside / "secret.py")
+    (root / "escdir").symlink_to(outside)
+    (root / ".env").write_text("API_KEY=abc\n")
+    (root / "deploy.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    (root / "blob.py").write_bytes(b"x = 1\n\0\0\0")
+    async with session(root, tmp_path) as s:
+        refused = {
+            "../outside/secret.py": "'..'",
+            "src/../../outside/secret.py": "'..'",
+            str(outside / "secret.py"): "absolute",
+            "/etc/passwd": "absolute",
+            "escape.py": "symlink",
+            "escdir/secret.py": "symlink",
+            ".env": "sensitive",
+            "deploy.pem": "sensitive",
+            ".aide/serve.lock": "out of bounds",
+            ".git/config": "out of bounds",
+            "blob.py": "binary",
+            "src/missing.py": "no such file",
+        }
+        for path, why in refused.items():
+            err, text = await call(s, "read_span", path=path, start_line=1, end_line=3)
+            assert err and why in text, (path, text)
+        err, text = await call(s, "read_span", path="src/httpclient/retry.py", start_line=100, end_line=120)
+        assert err and "past the end" in text
+        err, span = await call(
+            s, "read_span", path="./src//httpclient/retry.py", start_line=1, end_line=10_000
+        )
+        assert (
+            not err and span["path"] == "src/httpclient/retry.py" and span["end_line"] == span["total_lines"]
+        )
+    assert os.path.exists(outside / "secret.py")
+
+
+async def test_mcp_uses_a_running_server(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    srv = Served(root, *NONE, env=clean_env(tmp_path))
+    try:
+        srv.wait_ready()
+        async with session(root, tmp_path) as s:
+            err, st = await call(s, "index_status")
+            assert not err and st["source"] == f"serve (PID {srv.proc.pid})" and st["files"] == 5
+            err, got = await call(s, "search_code", query="follow_redirects", limit=2)
+            assert not err and got["results"][0]["path"] == "src/httpclient/client.py"
+            assert "def follow_redirects" in got["results"][0]["text"]
+            # the server goes away: the next call is answered by the MCP server's own index
+            assert srv.stop() == 0
+            err, got = await call(s, "search_code", query="follow_redirects", limit=2)
+            assert not err and got["results"][0]["path"] == "src/httpclient/client.py"
+            err, st = await call(s, "index_status")
+            assert st["source"] == "in-process"
+    finally:
+        srv.stop()

@@ -1,0 +1,310 @@
+"""``aide-tui serve`` end to end: a real server process, its real Unix socket (and loopback TCP), httpx."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import write_workspace
+from loopback_server import LoopbackServer
+from serve_helpers import Served, _reap_servers, clean_env, cli, without_took  # noqa: F401
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+NONE = ("--embedder", "none")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("serve")
+
+
+@pytest.fixture(scope="module")
+def served(home: Path) -> Iterator[Served]:
+    """One server for the route tests (they leave the workspace as they found it)."""
+    root = write_workspace(home / "ws")
+    srv = Served(root, *NONE, env=clean_env(home), shared=True)
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        code = srv.stop()
+    assert code == 0
+    assert not srv.sock.exists()  # removed on a clean stop
+
+
+def test_status_is_the_cli_object_and_files_are_private(served: Served, home: Path) -> None:
+    r = served.http.get("/status")
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    local = cli("status", str(served.root), "--json", "--no-server", *NONE, env=clean_env(home))
+    assert r.json() == json.loads(local.stdout)
+    assert r.json()["files"] == 5
+    state = served.root / ".aide"
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    assert stat.S_ISSOCK(served.sock.lstat().st_mode) and stat.S_IMODE(served.sock.lstat().st_mode) == 0o600
+    assert int((state / "serve.lock").read_text()) == served.proc.pid
+
+
+def test_search_answers_one_contract_line(served: Served, home: Path) -> None:
+    got = served.search("parse_header", limit=3, mode="bm25")
+    assert {"query", "degraded", "degraded_reason", "took_ms", "results"} <= set(got)
+    assert got["results"][0]["path"] == "src/httpclient/headers.py" and len(got["results"]) <= 3
+    assert set(got["results"][0]) == {"path", "start_line", "end_line", "score", "symbol", "ranks"}
+    local = cli("search", "--path", str(served.root), "--json", "--no-server", "--no-update", "--limit", "3",
+                "--mode", "bm25", *NONE, "parse_header", env=clean_env(home))  # fmt: skip
+    assert without_took(json.dumps(got)) == without_took(local.stdout)
+    # defaults: limit 20, the configured mode; filters work as in the CLI
+    assert len(served.search("client")["results"]) <= 20
+    assert {r["path"] for r in served.search("page lang:typescript")["results"]} == {"web/app.ts"}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "needle"),
+    [
+        ("POST", "/search", b"{not json", 400, "malformed JSON"),
+        ("POST", "/search", b"[" * 100_000, 400, "malformed JSON"),  # deep nesting
+        ("POST", "/search", b"\xff\xfe", 400, "malformed JSON"),
+        ("POST", "/search", b'["parse_header"]', 400, "query"),
+        ("POST", "/search", b"", 400, "query"),
+        ("POST", "/search", b'{"limit": 3}', 400, "no query"),
+        ("POST", "/search", b'{"query": "   "}', 400, "no query"),
+        ("POST", "/search", b'{"query": 42}', 400, "no query"),
+        ("POST", "/search", b'{"query": "x", "mode": "fuzzy"}', 400, "unknown mode"),
+        ("POST", "/search", b'{"query": "x", "limit": -1}', 400, "limit"),
+        ("POST", "/search", b'{"query": "x", "limit": 1001}', 400, "limit"),
+        ("POST", "/search", b'{"query": "x", "limit": "5"}', 400, "limit"),
+        ("POST", "/search", b'{"query": "x", "limit": true}', 400, "limit"),
+        ("POST", "/reindex", b'{"rebuild": "yes"}', 400, "rebuild"),
+        ("POST", "/reindex", b"[]", 400, "object"),
+        ("GET", "/nope", None, 404, "no such route"),
+        ("GET", "/", None, 404, "no such route"),
+        ("GET", "/search", None, 405, "method not allowed"),
+        ("DELETE", "/status", None, 405, "method not allowed"),
+        ("PUT", "/reindex", b"{}", 405, "method not allowed"),
+        ("POST", "/search", b'{"query": "' + b"a" * (1 << 20) + b'"}', 413, "over"),
+    ],
+)
+def test_bad_requests_get_json_errors(
+    served: Served, method: str, path: str, body: bytes | None, status: int, needle: str
+) -> None:
+    r = served.http.request(method, path, content=body)
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == "application/json"
+    assert needle in r.json()["error"]
+    assert served.http.get("/status").status_code == 200  # still serving
+
+
+def test_body_over_1mb_is_refused_while_streaming(served: Served) -> None:
+    """No Content-Length (chunked): the server stops reading at 1 MB instead of buffering it all."""
+    sent = 0
+
+    def chunks() -> Iterator[bytes]:
+        nonlocal sent
+        yield b'{"query": "'
+        for _ in range(64):  # up to 4 MB, 64 KB at a time
+            sent += 1 << 16
+            yield b"a" * (1 << 16)
+        yield b'"}'
+
+    try:
+        r = served.http.post("/search", content=chunks())
+        assert r.status_code == 413 and "over" in r.json()["error"]
+    except httpx.RemoteProtocolError:
+        pass  # the server answered and closed before the client finished sending: also a refusal
+    assert served.http.get("/status").status_code == 200
+
+
+def _read_events(srv: Served, out: list[tuple[str, dict]], connected: threading.Event, until: str) -> None:
+    with srv.http.stream("GET", "/events", timeout=httpx.Timeout(60)) as resp:
+        assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
+        name = ""
+        for line in resp.iter_lines():
+            if line.startswith(": connected"):
+                connected.set()
+            elif line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                out.append((name, json.loads(line[6:])))
+                if name == until:
+                    return
+
+
+def test_reindex_is_accepted_and_streams_progress_events(served: Served) -> None:
+    events: list[tuple[str, dict]] = []
+    connected = threading.Event()
+    reader = threading.Thread(target=_read_events, args=(served, events, connected, "done"), daemon=True)
+    reader.start()
+    assert connected.wait(30)
+    r = served.http.post("/reindex", json={"rebuild": True})
+    assert r.status_code == 202 and r.json() == {"accepted": True, "rebuild": True}
+    reader.join(90)
+    assert not reader.is_alive(), events
+    kinds = [name for name, _ in events]
+    assert kinds[-1] == "done" and "progress" in kinds
+    assert all(obj["event"] == name for name, obj in events)  # the `index --progress` objects
+    done = events[-1][1]
+    assert done["files"] == 5 and done["chunks"] >= 5 and done["cancelled"] is False
+    assert {"state", "files_done", "files_total"} <= set(next(o for n, o in events if n == "progress"))
+    assert served.http.post("/reindex").status_code == 202  # an empty body means {"rebuild": false}
+
+
+def test_clients_that_drop_event_streams_are_forgotten(served: Served) -> None:
+    """More disconnects than the server accepts concurrent streams: every one must have been released."""
+    for _ in range(70):
+        with served.http.stream("GET", "/events") as resp:
+            assert resp.status_code == 200
+            next(resp.iter_lines())  # ": connected", then hang up mid-stream
+        assert served.http.head("/events").status_code == 200  # headers only, no stream held open
+    assert served.http.get("/status").status_code == 200
+
+
+def test_cli_goes_through_the_server_with_identical_output(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    env = clean_env(tmp_path)
+    srv = Served(root, *NONE, "--no-watch", env=env)
+    try:
+        srv.wait_ready()
+        queries = "parse_header\n\nwhere are redirects followed\nPageCache lang:typescript\n"
+        for mode in ("hybrid", "bm25"):
+            args = ("search", "--path", str(root), "--json", "--mode", mode, "--limit", "5", *NONE)
+            args += ("--batch", "-")
+            through = cli(*args, stdin=queries, env=env)
+            local = cli(*args, "--no-server", stdin=queries, env=env)
+            assert through.returncode == local.returncode == 0, through.stderr + local.stderr
+            assert without_took(through.stdout) == without_took(local.stdout)
+            assert len(through.stdout.splitlines()) == 4
+        text_args = ("search", "--path", str(root), *NONE, "follow redirects")
+        assert cli(*text_args, env=env).stdout == cli(*text_args, "--no-server", env=env).stdout
+        status = ("status", str(root), *NONE)
+        assert cli(*status, "--json", env=env).stdout == cli(*status, "--json", "--no-server", env=env).stdout
+        assert cli(*status, env=env).stdout == cli(*status, "--no-server", env=env).stdout
+
+        # proof that the answers came from the server: with --no-watch it has not seen this new file,
+        # while in-process search indexes it first
+        (root / "src" / "fresh.py").write_text("def zanzibar_quokka():\n    return 42\n")
+        q = ("search", "--path", str(root), "--json", *NONE, "zanzibar_quokka")
+        assert json.loads(cli(*q, env=env).stdout)["results"] == []
+        assert json.loads(cli(*q, "--no-server", env=env).stdout)["results"][0]["path"] == "src/fresh.py"
+        # other settings than the server's: in-process, same answer as --no-server
+        other = ("search", "--path", str(root), "--json", "--rrf-k", "30", *NONE, "parse_header")
+        local = cli(*other, "--no-server", env=env).stdout
+        assert without_took(cli(*other, env=env).stdout) == without_took(local)
+    finally:
+        assert srv.stop() == 0
+
+
+def test_tcp_needs_the_token_and_only_loopback(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    env = clean_env(tmp_path)
+    srv = Served(root, *NONE, "--port", "0", env=env)
+    try:
+        assert srv.port
+        token_file = root / ".aide" / "serve.token"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+        assert len(token) >= 32
+        url = f"http://127.0.0.1:{srv.port}"
+        with httpx.Client(base_url=url, timeout=30) as web:
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
+                for method, path in (("GET", "/status"), ("POST", "/search"), ("GET", "/nope")):
+                    r = web.request(method, path, headers=headers, json={"query": "x"})
+                    assert r.status_code == 401 and r.json() == {"error": "missing or wrong bearer token"}
+                    assert r.headers["www-authenticate"] == "Bearer"
+            ok = {"Authorization": f"Bearer {token}"}
+            srv.wait_ready()
+            assert web.get("/status", headers=ok).status_code == 200
+            r = web.post("/search", headers=ok, json={"query": "parse_header", "mode": "bm25"})
+            assert r.status_code == 200 and r.json()["results"][0]["path"] == "src/httpclient/headers.py"
+        assert srv.http.get("/status").status_code == 200  # the socket needs no token
+    finally:
+        assert srv.stop() == 0
+    # the token survives restarts; any non-loopback bind is refused before anything starts
+    srv = Served(root, *NONE, "--port", "0", env=env)
+    srv.stop()
+    assert token_file.read_text().strip() == token
+    for host in ("0.0.0.0", "192.0.2.1", "::"):
+        out = cli("serve", str(root), "--port", "0", "--host", host, *NONE, env=env, timeout=30)
+        assert out.returncode == 2 and "loopback only" in out.stderr
+
+
+def test_second_server_on_the_same_root_is_refused(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    env = clean_env(tmp_path)
+    first = Served(root, *NONE, env=env)
+    try:
+        second = cli("serve", str(root), *NONE, env=env, timeout=60)
+        assert second.returncode == 1
+        assert f"PID {first.proc.pid}" in second.stderr and "already running" in second.stderr
+        assert first.http.get("/status").status_code == 200  # the first one is untouched
+    finally:
+        assert first.stop() == 0
+
+
+def test_dead_socket_is_removed_and_a_restart_serves_the_index(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    env = clean_env(tmp_path)
+    srv = Served(root, *NONE, env=env)
+    srv.wait_ready()
+    srv.stop(signal.SIGKILL)
+    assert srv.sock.exists()  # left behind by kill -9
+    out = cli("search", "--path", str(root), "--json", *NONE, "parse_header", env=env)
+    assert out.returncode == 0 and json.loads(out.stdout)["results"][0]["path"] == "src/httpclient/headers.py"
+    assert not srv.sock.exists()
+    again = Served(root, *NONE, env=env)
+    try:
+        assert again.wait_ready()["files"] == 5
+        assert again.search("parse_header")["results"]
+    finally:
+        assert again.stop() == 0
+
+
+def test_hybrid_with_a_loopback_embedding_server(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    env = clean_env(tmp_path)
+    with LoopbackServer(dim=16) as emb:
+        flags = ("--embedder", "openai", "--embedding-url", emb.url)
+        srv = Served(root, *flags, env=env)
+        try:
+            deadline = time.monotonic() + 90
+            while srv.wait_ready()["state"] != "ready" and time.monotonic() < deadline:
+                time.sleep(0.2)  # vectors land after the lexical commit
+            got = srv.search("follow redirects until done", limit=5)  # hybrid: the configured mode
+            assert got["degraded"] is False and any(r["ranks"]["dense"] for r in got["results"])
+            query = "follow redirects until done"
+            args = ("search", "--path", str(root), "--json", "--limit", "5", *flags, query)
+            local = cli(*args, "--no-server", "--no-update", env=env)
+            assert without_took(json.dumps(got)) == without_took(local.stdout)
+            assert without_took(cli(*args, env=env).stdout) == without_took(local.stdout)
+        finally:
+            assert srv.stop() == 0
+
+
+def test_without_the_extra_serve_and_mcp_exit_2(workspace: Path) -> None:
+    block = "import sys; sys.modules.update(starlette=None, uvicorn=None, mcp=None); "
+    block += "from aide_tui.cli import main; "
+    for cmd in ("serve", "mcp"):
+        code = block + f"sys.exit(main([{cmd!r}, {str(workspace)!r}]))"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=clean_env(workspace.parent), timeout=60)  # fmt: skip
+        assert out.returncode == 2 and "pip install 'aide-tui[serve]'" in out.stderr
+    assert not os.path.exists(workspace / ".aide" / "serve.sock")
+
+
+def test_blank_query_answer_matches_the_search_module() -> None:
+    """The served path answers blank batch lines itself (no numpy import); the shape must not drift."""
+    from aide_tui.cli.served import BLANK
+    from aide_tui.core.search import SearchResponse
+
+    got = dict(BLANK, query="  ")
+    assert json.dumps(got) == json.dumps(SearchResponse(query="  ", results=[]).to_json())
