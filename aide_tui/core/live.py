@@ -95,6 +95,8 @@ class LiveWorkspace:
         self.status: IndexStatus = IndexStatus("missing")
         self.service = IndexService(self.root, settings, self._service_event)
         self.priority: Callable[[], Iterable[str]] = lambda: ()  # files the user is looking at
+        self.index_ready = threading.Event()  # a version is loaded and searchable
+        self.embedder_ready = threading.Event()  # the query encoder loaded (or failed)
         self._stop = threading.Event()
         self._reload_wanted = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -144,6 +146,7 @@ class LiveWorkspace:
         try:
             self.searcher.refresh()
             opened = Opened(self._read_status())
+            self.index_ready.set()
         except IndexError_ as exc:
             opened = Opened(self._read_status(), str(exc), isinstance(exc, IndexMissing))
         self._emit(opened)
@@ -164,14 +167,20 @@ class LiveWorkspace:
     def _set_embedder(self, embedder: Any, error: str | None, emb_id: str | None) -> None:
         self.embedder, self.embedder_error = embedder, error
         self.searcher.embedder, self.searcher.embedder_error = embedder, error
+        self.embedder_ready.set()
         self._emit(EmbedderReady(emb_id, error))
 
     # -- searching ---------------------------------------------------------------------------------
 
     def search(self, query: str, limit: int = 20, mode: str | None = None) -> SearchResponse:
         """Answer ``query`` from the loaded version (thread-safe). Raises IndexMissing before the first
-        index exists, IndexError_ when it cannot be read."""
-        return self.searcher.search(query, limit=limit, mode=mode)
+        index exists, IndexError_ when it cannot be read. While the query encoder is still loading, a
+        hybrid answer is lexical only and says so (``degraded``, "the encoder is loading")."""
+        resp = self.searcher.search(query, limit=limit, mode=mode)
+        loading = not self.embedder_ready.is_set() and self.settings.embedding.backend != "none"
+        if loading and resp.mode != "bm25" and not resp.degraded:
+            resp.degraded, resp.degraded_reason = True, "the encoder is loading"
+        return resp
 
     def _read_status(self) -> IndexStatus:
         self.status = self.searcher.backend.status()
@@ -208,6 +217,7 @@ class LiveWorkspace:
                 continue
             view = self.searcher.view
             version = str(view.meta.get("generation", "")) if view is not None else ""
+            self.index_ready.set()
             self._emit(Reloaded(self._read_status(), version))
 
     # -- watching ----------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from aide_tui.core.view import IndexView, VectorDimensionMismatch
 T = TypeVar("T")
 _FILTER = re.compile(r"(?:^|\s)(path|lang):(\S+)")
 _CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")
+QUERY_CACHE = 256  # query vectors remembered
 LONG_QUERY_TERMS = 24
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
 PROSE_SYMBOL_FACTOR = 0.15
@@ -156,6 +157,8 @@ class Searcher:
         self.backend = backend_for(self.root, settings)
         self._lock = threading.Lock()
         self._manifest_stat: object | None = None
+        self._qcache: dict[tuple[str, str], np.ndarray] = {}
+        self._qlock = threading.Lock()
         self._view: IndexView | None = None  # replaced whole, so a query never mixes two versions
 
     @property
@@ -329,13 +332,26 @@ class Searcher:
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
 
+    def _query_vector(self, emb_id: str, text: str) -> np.ndarray:
+        """The query's vector, remembered for the last few hundred queries (typing revisits them)."""
+        key = (emb_id, text)
+        vec = self._qcache.get(key)
+        if vec is None:
+            assert self.embedder is not None
+            vec = self.embedder.embed([text], kind="query")[0]
+            with self._qlock:
+                self._qcache[key] = vec
+                if len(self._qcache) > QUERY_CACHE:
+                    self._qcache.pop(next(iter(self._qcache)))
+        return vec
+
     def _dense_list(self, ix: IndexView, text: str, n: int) -> tuple[list[int] | None, str | None]:
         """Dense top-n, or (None, reason) when the dense side is unusable (None, None: not configured)."""
         if self.embedder is None:
             return None, self.embedder_error
         try:
             emb_id = self.embedder.id
-            q = self.embedder.embed([text], kind="query")[0]
+            q = self._query_vector(emb_id, text)
         except EmbedderError as exc:
             return None, str(exc)
         if ix.embedder != emb_id:

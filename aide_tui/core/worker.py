@@ -53,6 +53,10 @@ def main(argv: list[str]) -> int:
 
     root = Path(argv[0])
     settings = apply_mapping(Settings(), json.loads(argv[1]), "settings")
+    from aide_tui.core.embed.pool import die_with_parent
+
+    # the service starts this process from a thread that ends when it is idle: watch the parent process
+    die_with_parent(os.getppid(), kernel=False)
     lower_priority(WORKER_NICE, batch=False)
     out_lock = threading.Lock()
 

@@ -26,15 +26,16 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PARENT_POLL = 0.5  # seconds between the fallback's parent checks
 
 
-def die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int, kernel: bool = True) -> None:
     """End this process when ``parent`` dies, so a kill -9 of the indexer leaves no workers behind.
 
     Linux: the kernel sends SIGKILL at the parent's death (``PR_SET_PDEATHSIG``; note that it fires
     when the parent *thread* that started this process ends, so pools are started from the main
     thread). Everywhere: a daemon thread exits the process once it has been re-parented. With the
     workers gone, multiprocessing's resource tracker sees its pipe close and exits too.
+    ``kernel=False`` keeps only the thread (for a process started from a thread that may end first).
     """
-    if sys.platform.startswith("linux"):
+    if kernel and sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
