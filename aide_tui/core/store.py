@@ -494,7 +494,12 @@ def commit(index_dir: Path, manifest: Manifest, previous: Manifest | None) -> No
     """Atomically make ``manifest`` the current version, then retire what neither it nor ``previous``
     references (a reader may still be loading the previous version). Only the lock holder commits."""
     manifest.written = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    atomic_write_bytes(index_dir / MANIFEST, json.dumps(manifest.to_json(), ensure_ascii=True).encode())
+    path = index_dir / MANIFEST
+    atomic_write_bytes(path, json.dumps(manifest.to_json(), ensure_ascii=True).encode())
+    with contextlib.suppress(OSError):  # the next run of this process need not parse what it just wrote
+        st = os.lstat(path)
+        _parsed.clear()
+        _parsed[str(path)] = ((st.st_ino, st.st_size, st.st_mtime_ns), manifest)
     keep = {s.name for s in manifest.segments} | ({s.name for s in previous.segments} if previous else set())
     retire(index_dir, keep, manifest)
 
@@ -661,13 +666,7 @@ def load_view(index_dir: Path, previous: IndexView | None = None) -> IndexView:
 
 def _load_view(index_dir: Path, manifest: Manifest, previous: IndexView | None) -> IndexView:
     reuse = {p.name: p for p in previous.parts} if previous is not None else {}
-    vocab = (
-        previous.vocab
-        if previous is not None and previous.meta.get("vocab_key") == _vocab_key(manifest)
-        else None
-    )
-    if vocab is None:
-        vocab = read_vocab(index_dir, manifest)
+    vocab = _grown_vocab(index_dir, manifest, previous)
     parts: list[Part] = []
     for entry in manifest.segments:
         part = reuse.get(entry.name)
@@ -698,6 +697,29 @@ def _load_view(index_dir: Path, manifest: Manifest, previous: IndexView | None) 
         vocab_key=_vocab_key(manifest),
     )
     return IndexView(parts, alive, manifest.files, vocab, meta)
+
+
+def _grown_vocab(index_dir: Path, manifest: Manifest, previous: IndexView | None) -> dict[str, int]:
+    """The version's vocabulary: the previous view's when the segments are the same, extended by the
+    new segments' terms when they only add to it (a delta), else read whole."""
+    key = _vocab_key(manifest)
+    if previous is None:
+        return read_vocab(index_dir, manifest)
+    old_key = str(previous.meta.get("vocab_key", ""))
+    if old_key == key:
+        return previous.vocab
+    kept = old_key.split("|") if old_key else []
+    if not kept or key.split("|")[: len(kept)] != kept:
+        return read_vocab(index_dir, manifest)
+    vocab = dict(previous.vocab)
+    for entry in manifest.segments[len(kept) :]:
+        if entry.vocab[0] != len(vocab):
+            return read_vocab(index_dir, manifest)
+        for t in _segment_vocab(index_dir, entry):
+            vocab.setdefault(t, len(vocab))
+        if len(vocab) != entry.vocab[1]:
+            raise IndexCorrupt("index vocabulary holds duplicate terms; rebuilding")
+    return vocab
 
 
 def _vocab_key(manifest: Manifest) -> str:
