@@ -27,7 +27,7 @@ class IndexSettings:
     exclude: tuple[str, ...] = ()
     include_sensitive: bool = False
     lock_timeout: float = 30.0
-    max_segments: int = 8  # delta segments kept before they are merged into one base
+    max_segments: int = 16  # delta segments kept before they are merged into one base
 
 
 @dataclass(frozen=True)

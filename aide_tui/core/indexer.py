@@ -606,10 +606,14 @@ class _Run:
         max_segments = max(1, self.settings.index.max_segments)
         if len(manifest.segments) <= max_segments and blocks <= MAX_BLOCKS and dead_share <= MAX_DEAD_SHARE:
             return manifest
+        if self.should_yield():
+            return manifest  # newer work first; the next run merges
         self.check_cancel()
         self.emit(Progress("merging", message=f"{len(manifest.segments)} segments"))
         vocab = self.ix.vocab_for(idx_dir, manifest)
         data = consolidate(idx_dir, manifest, vocab, pieces=True)
+        if self.should_yield():
+            return manifest
         emb_id, dim = str(manifest.meta.get("embedder") or "none"), int(manifest.meta.get("dim") or 0)
         if emb_id != "none" and dim:  # every live piece is at hand: drop cached vectors nothing uses
             self.ix.cache_for(self.state, emb_id, dim).save({p.embed_key for p in data.pieces})
