@@ -91,6 +91,8 @@ class ConcatChunks(Sequence[Chunk]):
             i += self._n
         if not 0 <= i < self._n:
             raise IndexError(i)
+        if len(self._parts) == 1:
+            return self._parts[0][i]
         k = bisect_right(self._starts, i) - 1
         return self._parts[k][i - self._starts[k]]
 
