@@ -32,87 +32,47 @@ class Command:
         return [k.strip() for k in self.keys.split(",") if k.strip()]
 
 
+# fmt: off
 COMMANDS: tuple[Command, ...] = (
     Command("ctrl+q", "quit", "quit", "quit (the query joins the history)", show=False, display="^q"),
-    Command(
-        "down,ctrl+n,ctrl+j", "move(1)", "select", "next result (in the preview: scroll down)", display="↓ ^n"
-    ),  # fmt: skip
-    Command(
-        "up,ctrl+k",
-        "move(-1)",
-        "select",
-        "previous result (in the preview: scroll up); on an empty query: previous queries",
-        show=False,
-        display="↑ ^k",
-    ),  # fmt: skip
+    Command("down,ctrl+n,ctrl+j", "move(1)", "select", "next result (preview focused: scroll down)",
+            display="↓ ^n"),
+    Command("j", "move(1)", "down", "next result", where="browse", show=False),
+    Command("up,ctrl+k", "move(-1)", "select",
+            "previous result (preview focused: scroll up; on an empty query: previous queries)",
+            show=False, display="↑ ^k"),
+    Command("k", "move(-1)", "up", "previous result", where="browse", show=False),
     Command("pagedown", "page(1)", "page", "page down (list or preview)", show=False, display="PgDn"),
     Command("pageup", "page(-1)", "page", "page up (list or preview)", show=False, display="PgUp"),
-    Command("enter", "enter", "preview", "focus the preview (from the list or the query)", display="⏎"),
-    Command(
-        "escape", "escape", "query", "back to the query (leaves history recall)", show=False, display="esc"
-    ),  # fmt: skip
-    Command(
-        "e",
-        "open_editor",
-        "edit",
-        "open $VISUAL/$EDITOR at the hit's best line",
-        where="browse",
-        palette="Open in editor",
-    ),  # fmt: skip
-    Command(
-        "y",
-        "copy_location",
-        "copy",
-        "copy path:line of the hit's best line (OSC 52)",
-        where="browse",
-        palette="Copy location",
-    ),  # fmt: skip
-    Command(
-        "n", "next_match(1)", "match", "next query-term match in the preview", where="browse", display="n N"
-    ),  # fmt: skip
-    Command("N", "next_match(-1)", "match", "previous query-term match", where="browse", show=False),
-    Command("j", "move(1)", "down", "next result / scroll the preview down", where="browse", show=False),
-    Command("k", "move(-1)", "up", "previous result / scroll the preview up", where="browse", show=False),
+    Command("enter", "enter", "preview", "focus the preview (the query joins the history)", display="⏎"),
+    Command("escape", "escape", "query", "back to the query (leaves history recall)", show=False,
+            display="esc"),
     Command("slash", "focus_query", "query", "back to the query", where="browse", show=False, display="/"),
-    Command(
-        "f2",
-        "cycle_mode",
-        "mode",
-        "search mode: hybrid → bm25 → dense (also m in the list)",
-        palette="Search mode: cycle",
-    ),  # fmt: skip
-    Command("m", "cycle_mode", "mode", "search mode (list or preview focused)", where="browse", show=False),
-    Command(
-        "f3",
-        "toggle_preview",
-        "layout",
-        "hide / show the preview (also p in the list)",
-        palette="Layout: toggle preview",
-    ),  # fmt: skip
+    Command("e", "open_editor", "edit", "open $VISUAL/$EDITOR at the line the preview shows",
+            where="browse", palette="Open in editor"),
+    Command("y", "copy_location", "copy", "copy path:line of the line the preview shows (OSC 52)",
+            where="browse", palette="Copy location"),
+    Command("n", "next_match(1)", "match", "next query-term match in the preview", where="browse"),
+    Command("N", "next_match(-1)", "match", "previous query-term match in the preview", where="browse",
+            show=False),
+    Command("f2", "cycle_mode", "mode", "search mode: hybrid → bm25 → dense (remembered)",
+            palette="Search mode: cycle"),
+    Command("m", "cycle_mode", "mode", "search mode", where="browse", show=False),
+    Command("f3", "toggle_preview", "layout", "hide / show the preview; the list gets the width (remembered)",
+            palette="Layout: toggle preview"),
     Command("p", "toggle_preview", "layout", "hide / show the preview", where="browse", show=False),
     Command("ctrl+r", "history", "history", "search previous queries", display="^r", palette="History"),
-    Command(
-        "f4",
-        "write_results",
-        "write",
-        "write the results as vimgrep lines to a file (for :cfile) "
-        "and copy them (OSC 52); also w in the list",
-        palette="Write results (vimgrep)",
-    ),  # fmt: skip
+    Command("f4", "write_results", "write",
+            "write the results as vimgrep lines to a file (vim :cfile) and copy them (OSC 52)",
+            palette="Write results (vimgrep)"),
     Command("w", "write_results", "write", "write the results (vimgrep)", where="browse", show=False),
     Command("f5", "reindex", "reindex", "update the index now", palette="Reindex now"),
-    Command(
-        "R",
-        "rebuild",
-        "rebuild",
-        "rebuild the index from scratch (asks first)",
-        where="browse",
-        show=False,
-        palette="Rebuild index from scratch",
-    ),  # fmt: skip
+    Command("R", "rebuild", "rebuild", "rebuild the index from scratch (asks first)", where="browse",
+            show=False, palette="Rebuild index from scratch"),
     Command("f1", "help", "help", "this help", display="F1", palette="Help: keys"),
     Command("question_mark", "help", "help", "this help", where="browse", show=False, display="?"),
 )
+# fmt: on
 
 # Keys the screen routes itself (in the order they arrive), by where they act.
 ANY_KEYS: dict[str, Command] = {k: c for c in COMMANDS if c.where == "any" for k in c.key_list}
@@ -149,11 +109,22 @@ def bindings() -> list[Binding]:
     return out
 
 
-def help_rows() -> list[tuple[str, str, str]]:
-    """(keys, what, where) for the help screen, in table order."""
-    rows = [("type", 'search as you type: path:GLOB lang:NAME "phrase"', "query")]
+def help_rows() -> list[tuple[str, str]]:
+    """(keys, what) for the help screen: one row per action, in table order, its list/preview-only
+    letters after its everywhere keys."""
+    rows = [
+        ("type", 'search as you type: path:GLOB lang:NAME "phrase"'),
+        ("letters", "commands while the list or the preview has focus (e y n N j k m p w R ? /); "
+         "any other letter goes to the query"),
+    ]  # fmt: skip
+    by_action: dict[str, list[Command]] = {}
     for c in COMMANDS:
-        rows.append((key_display(c), c.help, "list/preview" if c.where == "browse" else "anywhere"))
-    rows.append(("ctrl+p", "command palette (every action, themes)", "anywhere"))
-    rows.append(("mouse", "click a row to select it; the wheel scrolls the pane under the pointer", ""))
+        by_action.setdefault(c.action, []).append(c)
+    for group in by_action.values():
+        anywhere = " ".join(key_display(c) for c in group if c.where == "any")
+        browse = " ".join(key_display(c) for c in group if c.where == "browse")
+        keys = f"{anywhere} {browse}".strip()
+        rows.append((keys, group[0].help))
+    rows.append(("^p", "command palette (every action, themes)"))
+    rows.append(("mouse", "click a row to select it; the wheel scrolls the pane under the pointer"))
     return rows

@@ -73,6 +73,7 @@ class SearchScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = list(keys.bindings())
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (16, "-tall")]
 
     def __init__(
         self,

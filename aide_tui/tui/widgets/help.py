@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.text import Text
+from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -14,19 +14,19 @@ from textual.widgets import Static
 from aide_tui.tui.keys import help_rows
 
 
-def help_text() -> Text:
-    """The key table as text: keys, what they do, where they act."""
-    rows = help_rows()
-    key_w = max(len(k) for k, _, _ in rows)
-    text = Text(end="")
-    for keys, what, where in rows:
-        text.append(f"{keys:<{key_w}}  ", "bold")
-        text.append(what)
-        if where:
-            text.append(f"  ({where})", "dim")
-        text.append("\n")
-    text.rstrip()
-    return text
+def help_table() -> Table:
+    """The key table: keys, what they do (the second column wraps)."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(ratio=1)
+    for keys, what in help_rows():
+        table.add_row(keys, what)
+    return table
+
+
+def help_text() -> str:
+    """The key table as plain text."""
+    return "\n".join(f"{keys}  {what}" for keys, what in help_rows())
 
 
 class HelpScreen(ModalScreen[None]):
@@ -48,10 +48,10 @@ class HelpScreen(ModalScreen[None]):
     @property
     def plain(self) -> str:
         """The key list as plain text."""
-        return help_text().plain
+        return help_text()
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help") as box:
             box.border_title = "aide-tui keys"
             box.border_subtitle = "esc closes"
-            yield Static(help_text(), id="help-keys")
+            yield Static(help_table(), id="help-keys")

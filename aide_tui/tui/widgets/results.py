@@ -89,8 +89,11 @@ def columns(hits: list[Hit], width: int) -> Columns:
     sym_want = min(SYMBOL_MAX, max((len(compact_symbol(h.symbol)) for h in hits), default=0))
     fixed = 1 + tags + 2 + SCORE_W + (2 if sym_want else 0)
     room = max(0, width - fixed)
-    loc = min(loc_want, max(LOC_MIN, room - min(sym_want, SYMBOL_MIN)))
+    name_want = max((len(h.path.rpartition("/")[2]) + len(span(h)) + 3 for h in hits), default=0)
+    loc = min(loc_want, max(min(name_want, room), LOC_MIN, room - min(sym_want, SYMBOL_MIN)))
     sym = max(0, min(sym_want, room - loc))
+    if sym < 6:  # too narrow for a useful symbol: the location keeps the room
+        loc, sym = min(loc_want, max(loc, room)), 0
     return Columns(loc, tags, sym)
 
 
@@ -147,6 +150,7 @@ class ResultsList(ScrollView, can_focus=True):
         self.cursor: int | None = None
         self.message = ""
         self._cols = Columns(0, 0, 0)
+        self._cols_width = -1
         self._cache: dict[tuple[int, bool], Strip] = {}
         self._styles: dict[str, Style] | None = None
 
@@ -213,6 +217,7 @@ class ResultsList(ScrollView, can_focus=True):
     def _relayout(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
         self._cols = columns(self.hits, width)
+        self._cols_width = width
         self._cache.clear()
         self.virtual_size = Size(width, len(self.hits) or (1 if self.message else 0))
 
@@ -235,6 +240,8 @@ class ResultsList(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
+        if width != self._cols_width:  # a scrollbar came or went
+            self._relayout()
         row = int(self.scroll_offset.y) + y
         base = self.rich_style
         if row >= len(self.hits):
