@@ -87,10 +87,10 @@ def columns(hits: list[Hit], width: int) -> Columns:
     tags = max((len(rank_tags(h)) for h in hits), default=0)
     loc_want = max((len(location(h)) for h in hits), default=0)
     sym_want = min(SYMBOL_MAX, max((len(compact_symbol(h.symbol)) for h in hits), default=0))
-    fixed = 1 + tags + 2 + SCORE_W + (2 if sym_want else 0)
+    fixed = 1 + 2 + tags + 2 + SCORE_W + (2 if sym_want else 0)
     room = max(0, width - fixed)
     name_want = max((len(h.path.rpartition("/")[2]) + len(span(h)) + 3 for h in hits), default=0)
-    loc = min(loc_want, max(min(name_want, room), LOC_MIN, room - min(sym_want, SYMBOL_MIN)))
+    loc = min(loc_want, max(min(name_want, room), LOC_MIN, room - sym_want))
     sym = max(0, min(sym_want, room - loc))
     if sym < 6:  # too narrow for a useful symbol: the location keeps the room
         loc, sym = min(loc_want, max(loc, room)), 0
