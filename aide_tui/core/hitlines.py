@@ -16,6 +16,7 @@ from aide_tui.core.tokens import _CAMEL, _WORD, _fold
 
 _SPLIT = re.compile(r"[._]")
 _DEFINING = "def|class|fn|func|function|struct|enum|interface|trait|type|impl|const|let|var"
+_DEFINES = re.compile(rf"\s*(?:(?:pub|export|async|static|public|private)\s+)*(?:{_DEFINING})\b")
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ def best_line(text: str, start_line: int, terms: Iterable[str], symbol: str | No
     for i, spans in enumerate(per_line):
         distinct = {t for _, _, t in spans}
         score = sum(1.0 / holding[t] for t in distinct) + 0.01 * len(distinct)
+        if distinct and _DEFINES.match(lines[i]):
+            score += 0.005  # on a tie, the definition beats the prose that mentions it
         if score > best_score + 1e-9:
             best_i, best_score = i, score
     if best_i >= 0:

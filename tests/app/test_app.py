@@ -66,8 +66,10 @@ async def test_moving_the_selection_updates_the_preview(workspace: Path) -> None
             assert app.results.selected_hit is hit
             await wait_for(
                 pilot,
-                lambda h=hit: app.preview.shown is not None
-                and (app.preview.shown.path, app.preview.shown.start_line) == (h.path, h.start_line),
+                lambda h=hit: (
+                    app.preview.shown is not None
+                    and (app.preview.shown.path, app.preview.shown.start_line) == (h.path, h.start_line)
+                ),
             )
             shown = app.preview.shown
             assert shown is not None
@@ -498,9 +500,7 @@ async def test_hit_lines_are_padded_to_the_pane_width(workspace: Path) -> None:
         shown = app.preview.shown
         assert shown is not None
         width = app.preview.body.size.width
-        hit_rows = [
-            line for line in shown.body.plain.splitlines() if "▌" in line[:8] or "▶" in line[:8]
-        ]
+        hit_rows = [line for line in shown.body.plain.splitlines() if "▌" in line[:8] or "▶" in line[:8]]
         assert hit_rows and all(len(line) >= width - 1 for line in hit_rows)
 
 

@@ -492,8 +492,11 @@ class SearchScreen(Screen[None]):
     # -- actions -----------------------------------------------------------------------------------
 
     def action_quit(self) -> None:
-        """Quit (the query is remembered in the history)."""
+        """Quit (the query joins the history and is remembered as the last one)."""
         self.record_query()
+        if self.history_enabled:
+            self.state.workspace.last_query = self.query_input.value.strip()
+            self._save_state()
         self.app.exit()
 
     def action_move(self, delta: int) -> None:
