@@ -441,13 +441,17 @@ async def test_index_line_texts(workspace: Path) -> None:
         assert "embedding 10/100 vectors" in screen_text(app)[-3]
 
 
-async def test_reindex_requested_shows_no_stale_bar(workspace: Path) -> None:
+async def test_reindex_requested_shows_no_stale_bar(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = make_app(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
+        requested: list[bool] = []
+        # the run itself would finish at once on this tiny workspace and replace the text under test
+        monkeypatch.setattr(app.main_screen.live, "reindex", lambda **kw: requested.append(True))
         app.index_bar.progress(Progress(state="embedding", vectors_done=10, vectors_total=10), None)
         await pilot.press("f5")
         await pilot.pause()
+        assert requested
         line = next(line for line in screen_text(app) if "reindexing" in line)
         assert "requested" in line and "━" not in line
 

@@ -20,6 +20,7 @@ from aide_tui.tui.widgets import HelpScreen
 def _with_results(app: AideApp, query: str, *keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
     async def run_before(pilot: Pilot[Any]) -> None:
         await wait_for(pilot, lambda: app.ready, "startup")
+        app.query_input.cursor_blink = False  # a blinking cursor would make the picture flaky
         await pilot.press(*query)
         await wait_for(pilot, lambda: app.results_query == query and bool(app.results.hits), "results")
         if keys:
@@ -69,6 +70,7 @@ def test_preview_hidden(snap_compare: Any) -> None:
 def _help(app: AideApp) -> Callable[[Pilot[Any]], Awaitable[None]]:
     async def run_before(pilot: Pilot[Any]) -> None:
         await wait_for(pilot, lambda: app.ready, "startup")
+        app.query_input.cursor_blink = False
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
         await pilot.pause(0.2)
