@@ -12,12 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from rich.console import Console
+from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
-from textual.content import Content
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widgets import Static
 
 from aide_tui.core.hitlines import best_line, term_spans
@@ -25,6 +29,7 @@ from aide_tui.core.search import Hit
 from aide_tui.tui.widgets.results import location
 
 WINDOW = 60  # lines shown before and after the hit (bounds lexing and rendering cost)
+_CONSOLE = Console(width=10_000, color_system="truecolor", force_terminal=True, legacy_windows=False)
 
 
 @dataclass
@@ -60,7 +65,7 @@ class PreviewData:
     match_lines: list[int]
     title: Text
     body: Text
-    content: Content  # ``body`` converted off the UI thread
+    lines: list[list[Segment]]  # ``body`` as segments per line, converted off the UI thread
     key: tuple[str, int, int, tuple[str, ...]] = field(default=("", 0, 0, ()))
 
     @property
@@ -190,13 +195,18 @@ def render_preview(
         title.append(f"  {reason}", "dim")
     if not window.from_disk:
         title.append("  (file gone: indexed text)", "dim")
-    return PreviewData(
-        hit, window, line, matches, title, body, Content.from_rich_text(body), key=preview_key(hit)
-    )
+    return PreviewData(hit, window, line, matches, title, body, to_lines(body), key=preview_key(hit))
 
 
-class PreviewBody(VerticalScroll):
-    """Scrollable code area (focused: ↑/↓ and j/k scroll it line by line, PgUp/PgDn by page)."""
+def to_lines(body: Text) -> list[list[Segment]]:
+    """``body`` as one list of segments per line (the pane draws only the visible ones)."""
+    return [list(line.render(_CONSOLE, end="")) for line in body.split("\n", allow_blank=True)]
+
+
+class PreviewBody(ScrollView, can_focus=True):
+    """The code, drawn line by line (only visible lines are rendered; scrolling never re-lays out).
+
+    Focused: ↑/↓ and j/k scroll it line by line, PgUp/PgDn by page (the screen routes those keys)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "preview--hit",
@@ -204,6 +214,53 @@ class PreviewBody(VerticalScroll):
         "preview--match",
         "preview--marker",
     }
+    DEFAULT_CSS = """
+    PreviewBody { overflow-x: hidden; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._lines: list[list[Segment]] = []
+        self._message = ""
+        self._cache: dict[int, Strip] = {}
+
+    def set_lines(self, lines: list[list[Segment]]) -> None:
+        """Show ``lines`` (from :func:`to_lines`)."""
+        self._lines, self._message = lines, ""
+        self._cache.clear()
+        self.virtual_size = Size(0, len(lines))  # long lines are cropped, as in a pager
+        self.refresh()
+
+    def set_message(self, message: str) -> None:
+        """A placeholder instead of code."""
+        self._lines, self._message = [], message
+        self._cache.clear()
+        self.virtual_size = Size(0, 1)
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    @property
+    def plain(self) -> str:
+        """The text shown (or the placeholder)."""
+        if not self._lines:
+            return self._message
+        return "\n".join("".join(seg.text for seg in line) for line in self._lines)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        row = int(self.scroll_offset.y) + y
+        if not self._lines:
+            text = self._message if row == 0 else ""
+            return Strip([Segment(text[:width], base)]).extend_cell_length(width, base)
+        if row >= len(self._lines):
+            return Strip.blank(width, base)
+        strip = self._cache.get(row)
+        if strip is None:
+            strip = Strip(self._lines[row])
+            self._cache[row] = strip
+        x = int(self.scroll_offset.x)
+        return strip.crop_extend(x, x + width, None).apply_style(base)
 
 
 class Preview(Vertical):
@@ -217,8 +274,10 @@ class Preview(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="preview-title")
-        with PreviewBody(id="preview-body"):
-            yield Static("Type to search; results update as you type.", id="preview-code")
+        yield PreviewBody(id="preview-body")
+
+    def on_mount(self) -> None:
+        self.body.set_message("Type to search; results update as you type.")
 
     @property
     def body(self) -> PreviewBody:
@@ -238,7 +297,7 @@ class Preview(Vertical):
         """Install a rendered preview and scroll so the landing line sits a third down the pane."""
         self.shown = data
         self.query_one("#preview-title", Static).update(data.title, layout=False)
-        self.query_one("#preview-code", Static).update(data.content)
+        self.body.set_lines(data.lines)
         self.scroll_to_current()
 
     def scroll_to_current(self) -> None:
@@ -247,11 +306,12 @@ class Preview(Vertical):
             return
         body = self.body
         row = max(0, data.current_row - max(1, body.size.height // 3))
-        body.call_after_refresh(body.scroll_to, y=row, animate=False)
+        body.scroll_to(0, row, animate=False, immediate=True)
+        if int(body.scroll_y) != min(row, max(0, len(data.lines) - body.size.height)):
+            body.call_after_refresh(body.scroll_to, 0, row, animate=False)  # sizes not settled yet
 
     def clear(self, message: str = "") -> None:
         """Show a placeholder instead of code."""
         self.shown = None
-        self.query_one("#preview-title", Static).update("")
-        self.query_one("#preview-code", Static).update(message)
-        self.body.scroll_home(animate=False)
+        self.query_one("#preview-title", Static).update("", layout=False)
+        self.body.set_message(message)

@@ -153,6 +153,7 @@ class ResultsList(ScrollView, can_focus=True):
         self._cols_width = -1
         self._cache: dict[tuple[int, bool], Strip] = {}
         self._styles: dict[str, Style] | None = None
+        self._base: Style | None = None
 
     # -- content -----------------------------------------------------------------------------------
 
@@ -219,7 +220,9 @@ class ResultsList(ScrollView, can_focus=True):
         self._cols = columns(self.hits, width)
         self._cols_width = width
         self._cache.clear()
-        self.virtual_size = Size(width, len(self.hits) or (1 if self.message else 0))
+        size = Size(width, len(self.hits) or (1 if self.message else 0))
+        if size != self.virtual_size:
+            self.virtual_size = size
 
     def on_resize(self, event: events.Resize) -> None:
         self._relayout()
@@ -227,6 +230,7 @@ class ResultsList(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles = None
+        self._base = None
         self._cache.clear()
 
     def _style(self, role: str) -> Style:
@@ -243,7 +247,9 @@ class ResultsList(ScrollView, can_focus=True):
         if width != self._cols_width:  # a scrollbar came or went
             self._relayout()
         row = int(self.scroll_offset.y) + y
-        base = self.rich_style
+        if self._base is None:
+            self._base = self.rich_style
+        base = self._base
         if row >= len(self.hits):
             if row == 0 and self.message:
                 note = Segment(f" {self.message}"[:width], base + Style(dim=True))
