@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from aide_tui.cli.common import err, setup
 
@@ -19,6 +18,5 @@ def cmd_tui(args: argparse.Namespace) -> int:
     except ImportError as exc:
         err(f"the TUI is unavailable: {exc}")
         return 1
-    os.environ.setdefault("TEXTUAL_FPS", "30")
     AideApp(root, settings, watch=not args.no_watch).run()
     return 0

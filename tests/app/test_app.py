@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from apphelpers import bm25_settings, indexed, make_app, screen_text, search, wait_for
 from loopback_server import LoopbackServer
-from textual.worker import WorkerState
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.events import Progress
@@ -136,7 +135,7 @@ async def test_typing_stays_live_while_the_embedding_server_hangs(workspace: Pat
             await wait_for(pilot, lambda: len(srv.requests) > sent, "the search to reach the server")
 
             def blocked() -> bool:
-                return any(w.group == "search" and w.state == WorkerState.RUNNING for w in app.workers)
+                return app.main_screen._in_flight  # the search thread is inside the stuck request
 
             assert blocked()
             await pilot.press("s")

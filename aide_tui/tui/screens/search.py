@@ -12,8 +12,10 @@ waits for them ("typed against" those results) instead of acting on the old ones
 from __future__ import annotations
 
 import os
+import queue
 import shlex
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +64,28 @@ class PreviewReady(Message):
     def __init__(self, data: PreviewData) -> None:
         super().__init__()
         self.data = data
+
+
+class SearchThread:
+    """One long-lived thread that runs searches handed to it (no thread start per keystroke)."""
+
+    def __init__(self, run: Callable[[int, str, str], None]) -> None:
+        self.run = run
+        self.jobs: queue.SimpleQueue[tuple[int, str, str] | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name="aide-search", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def submit(self, job: tuple[int, str, str]) -> None:
+        self.jobs.put(job)
+
+    def stop(self) -> None:
+        self.jobs.put(None)
+
+    def _loop(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            self.run(*job)
 
 
 class QueryInput(Input):
@@ -117,6 +141,10 @@ class SearchScreen(Screen[None]):
         self._preview_in_flight = False
         self._preview_job: tuple[Hit, int | None, Any] | None = None
         self.last_results_file: Path | None = None
+        self._searcher = SearchThread(self._search)
+
+    def on_unmount(self) -> None:
+        self._searcher.stop()
 
     # -- widgets -----------------------------------------------------------------------------------
 
@@ -154,6 +182,7 @@ class SearchScreen(Screen[None]):
         return self.query_one(StatusLine)
 
     def on_mount(self) -> None:
+        self._searcher.start()
         self.set_focus(self.query_input)
         self.status.show_timing = self.show_timing
         self._show_mode()
@@ -248,10 +277,10 @@ class SearchScreen(Screen[None]):
             self._wanted = True
             return
         self._in_flight, self._wanted = True, False
-        self._search(self._seq, query, self.mode)
+        self._searcher.submit((self._seq, query, self.mode))
 
-    @work(thread=True, group="search")
     def _search(self, seq: int, query: str, mode: str) -> None:
+        """Answer one query (the search thread) and post the answer to the screen."""
         try:
             resp = self.live.search(query, limit=self.limit, mode=mode)
             done = SearchDone(seq, query, mode, resp)
