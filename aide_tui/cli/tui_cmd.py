@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from aide_tui.cli.common import err, setup
 
@@ -13,6 +14,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if ready is None:
         return 2
     root, settings = ready
+    # Frames are drawn only when something changed; a higher cap shortens the wait between a change
+    # (a typed key, new results) and its frame. Must be set before Textual is imported.
+    os.environ.setdefault("TEXTUAL_FPS", "120")
     try:
         from aide_tui.tui.app import AideApp
     except ImportError as exc:

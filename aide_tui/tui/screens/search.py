@@ -27,6 +27,7 @@ from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input
 
 from aide_tui.core.appstate import AppState
@@ -56,6 +57,7 @@ from aide_tui.tui.widgets import HelpScreen, IndexBar, Preview, PreviewBody, Res
 from aide_tui.tui.widgets.preview import PreviewData, preview_key, render_preview
 
 MODES = ("hybrid", "bm25", "dense")
+PREVIEW_SETTLE = 0.05  # seconds without new results before a typing-driven preview is rendered
 
 
 class PreviewReady(Message):
@@ -141,6 +143,8 @@ class SearchScreen(Screen[None]):
         self._preview_in_flight = False
         self._preview_job: tuple[Hit, int | None, Any] | None = None
         self.last_results_file: Path | None = None
+        self.painted_before: str | None = None
+        self._preview_timer: Timer | None = None
         self._searcher = SearchThread(self._search)
 
     def on_unmount(self) -> None:
@@ -309,6 +313,7 @@ class SearchScreen(Screen[None]):
             at = (selected.path, selected.start_line)
             where = [i for i, h in enumerate(resp.results) if (h.path, h.start_line) == at]
             cursor = where[0] if where else min(results.cursor or 0, max(0, len(resp.results) - 1))
+        self.painted_before = self.painted_query
         note = self._empty_note(query, message)
         results.set_hits(resp.results, cursor, note)
         self.painted_query = query
@@ -319,8 +324,10 @@ class SearchScreen(Screen[None]):
         self._update_degraded()
         if not resp.results:
             self.preview.clear(note)
+        elif query == self.painted_before:
+            self._request_preview()  # same query, newer index: the selection's preview at once
         else:
-            self._request_preview()
+            self._preview_soon()  # typing: wait for a pause, the next key makes this preview moot
         deferred, self._deferred = self._deferred, []
         for typed_against, action in deferred:
             if typed_against == query:
@@ -341,6 +348,18 @@ class SearchScreen(Screen[None]):
 
     @on(ResultsList.Moved)
     def _moved(self, message: ResultsList.Moved) -> None:
+        if self._preview_timer is None:
+            self._request_preview()
+
+    def _preview_soon(self) -> None:
+        """Render the preview once typing pauses for :data:`PREVIEW_SETTLE` seconds (the lexer would
+        otherwise compete with the next keystroke's frame for the interpreter)."""
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(PREVIEW_SETTLE, self._preview_settled)
+
+    def _preview_settled(self) -> None:
+        self._preview_timer = None
         self._request_preview()
 
     def _request_preview(self, current: int | None = None) -> None:

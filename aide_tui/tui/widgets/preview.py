@@ -8,6 +8,8 @@ lexed window without reading or lexing again.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -110,7 +112,33 @@ def why(hit: Hit) -> str:
     return " · ".join(parts)
 
 
+_LEX_CACHE: OrderedDict[tuple[str, int, int, str, float], LexedWindow] = OrderedDict()
+_LEX_LOCK = threading.Lock()
+LEX_CACHE_SIZE = 16
+
+
 def lex_window(root: Path, hit: Hit, theme: str) -> LexedWindow:
+    """:func:`read_and_lex`, cached per file, window, theme and modification time: refining a query
+    usually keeps the same hits, and their previews then skip the lexer."""
+    try:
+        mtime = (root / hit.path).stat().st_mtime
+    except OSError:
+        mtime = -1.0
+    key = (hit.path, hit.start_line, hit.end_line, theme, mtime)
+    with _LEX_LOCK:
+        cached = _LEX_CACHE.get(key)
+        if cached is not None:
+            _LEX_CACHE.move_to_end(key)
+            return cached
+    window = read_and_lex(root, hit, theme)
+    with _LEX_LOCK:
+        _LEX_CACHE[key] = window
+        while len(_LEX_CACHE) > LEX_CACHE_SIZE:
+            _LEX_CACHE.popitem(last=False)
+    return window
+
+
+def read_and_lex(root: Path, hit: Hit, theme: str) -> LexedWindow:
     """Read ``hit``'s file (or fall back to the indexed chunk text) and highlight the lines around it."""
     first_line = 1
     from_disk = True
