@@ -54,8 +54,62 @@ def tmux(*args: str) -> str:
     return out.stdout
 
 
+class Control:
+    """A tmux control-mode client: commands go through one pipe, so polling the pane does not start a
+    process per look (which would steal the CPU the app is being measured on)."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+
+    def open(self) -> None:
+        self.proc = subprocess.Popen(
+            ["tmux", "-L", SOCKET, "-C", "attach", "-t", "bench"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            encoding="utf-8",
+            errors="replace",
+            bufsize=1,
+        )
+        self.command("refresh-client -f no-output")  # no copy of the pane's output through the pipe
+
+    def command(self, line: str) -> list[str]:
+        """Run one tmux command; its output lines."""
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        out: list[str] = []
+        inside = False
+        for raw in self.proc.stdout:
+            text = raw.rstrip("\n")
+            if text.startswith("%begin"):
+                inside, out = True, []
+            elif text.startswith(("%end", "%error")) and inside:
+                return out
+            elif inside:
+                out.append(text)
+        return out
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+CONTROL = Control()
+
+
 def screen() -> list[str]:
+    if CONTROL.proc is not None:
+        return CONTROL.command("capture-pane -p -t bench")
     return tmux("capture-pane", "-p", "-t", "bench").splitlines()
+
+
+def send(*keys: str) -> None:
+    if CONTROL.proc is not None:
+        CONTROL.command("send-keys -t bench " + " ".join(shlex.quote(k) for k in keys))
+    else:
+        tmux("send-keys", "-t", "bench", *keys)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -66,7 +120,7 @@ def pct(values: list[float], q: float) -> float:
 def expected_rows(app: list[str], root: Path, query: str, mode: str, env: dict[str, str]) -> str | None:
     """``name:start-end`` of the top hit for ``query`` (None: no results)."""
     embedder = "none" if mode == "bm25" else env.get("AIDE_EMBEDDER", "none")
-    cmd = [*app, "search", "--path", str(root), "--format", "json", "--no-update", "--limit", "1"]
+    cmd = [*app, "search", "--path", str(root), "--json", "--no-update", "--limit", "1"]
     cmd += ["--mode", mode, "--embedder", embedder, query]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     try:
@@ -117,7 +171,9 @@ def run(args: argparse.Namespace) -> None:
             for i in range(1, len(q) + 1):
                 expect[q[:i]] = expected_rows(app, root, q[:i], args.mode, env)
         envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(("XDG_", "AIDE_")))
-        cmd = f"env {envs} {shlex.join(app)} {shlex.quote(str(root))} --no-watch --embedder {args.embedder}"
+        # cd first: `python -m` subprocesses of the app would import a checkout in the current folder
+        cmd = f"cd {shlex.quote(tmp)} && env {envs} {shlex.join(app)} {shlex.quote(str(root))} --no-watch"
+        cmd += f" --embedder {args.embedder}"
         tmux("kill-server")
         tmux("new-session", "-d", "-x", str(width), "-y", str(height), "-s", "bench", cmd)
         try:
@@ -129,19 +185,23 @@ def run(args: argparse.Namespace) -> None:
                     raise SystemExit("no embedding seen:\n" + "\n".join(screen()))
             else:
                 time.sleep(2.0)  # let the start-up reindex (a no-op) finish
+            CONTROL.open()
             print(f"load average before: {os.getloadavg()[0]:.2f}")
             echo: list[float] = []
             paint: list[float] = []
             missed = 0
             for q in QUERIES:
-                tmux("send-keys", "-t", "bench", "Escape", "C-u")  # focus and clear the query box
-                wait(lambda lines, q=q: bool(lines) and not lines[0].strip().startswith(q[:1]))
+                send("Escape")  # focus the query box (alone: ESC + key would read as alt+key)
+                time.sleep(0.1)
+                send("C-u")  # clear it
+                if wait(lambda lines: bool(lines) and lines[0].strip().startswith("Search code")) is None:
+                    raise SystemExit("the query box did not clear:\n" + "\n".join(screen()))
                 time.sleep(0.15)
                 previous = None
                 for i in range(1, len(q) + 1):
                     typed, want = q[:i], expect[q[:i]]
                     t0 = time.perf_counter()
-                    tmux("send-keys", "-t", "bench", "-l", q[i - 1])
+                    send("-l", q[i - 1])
                     shown_at = None
                     painted_at = None
                     deadline = t0 + 5.0
@@ -174,12 +234,15 @@ def run(args: argparse.Namespace) -> None:
                     if counts:
                         if painted_at is None:
                             missed += 1
+                            if args.verbose:
+                                print(f"not seen: {typed!r} want {want!r}, row {first_row(screen())!r}")
                         else:
                             paint.append(painted_at * 1000)
                     previous = want
                     time.sleep(0.05)
-            state = next((line.strip() for line in screen()[-4:-2] if line.strip()), "")
+            state = screen()[-3].strip()
         finally:
+            CONTROL.close()
             tmux("kill-server")
         print(f"load average after: {os.getloadavg()[0]:.2f}")
         print(f"echo  ({len(echo)} keys): p50 {pct(echo, 0.5):.0f} ms, p95 {pct(echo, 0.95):.0f} ms")
@@ -196,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mode", choices=["bm25", "hybrid"], default="bm25")
     p.add_argument("--while-embedding", action="store_true")
     p.add_argument("--size", default="120x40")
+    p.add_argument("--verbose", action="store_true", help="print the keys whose paint was not seen")
     args = p.parse_args(argv)
     if shutil.which("tmux") is None:
         print("tmux is not installed (apt-get install tmux)", file=sys.stderr)
