@@ -22,5 +22,5 @@ def cmd_tui(args: argparse.Namespace) -> int:
     except ImportError as exc:
         err(f"the TUI is unavailable: {exc}")
         return 1
-    AideApp(root, settings, watch=not args.no_watch).run()
+    AideApp(root, settings, watch=not args.no_watch, calm_gc=True).run()
     return 0

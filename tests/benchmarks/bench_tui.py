@@ -35,6 +35,7 @@ from textual import events
 from aide_tui.core.config import load_settings
 from aide_tui.tui.app import AideApp
 
+CALM_GC = "calm_gc" in AideApp.__init__.__code__.co_varnames  # the app as `aide-tui` runs it
 DEFAULT_CORPUS = Path("/tmp/aide-eval/rich-13.9.4")
 QUERIES = [
     "console render",
@@ -124,7 +125,7 @@ async def bench(corpus: Path, embedder: str, screenshot: Path | None, while_embe
         shutil.copytree(corpus, root, ignore=shutil.ignore_patterns(".aide"))
         settings = load_settings(root, {"embedding": {"backend": embedder}})
         os.environ.setdefault("XDG_STATE_HOME", str(Path(tmp) / "state"))
-        app = AideApp(root, settings, watch=False)
+        app = AideApp(root, settings, watch=False, **({"calm_gc": True} if CALM_GC else {}))
         async with app.run_test(size=(120, 40)) as pilot:
             ticker = Ticker()
             ticker.start()

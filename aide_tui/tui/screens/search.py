@@ -144,6 +144,7 @@ class SearchScreen(Screen[None]):
         self._preview_job: tuple[Hit, int | None, Any] | None = None
         self.last_results_file: Path | None = None
         self.painted_before: str | None = None
+        self._looked_at: tuple[str, ...] = ()
         self._preview_timer: Timer | None = None
         self._searcher = SearchThread(self._search)
 
@@ -263,7 +264,8 @@ class SearchScreen(Screen[None]):
 
     @on(Input.Changed, "#query")
     def _query_changed(self, event: Input.Changed) -> None:
-        if self._history_pos is not None and event.value != self._recalled:
+        current = event.value == self.query_input.value  # not a stale event of an earlier recall
+        if self._history_pos is not None and current and event.value != self._recalled:
             self._history_pos = None  # an edit ends history recall
         self.request_search()
 
@@ -318,6 +320,7 @@ class SearchScreen(Screen[None]):
         results.set_hits(resp.results, cursor, note)
         self.painted_query = query
         self.response = resp
+        self._looked_at = tuple(dict.fromkeys(h.path for h in resp.results[:20]))
         self._resp_degraded = resp.degraded_reason if resp.degraded else None
         self.status.results = len(resp.results) if query.strip() else None
         self.status.took_ms = resp.took_ms if query.strip() else None
@@ -489,12 +492,8 @@ class SearchScreen(Screen[None]):
         self.index_bar.set_state("watch error", message.event.message, error=True)
 
     def looked_at(self) -> list[str]:
-        """Files of the visible results (any thread): their vectors are computed first."""
-        try:
-            hits = list(self.results.hits[:20])
-        except Exception:  # noqa: BLE001 - called from indexing threads during shutdown
-            return []
-        return list(dict.fromkeys(h.path for h in hits))
+        """Files of the shown results (called from indexing threads): their vectors come first."""
+        return list(self._looked_at)
 
     # -- history -----------------------------------------------------------------------------------
 
