@@ -522,3 +522,17 @@ async def test_clicking_a_row_selects_it(workspace: Path) -> None:
 
 def test_app_class_is_importable_without_a_terminal() -> None:
     assert AideApp.__name__ == "AideApp"
+
+
+async def test_an_unreadable_index_is_rebuilt_once(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+    manifest = next((workspace / ".aide").rglob("manifest.json"))
+    manifest.write_text("{ not json")  # a real corrupt file on disk
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "parse_header")
+        assert app.results.hits and app.results.hits[0].path == "src/httpclient/headers.py"
+        assert not app.index_bar.error

@@ -145,6 +145,7 @@ class SearchScreen(Screen[None]):
         self.last_results_file: Path | None = None
         self.painted_before: str | None = None
         self._looked_at: tuple[str, ...] = ()
+        self._rebuilt_unreadable = False
         self._preview_timer: Timer | None = None
         self._searcher = SearchThread(self._search)
 
@@ -429,7 +430,7 @@ class SearchScreen(Screen[None]):
         if ev.missing:
             self.index_bar.set_state("no index yet", "building…" if self.live.index_enabled else "")
         elif ev.error:
-            self.index_bar.set_state("error", ev.error, error=True)
+            self._rebuild_unreadable(ev.error)
         elif self.index_bar.total == 0 and self.index_bar.state.startswith("opening"):
             self.index_bar.set_state("ready")
         self.request_search()
@@ -468,7 +469,17 @@ class SearchScreen(Screen[None]):
 
     @on(IndexReloadFailed)
     def _reload_failed(self, message: IndexReloadFailed) -> None:
-        self.index_bar.set_state("error", f"cannot load the new index: {message.event.message}", error=True)
+        self._rebuild_unreadable(f"cannot load the new index: {message.event.message}")
+
+    def _rebuild_unreadable(self, reason: str) -> None:
+        """An index on disk that cannot be read is rebuilt once per session (the reader's message
+        promises it); after that, or without indexing, the error stays on screen."""
+        if self.live.index_enabled and not self._rebuilt_unreadable:
+            self._rebuilt_unreadable = True
+            self.index_bar.set_state("rebuilding", reason.removesuffix("; rebuilding"))
+            self.live.reindex(rebuild=True)
+            return
+        self.index_bar.set_state("error", reason, error=True)
 
     @on(EmbedderLoaded)
     def _embedder_loaded(self, message: EmbedderLoaded) -> None:
@@ -706,7 +717,7 @@ class SearchScreen(Screen[None]):
             return
         self.app.copy_to_clipboard(text)
         self.last_results_file = target
-        self.notify(f"{len(lines)} results written to {target} (vim: :cfile {target})", timeout=8)
+        self.notify(f"{len(lines)} results (vim :cfile, copied) in {target}", timeout=8)
 
     def action_reindex(self) -> None:
         """Update the index now."""
