@@ -22,9 +22,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Size
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Static
+from textual.widget import Widget
 
 from aide_tui.core.hitlines import best_line, term_spans
 from aide_tui.core.search import Hit
@@ -291,6 +292,15 @@ class PreviewBody(ScrollView, can_focus=True):
         return strip.crop_extend(x, x + width, None).apply_style(base)
 
 
+class PreviewTitle(Widget):
+    """The header line: one line whatever it says, so a new title never re-lays out the screen."""
+
+    text: reactive[Text] = reactive(Text(""), layout=False, always_update=True)
+
+    def render(self) -> Text:
+        return self.text
+
+
 class Preview(Vertical):
     """Header line (path:line, range, symbol, why it matched) above the code."""
 
@@ -301,7 +311,7 @@ class Preview(Vertical):
         self.shown: PreviewData | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="preview-title")
+        yield PreviewTitle(id="preview-title")
         yield PreviewBody(id="preview-body")
 
     def on_mount(self) -> None:
@@ -324,7 +334,7 @@ class Preview(Vertical):
     def show(self, data: PreviewData) -> None:
         """Install a rendered preview and scroll so the landing line sits a third down the pane."""
         self.shown = data
-        self.query_one("#preview-title", Static).update(data.title, layout=False)
+        self.query_one(PreviewTitle).text = data.title
         self.body.set_lines(data.lines)
         self.scroll_to_current()
 
@@ -341,5 +351,5 @@ class Preview(Vertical):
     def clear(self, message: str = "") -> None:
         """Show a placeholder instead of code."""
         self.shown = None
-        self.query_one("#preview-title", Static).update("", layout=False)
+        self.query_one(PreviewTitle).text = Text("")
         self.body.set_message(message)
