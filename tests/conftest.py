@@ -123,9 +123,10 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep tests away from the developer's own config and cache."""
+    """Keep tests away from the developer's own config, cache and app state."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))  # the app's history and state
     for var in list(os.environ):
         if var.startswith("AIDE_") and var not in TEST_KNOBS:
             monkeypatch.delenv(var)

@@ -66,7 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", default=".", help="workspace root (default .)")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--mode", choices=["hybrid", "bm25", "dense"])
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument(
+        "--format",
+        choices=["text", "json", "vimgrep", "paths"],
+        help="text (default); json: one object per query; vimgrep: path:line:col:text at each hit's best "
+        "line (vim -q, :cexpr, Emacs grep-mode); paths: distinct files in rank order (xargs, fzf)",
+    )
     p.add_argument("--batch", help="file with one query per line ('-' = stdin)")
     p.add_argument("--no-update", action="store_true", help="do not refresh the index before searching")
     p.add_argument(

@@ -29,6 +29,29 @@ def _read_batch(path: str) -> list[str]:
         return fh.read().splitlines()
 
 
+def _shown_path(root: Path, rel: str) -> str:
+    """A hit's path as the user's shell sees it: relative to the current folder when under it."""
+    full = root / rel
+    try:
+        return str(full.relative_to(Path.cwd()))
+    except ValueError:
+        return str(full)
+
+
+def _write_locations(out: Any, root: Path, resp: Any, fmt: str) -> None:
+    """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: distinct files in rank order."""
+    from aide_tui.core.hitlines import vimgrep_line
+
+    if resp.degraded:
+        err(f"degraded (BM25 only): {resp.degraded_reason}")
+    if fmt == "paths":
+        for rel in dict.fromkeys(h.path for h in resp.results):
+            out.write(_shown_path(root, rel) + "\n")
+        return
+    for h in resp.results:
+        out.write(vimgrep_line(_shown_path(root, h.path), h) + "\n")
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     """``aide-tui search --path ROOT [--json] QUERY | --batch FILE``."""
     ready = setup(args.path, args)
@@ -44,11 +67,13 @@ def cmd_search(args: argparse.Namespace) -> int:
     except OSError as exc:
         err(f"cannot read batch file: {exc}")
         return 2
-    if not args.no_server:  # a running `aide-tui serve` answers from its warm index
+    fmt = args.format or ("json" if args.json else "text")
+    # a running `aide-tui serve` answers from its warm index (vimgrep/paths need the chunk text: local)
+    if not args.no_server and fmt in ("text", "json"):
         from aide_tui.cli.served import served_search
 
         limit = max(args.limit, 0)
-        done = served_search(root, settings, queries, limit, mode, lambda r: _write(r, args.json))
+        done = served_search(root, settings, queries, limit, mode, lambda r: _write(r, fmt == "json"))
         if done == len(queries):
             return 0
         queries = queries[done:]
@@ -98,7 +123,11 @@ def cmd_search(args: argparse.Namespace) -> int:
             resp = SearchResponse(query=q, results=[], mode=mode)
         else:
             resp = searcher.search(q, limit=max(args.limit, 0), mode=mode)
-        _write(resp.to_json(), args.json)
+        if fmt in ("vimgrep", "paths"):
+            _write_locations(sys.stdout, root, resp, fmt)
+            sys.stdout.flush()
+        else:
+            _write(resp.to_json(), fmt == "json")
     return 0
 
 

@@ -14,11 +14,13 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if ready is None:
         return 2
     root, settings = ready
+    # Frames are drawn only when something changed; a higher cap shortens the wait between a change
+    # (a typed key, new results) and its frame. Must be set before Textual is imported.
+    os.environ.setdefault("TEXTUAL_FPS", "120")
     try:
         from aide_tui.tui.app import AideApp
     except ImportError as exc:
         err(f"the TUI is unavailable: {exc}")
         return 1
-    os.environ.setdefault("TEXTUAL_FPS", "30")
-    AideApp(root, settings, watch=not args.no_watch).run()
+    AideApp(root, settings, watch=not args.no_watch, calm_gc=True).run()
     return 0

@@ -63,12 +63,22 @@ class SearchSettings:
 
 
 @dataclass(frozen=True)
+class TuiSettings:
+    """The app's own behaviour (``[tui]``)."""
+
+    history: bool = True  # record queries in the XDG state folder (false: record nothing)
+    history_size: int = 500
+    remember_query: bool = False  # reopen with the last query of the workspace
+
+
+@dataclass(frozen=True)
 class Settings:
     """All settings, grouped by section."""
 
     index: IndexSettings = field(default_factory=IndexSettings)
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    tui: TuiSettings = field(default_factory=TuiSettings)
 
 
 class ConfigError(Exception):

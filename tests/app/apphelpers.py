@@ -1,11 +1,15 @@
-"""Helpers for the app tests: bounded waits driven by pilot pauses (no wall-clock assertions)."""
+"""Helpers for the app tests: bounded waits driven by pilot pauses (no wall-clock assertions) and the
+screen as plain text."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from textual.app import App
 from textual.pilot import Pilot
 
 from aide_tui.core.config import Settings, load_settings
@@ -25,9 +29,12 @@ async def wait_for(
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def bm25_settings(root: Path) -> Settings:
-    """Fast settings: no embedder, BM25/symbol/path lists only."""
-    return load_settings(root, {"embedding": {"backend": "none"}})
+def bm25_settings(root: Path, **tui: Any) -> Settings:
+    """Fast settings: no embedder, BM25/symbol/path lists only (``tui``: ``[tui]`` keys)."""
+    flags: dict[str, dict[str, Any]] = {"embedding": {"backend": "none"}}
+    if tui:
+        flags["tui"] = tui
+    return load_settings(root, flags)
 
 
 def make_app(root: Path, settings: Settings | None = None, **kwargs: Any) -> AideApp:
@@ -43,7 +50,16 @@ async def indexed(pilot: Pilot[Any], app: AideApp, runs: int = 1) -> None:
 
 async def search(pilot: Pilot[Any], app: AideApp, query: str) -> None:
     """Replace the query by typing ``query`` and wait until its results are painted."""
-    app.action_focus_query()
+    await pilot.press("escape")
     app.query_input.value = ""
     await pilot.press(*query)
     await wait_for(pilot, lambda: app.results_query == query, f"results for {query!r}")
+
+
+def screen_text(app: App[Any]) -> list[str]:
+    """What the terminal shows, one string per line."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True)
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    console.print(update)
+    return console.export_text().splitlines()

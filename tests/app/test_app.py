@@ -1,43 +1,54 @@
-"""The Textual app on the real sample workspace: search, preview, indexing, watching, degraded embedders."""
+"""The Textual app on the real sample workspace: search, preview, indexing, watching, degraded embedders,
+and one test per defect of issue 9 (each failed on the app before the rewrite)."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 
 import pytest
-from apphelpers import indexed, make_app, search, wait_for
+from apphelpers import bm25_settings, indexed, make_app, screen_text, search, wait_for
 from loopback_server import LoopbackServer
-from textual.widgets import Input
-from textual.worker import WorkerState
 
 from aide_tui.core.config import load_settings
+from aide_tui.core.events import Progress
+from aide_tui.core.search import Searcher
+from aide_tui.core.store import IndexCorrupt
 from aide_tui.tui.app import AideApp
 from aide_tui.tui.widgets import HelpScreen, PreviewBody, ResultsList
+
+LONG_FILE = "src/httpclient/pool/connection_pool/internal/manager_impl.py"
+
+
+def _long_function() -> str:
+    body = [f"    step_{i} = configure(step_{i - 1 if i else 0})" for i in range(50)]
+    body[44] = "    return drain_keepalive_sockets(step_43)"
+    return "def rebalance_connections(pool):\n" + '    """Rebalance."""\n' + "\n".join(body) + "\n"
+
+
+@pytest.fixture
+def deep_workspace(workspace: Path) -> Path:
+    """The sample workspace plus a deeply nested file whose interesting line is far into its chunk."""
+    target = workspace / LONG_FILE
+    target.parent.mkdir(parents=True)
+    target.write_text(_long_function())
+    return workspace
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
 
 
 async def test_typing_a_query_lists_the_defining_file_first(workspace: Path) -> None:
     app = make_app(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
-        assert isinstance(app.focused, Input)
+        assert app.focused is app.query_input
         await indexed(pilot, app)
         await pilot.press(*"parse_header")
         await wait_for(pilot, lambda: app.results_query == "parse_header" and bool(app.results.hits))
         assert app.query_input.value == "parse_header"
         assert app.results.hits[0].path == "src/httpclient/headers.py"
-        assert app.results.option_count == len(app.results.hits)
-
-
-def _marked_lines(app: AideApp) -> list[int]:
-    """Line numbers the preview marks as part of the hit (gutter marker ▌)."""
-    data = app.preview.shown
-    assert data is not None
-    out = []
-    for line in data.body.plain.splitlines():
-        number, _, rest = line.strip().partition(" ")
-        if rest.startswith("▌"):
-            out.append(int(number))
-    return out
 
 
 async def test_moving_the_selection_updates_the_preview(workspace: Path) -> None:
@@ -53,24 +64,26 @@ async def test_moving_the_selection_updates_the_preview(workspace: Path) -> None
             hit = hits[index]
             assert app.results.selected_hit is hit
             await wait_for(
-                pilot, lambda h=hit: app.preview.shown is not None and app.preview.shown.path == h.path
+                pilot,
+                lambda h=hit: (
+                    app.preview.shown is not None
+                    and (app.preview.shown.path, app.preview.shown.start_line) == (h.path, h.start_line)
+                ),
             )
             shown = app.preview.shown
             assert shown is not None
-            assert (shown.start_line, shown.end_line) == (hit.start_line, hit.end_line)
-            assert _marked_lines(app) == list(range(hit.start_line, hit.end_line + 1))
+            assert hit.start_line <= shown.current_line <= hit.end_line
             assert hit.path in shown.title.plain
 
 
-async def test_progress_bar_completes_during_a_cold_index(workspace: Path) -> None:
+async def test_progress_and_status_during_a_cold_index(workspace: Path) -> None:
     assert not (workspace / ".aide").exists()
     app = make_app(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
-        bar = app.index_bar.bar
-        assert bar.total and bar.progress == bar.total
         assert app.index_bar.state == "ready"
         assert "5 files" in app.status.plain
+        assert (workspace / ".aide" / ".gitignore").read_text().strip() == "*"
 
 
 async def test_an_edited_file_becomes_findable_while_running(workspace: Path) -> None:
@@ -106,7 +119,7 @@ async def test_a_dead_embedder_shows_degraded_and_search_still_answers(workspace
         await search(pilot, app, "parse_header")
         assert app.results.hits[0].path == "src/httpclient/headers.py"
         await wait_for(pilot, lambda: "degraded" in app.status.plain, "degraded in the status line")
-        assert app.status_info.degraded_reason
+        assert app.status.degraded_reason
 
 
 async def test_typing_stays_live_while_the_embedding_server_hangs(workspace: Path) -> None:
@@ -122,7 +135,7 @@ async def test_typing_stays_live_while_the_embedding_server_hangs(workspace: Pat
             await wait_for(pilot, lambda: len(srv.requests) > sent, "the search to reach the server")
 
             def blocked() -> bool:
-                return any(w.group == "search" and w.state == WorkerState.RUNNING for w in app.workers)
+                return app.main_screen._in_flight  # the search thread is inside the stuck request
 
             assert blocked()
             await pilot.press("s")
@@ -143,58 +156,48 @@ async def test_keys(workspace: Path) -> None:
         assert len(results.hits) >= 3
 
         # Selection moves from the query box.
-        assert results.highlighted == 0
+        assert results.cursor == 0
         await pilot.press("ctrl+n")
-        assert results.highlighted == 1
+        assert results.cursor == 1
         await pilot.press("ctrl+j")
-        assert results.highlighted == 2
+        assert results.cursor == 2
         await pilot.press("ctrl+k")
-        assert results.highlighted == 1
+        assert results.cursor == 1
         await pilot.press("up")
-        assert results.highlighted == 0
-        assert isinstance(app.focused, Input) and app.query_input.value == "return"
+        assert results.cursor == 0
+        assert app.focused is app.query_input and app.query_input.value == "return"
 
         # enter → preview; escape → query; / from the list → query.
         await pilot.press("enter")
         assert isinstance(app.focused, PreviewBody)
         await pilot.press("escape")
-        assert isinstance(app.focused, Input)
+        assert app.focused is app.query_input
         results.focus()
         await pilot.pause()
         await pilot.press("slash")
-        assert isinstance(app.focused, Input)
+        assert app.focused is app.query_input
         assert app.query_input.value == "return"
 
-        # m cycles the mode (shown in the status line); typed into the query it is just text.
-        await pilot.press("enter")
-        assert app.mode == "hybrid"
-        await pilot.press("m")
-        assert app.mode == "bm25" and app.status.plain.lstrip().startswith("bm25")
-        await pilot.press("m")
-        assert app.mode == "dense"
-        await pilot.press("m")
-        assert app.mode == "hybrid"
-
-        # y copies path:line of the selection.
-        await wait_for(pilot, lambda: app.results_query == "return")
-        hit = results.selected_hit
-        assert hit is not None
-        await pilot.press("y")
-        assert app.clipboard == f"{hit.path}:{hit.start_line}"
+        # F2 (m in the list) cycles the mode; without an embedder hybrid is bm25.
+        assert app.mode == "bm25"
+        await pilot.press("f2")
+        assert app.mode == "dense" and app.status.plain.lstrip().startswith("dense")
+        await pilot.press("enter", "m")
+        assert app.mode == "bm25"
 
         # ? opens the help listing the keys; escape closes it.
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
         assert isinstance(app.screen, HelpScreen)
         help_text = app.screen.plain
-        for key in ("ctrl+n", "ctrl+k", "enter", "escape", "ctrl+p", "$EDITOR", "copy", "hybrid", "rebuild"):
+        for key in ("^n", "^k", "^p", "$EDITOR", "copy", "hybrid", "rebuild", "history", "vimgrep"):
             assert key in help_text
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen), "the help to close")
 
         # In the query box, the letter keys are text.
         await pilot.press("escape", "m", "q")
-        assert app.query_input.value == "returnmq" and app.mode == "hybrid"
+        assert app.query_input.value == "returnmq" and app.mode == "bm25"
 
 
 async def test_command_palette_offers_the_actions(workspace: Path) -> None:
@@ -204,27 +207,332 @@ async def test_command_palette_offers_the_actions(workspace: Path) -> None:
         for title in (
             "Search mode: cycle",
             "Reindex now",
-            "Rebuild index",
+            "Rebuild index from scratch",
             "Open in editor",
             "Copy location",
+            "History",
+            "Write results (vimgrep)",
+            "Layout: toggle preview",
+            "Help: keys",
         ):
             assert title in titles
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: app.screen is not app.main_screen, "the command palette")
-        await pilot.press("escape")
+        await pilot.press(*"help: keys", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "help from the palette")
 
 
-async def test_e_opens_the_editor_at_the_hit_line(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+# -- issue 9, defect 1: the help is on screen ---------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(120, 40), (40, 12)])
+async def test_help_is_drawn_on_screen(workspace: Path, size: tuple[int, int]) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "the help screen")
+        await pilot.pause()
+        text = "\n".join(screen_text(app))
+        assert "search as" in text and "^q" in text and "quit" in text
+
+
+# -- defect 4: rows keep what matters; the preview can be hidden ---------------------------------
+
+
+async def test_rows_keep_file_name_range_ranks_score_and_symbol(deep_workspace: Path) -> None:
+    app = make_app(deep_workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "drain_keepalive_sockets configure")
+        hit = app.results.hits[0]
+        assert hit.path == LONG_FILE
+        lines = screen_text(app)
+        row = next(line for line in lines if "manager_impl.py" in line)
+        assert f"manager_impl.py:{hit.start_line}-{hit.end_line}" in row
+        assert re.search(r"\bB\d+\b", row) and re.search(r"\b\d\.\d{3}\b", row)
+        assert "rebalance_connections" in row
+
+
+async def test_a_key_hides_the_preview_and_the_list_takes_the_width(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "return")
+        assert app.results.size.width < 70
+        await pilot.press("f3")
+        await pilot.pause()
+        assert not app.preview.display or app.preview.size.width == 0
+        assert app.results.size.width >= 118
+
+
+# -- defect 5: landing on the hit ------------------------------------------------------------------
+
+
+async def test_the_preview_lands_on_the_best_line_and_e_y_use_it(
+    deep_workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    best = _line_of(deep_workspace / LONG_FILE, "drain_keepalive_sockets")
     calls: list[list[str]] = []
     monkeypatch.setenv("EDITOR", "myedit --wait")
     monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.setattr("aide_tui.tui.app.subprocess.run", lambda cmd, check: calls.append(cmd))
-    app = make_app(workspace)
+    monkeypatch.setattr("aide_tui.tui.screens.search.subprocess.run", lambda cmd, check: calls.append(cmd))
+    app = make_app(deep_workspace)
     monkeypatch.setattr(app, "suspend", contextlib.nullcontext)  # headless drivers cannot suspend
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
+        await search(pilot, app, "drain_keepalive_sockets")
+        hit = app.results.hits[0]
+        assert hit.path == LONG_FILE and hit.start_line < best - 30
+        await wait_for(pilot, lambda: app.preview.shown is not None, "the preview")
+        await pilot.pause(0.2)
+        text = "\n".join(screen_text(app))
+        assert f"{best} ▶" in text and "drain_keepalive_sockets" in text  # on screen, marked
+        await pilot.press("enter", "y")
+        assert app.clipboard == f"{LONG_FILE}:{best}"
+        await pilot.press("e")
+        assert calls == [["myedit", "--wait", f"+{best}", str(deep_workspace / LONG_FILE)]]
+
+
+async def test_query_terms_are_highlighted_and_n_steps_between_matches(deep_workspace: Path) -> None:
+    app = make_app(deep_workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "configure")
+        await wait_for(pilot, lambda: app.preview.shown is not None, "the preview")
+        shown = app.preview.shown
+        assert shown is not None and len(shown.match_lines) > 3
+        match_style = app.preview.body.get_component_rich_style("preview--match")
+        first = shown.body.plain.splitlines()[shown.current_row]
+        assert "configure" in first
+        assert any(s.style == match_style for s in shown.body.spans)
+        start = shown.current_line
+        await pilot.press("enter", "n")
+        await wait_for(pilot, lambda: app.preview.shown is not shown, "the next match")
+        nxt = app.preview.shown
+        assert nxt is not None and nxt.current_line == min(n for n in shown.match_lines if n > start)
+        assert f":{nxt.current_line}" in nxt.title.plain
+        await pilot.press("N")
+        await wait_for(pilot, lambda: app.preview.shown is not nxt, "the previous match")
+        assert app.preview.shown is not None and app.preview.shown.current_line == start
+
+
+async def test_j_k_and_arrows_scroll_the_focused_preview(deep_workspace: Path) -> None:
+    app = make_app(deep_workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "configure")
+        await wait_for(pilot, lambda: app.preview.shown is not None, "the preview")
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        body = app.preview.body
+        y0 = body.scroll_y
+        await pilot.press("j", "j", "down")
+        await pilot.pause()
+        assert body.scroll_y == y0 + 3
+        await pilot.press("k", "up")
+        await pilot.pause()
+        assert body.scroll_y == y0 + 1
+        assert app.results.cursor == 0
+
+
+# -- defect 6: keys act in the order typed, on the results they were typed against ----------------
+
+
+async def test_moves_typed_before_the_results_arrive_apply_to_them(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await pilot.press(*"return", "down", "down")
+        await wait_for(pilot, lambda: app.results_query == "return", "the results")
+        await pilot.pause(0.2)
+        assert len(app.results.hits) >= 3 and app.results.cursor == 2
+
+
+async def test_a_refreshed_index_keeps_the_selection(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "return")
+        await pilot.press("down", "down")
+        chosen = app.results.selected_hit
+        app.main_screen.live.reindex()
+        await indexed(pilot, app, runs=2)
+        await pilot.pause(0.2)
+        assert app.results.selected_hit is not None
+        assert (app.results.selected_hit.path, app.results.selected_hit.start_line) == (
+            chosen.path,
+            chosen.start_line,
+        )
+
+
+async def test_enter_then_e_opens_the_editor_and_leaves_the_query_alone(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr("aide_tui.tui.screens.search.subprocess.run", lambda cmd, check: calls.append(cmd))
+    app = make_app(workspace)
+    monkeypatch.setattr(app, "suspend", contextlib.nullcontext)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
         await search(pilot, app, "backoff_delays")
-        hit = app.results.selected_hit
-        assert hit is not None
         await pilot.press("enter", "e")
-        assert calls == [["myedit", "--wait", f"+{hit.start_line}", str(workspace / hit.path)]]
+        assert app.query_input.value == "backoff_delays"
+        assert len(calls) == 1
+
+
+# -- defect 7: printable keys in the list go to the query; R asks; ctrl+q always in the footer ------
+
+
+async def test_letters_typed_in_the_list_go_to_the_query(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "return")
+        app.results.focus()
+        await pilot.pause()
+        await pilot.press("space", "r", "q", "s")
+        assert app.is_running
+        assert app.query_input.value == "return rqs"
+        assert app.focused is app.query_input
+        assert not app.main_screen.live.service.running
+
+
+async def test_R_asks_before_rebuilding(workspace: Path) -> None:
+    from aide_tui.tui.screens.modals import ConfirmScreen
+
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "return")
+        app.results.focus()
+        await pilot.pause()
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen is app.main_screen, "the answer")
+        assert not app.main_screen.live.service.running
+        assert app.index_bar.state == "ready"
+
+
+async def test_ctrl_q_is_in_the_footer_wherever_the_focus_is(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "return")
+        for focus in (app.query_input, app.results, app.preview.body):
+            app.main_screen.set_focus(focus)
+            await wait_for(pilot, lambda: "^q quit" in screen_text(app)[-1], f"^q with {focus} focused")
+
+
+# -- defect 8: status text ---------------------------------------------------------------------------
+
+
+async def test_index_line_texts(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(40, 12)) as pilot:
+        await indexed(pilot, app)
+        app.index_bar.progress(Progress(state="scanning", message="scanning workspace"), None)
+        await pilot.pause()
+        bar_line = screen_text(app)[-3]
+        assert "scanning workspace" in bar_line and "scanning scanning" not in bar_line
+        app.index_bar.progress(Progress(state="embedding", vectors_done=10, vectors_total=100), None)
+        await pilot.pause()
+        assert "embedding 10/100 vectors" in screen_text(app)[-3]
+
+
+async def test_reindex_requested_shows_no_stale_bar(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        requested: list[bool] = []
+        # the run itself would finish at once on this tiny workspace and replace the text under test
+        monkeypatch.setattr(app.main_screen.live, "reindex", lambda **kw: requested.append(True))
+        app.index_bar.progress(Progress(state="embedding", vectors_done=10, vectors_total=10), None)
+        await pilot.press("f5")
+        await pilot.pause()
+        assert requested
+        line = next(line for line in screen_text(app) if "reindexing" in line)
+        assert "requested" in line and "━" not in line
+
+
+async def test_no_embedder_shows_bm25_not_hybrid(workspace: Path) -> None:
+    app = make_app(workspace, bm25_settings(workspace))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        assert app.status.plain.lstrip().startswith("bm25")
+        assert "hybrid" not in screen_text(app)[-2]
+
+
+# -- defect 9: a committed index that fails to load ----------------------------------------------------
+
+
+async def test_a_failed_reload_is_shown_and_the_app_keeps_running(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_app(workspace, watch=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "parse_header")
+
+        def broken(self: Searcher) -> bool:
+            raise IndexCorrupt("index manifest is corrupt (test); rebuilding")
+
+        monkeypatch.setattr(Searcher, "refresh", broken)
+        for attempt in range(4):
+            (workspace / "src/httpclient/new.py").write_text(f"def fresh_{attempt}():\n    pass\n")
+            try:
+                await wait_for(pilot, lambda: app.index_bar.error, "the reload error", steps=200)
+                break
+            except AssertionError:
+                continue
+        assert app.is_running and app.index_bar.error
+        assert "corrupt" in "\n".join(screen_text(app))
+        await search(pilot, app, "parse_header backoff")  # the previous version still answers
+        assert app.results.hits
+
+
+# -- defect 10: hit lines padded to the pane width -------------------------------------------------
+
+
+async def test_hit_lines_are_padded_to_the_pane_width(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "parse_header")
+        await wait_for(pilot, lambda: app.preview.shown is not None, "the preview")
+        shown = app.preview.shown
+        assert shown is not None
+        width = app.preview.body.size.width
+        hit_rows = [line for line in shown.body.plain.splitlines() if "▌" in line[:8] or "▶" in line[:8]]
+        assert hit_rows and all(len(line) >= width - 1 for line in hit_rows)
+
+
+# -- issue 15: mouse ---------------------------------------------------------------------------------
+
+
+async def test_clicking_a_row_selects_it(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "return")
+        assert len(app.results.hits) >= 3
+        await pilot.click(ResultsList, offset=(5, 3))  # border row 0, rows from 1
+        assert app.results.cursor == 2
+
+
+def test_app_class_is_importable_without_a_terminal() -> None:
+    assert AideApp.__name__ == "AideApp"
+
+
+async def test_an_unreadable_index_is_rebuilt_once(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+    manifest = next((workspace / ".aide").rglob("manifest.json"))
+    manifest.write_text("{ not json")  # a real corrupt file on disk
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "parse_header")
+        assert app.results.hits and app.results.hits[0].path == "src/httpclient/headers.py"
+        assert not app.index_bar.error

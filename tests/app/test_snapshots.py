@@ -1,4 +1,8 @@
-"""Snapshots of the main screen (pytest-textual-snapshot); update with ``pytest --snapshot-update``."""
+"""Snapshots of what is on screen (pytest-textual-snapshot); update with ``pytest --snapshot-update``.
+
+They show the rows (ranks, score, symbol), the preview landed on the hit's best line with the query
+terms marked, the help at 120×40 and 40×12, the layout without the preview and the degraded status.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,13 @@ from snapshot_app import build
 from textual.pilot import Pilot
 
 from aide_tui.tui.app import AideApp
+from aide_tui.tui.widgets import HelpScreen
 
 
 def _with_results(app: AideApp, query: str, *keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
     async def run_before(pilot: Pilot[Any]) -> None:
         await wait_for(pilot, lambda: app.ready, "startup")
+        app.query_input.cursor_blink = False  # a blinking cursor would make the picture flaky
         await pilot.press(*query)
         await wait_for(pilot, lambda: app.results_query == query and bool(app.results.hits), "results")
         if keys:
@@ -25,24 +31,63 @@ def _with_results(app: AideApp, query: str, *keys: str) -> Callable[[Pilot[Any]]
                 app.preview.shown is not None
                 and app.results.selected_hit is not None
                 and app.preview.shown.path == app.results.selected_hit.path
+                and app.preview.shown.start_line == app.results.selected_hit.start_line
             ),
             "the preview",
         )
-        await pilot.pause()
+        await pilot.pause(0.2)
 
     return run_before
 
 
 def test_results_and_preview_wide(snap_compare: Any) -> None:
-    """120×40: list beside the preview, second hit selected."""
+    """120×40: rows with ranks, score and symbol beside the preview landed on the best line."""
     app = build()
-    assert snap_compare(app, terminal_size=(120, 40), run_before=_with_results(app, "return", "down"))
+    assert snap_compare(
+        app, terminal_size=(120, 40), run_before=_with_results(app, "follow redirects", "down")
+    )
 
 
 def test_narrow_layout(snap_compare: Any) -> None:
     """80×24: the preview moves below the list."""
     app = build()
     assert snap_compare(app, terminal_size=(80, 24), run_before=_with_results(app, "parse_header"))
+
+
+def test_preview_hidden(snap_compare: Any) -> None:
+    """F3: the list takes the full width."""
+    app = build()
+    run = _with_results(app, "backoff")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await run(pilot)
+        await pilot.press("f3")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(100, 20), run_before=run_before)
+
+
+def _help(app: AideApp) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await wait_for(pilot, lambda: app.ready, "startup")
+        app.query_input.cursor_blink = False
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+        await pilot.pause(0.2)
+
+    return run_before
+
+
+def test_help_wide(snap_compare: Any) -> None:
+    """F1 at 120×40: every key on screen."""
+    app = build()
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_help(app))
+
+
+def test_help_small(snap_compare: Any) -> None:
+    """F1 at 40×12: the help fills the terminal and scrolls."""
+    app = build()
+    assert snap_compare(app, terminal_size=(40, 12), run_before=_help(app))
 
 
 def test_degraded_status(snap_compare: Any) -> None:

@@ -1,42 +1,57 @@
-"""The ``?`` help screen listing every key."""
+"""The help screen (F1, ``?``, palette "Help: keys"): every key, from the one command table."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from aide_tui.tui.widgets.keys import KEY_HELP
+from aide_tui.tui.keys import help_rows
+
+
+def help_table() -> Table:
+    """The key table: keys, what they do (the second column wraps)."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(ratio=1)
+    for keys, what in help_rows():
+        table.add_row(keys, what)
+    return table
+
+
+def help_text() -> str:
+    """The key table as plain text."""
+    return "\n".join(f"{keys}  {what}" for keys, what in help_rows())
 
 
 class HelpScreen(ModalScreen[None]):
-    """A modal table of keys; any of escape, q, ? or F1 closes it."""
+    """A modal, scrollable list of keys; escape, q, ? or F1 closes it."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical {
-        width: auto; max-width: 90%; height: auto; max-height: 90%;
+    HelpScreen > #help {
+        width: 100; max-width: 100%; height: auto; max-height: 100%;
         border: round $primary; background: $surface; padding: 0 1;
+        border-title-style: bold;
     }
+    HelpScreen #help-keys { width: 100%; height: auto; }
     """
-    BINDINGS: list[BindingType] = [
-        Binding("escape,q,question_mark,f1", "dismiss(None)", "Close", key_display="esc"),
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,question_mark,f1", "dismiss(None)", "close", key_display="esc"),
     ]
 
     @property
     def plain(self) -> str:
         """The key list as plain text."""
-        return "\n".join(f"{keys}  {what}" for keys, what in KEY_HELP)
+        return help_text()
 
     def compose(self) -> ComposeResult:
-        table = Table.grid(padding=(0, 2))
-        table.add_column(style="bold", no_wrap=True)
-        table.add_column()
-        for keys, what in KEY_HELP:
-            table.add_row(keys, what)
-        with Vertical():
-            yield Static("aide-tui keys", id="help-title")
-            yield Static(table, id="help-keys")
+        with VerticalScroll(id="help") as box:
+            box.border_title = "aide-tui keys"
+            box.border_subtitle = "esc closes"
+            yield Static(help_table(), id="help-keys")

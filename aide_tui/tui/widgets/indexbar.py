@@ -1,15 +1,17 @@
-"""Index progress bar and the status line below it."""
+"""The index line (what the indexer is doing, with a bar while it counts) and the status line below it.
+
+Both are reactive: the screen sets fields, each widget renders itself once per refresh.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import Horizontal
-from textual.widgets import ProgressBar, Static
+from textual.reactive import reactive
+from textual.widget import Widget
 
 from aide_tui.core.events import Progress
+
+BAR_MIN_WIDTH = 50  # narrower than this, the label keeps the whole line
 
 
 def _duration(seconds: float) -> str:
@@ -17,134 +19,136 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-class IndexBar(Horizontal):
-    """State text (scanning / embedding / ready / error, counts, rate, ETA) and a progress bar."""
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
+class IndexBar(Widget):
+    """``state detail`` on the left; while a phase counts (files or vectors), a bar on the right."""
 
     DEFAULT_CSS = """
     IndexBar { height: 1; }
-    IndexBar #index-state { width: 1fr; height: 1; }
-    IndexBar ProgressBar { width: auto; height: 1; }
     """
+
+    state: reactive[str] = reactive("starting")
+    detail: reactive[str] = reactive("")
+    done: reactive[int] = reactive(0)
+    total: reactive[int] = reactive(0)  # 0: no bar (a state without counts)
+    error: reactive[bool] = reactive(False)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.state = "starting"
-        self.message = ""
         self._phase_start: tuple[str, float, int] | None = None  # (state, time, done) for the rate
 
-    def compose(self) -> ComposeResult:
-        yield Static("starting…", id="index-state")
-        yield ProgressBar(total=None, show_eta=False, id="index-progress")
-
     @property
-    def bar(self) -> ProgressBar:
-        """The progress bar widget."""
-        return self.query_one(ProgressBar)
+    def label(self) -> str:
+        """The state text as drawn (without the bar)."""
+        return f"{self.state} {self.detail}".strip()
 
     def progress(self, event: Progress, now: float | None) -> None:
-        """Apply an indexer progress event; ``now`` (seconds) enables rate and ETA, None hides them."""
+        """Apply a progress event; ``now`` (seconds) enables rate and ETA, None hides them."""
         state = event.state or "indexing"
+        if state == "ready":
+            self.set_state("ready")
+            return
         if state == "embedding" and event.vectors_total:
             done, total, unit = event.vectors_done, event.vectors_total, "vectors"  # one per dense piece
         elif event.files_total:
             done, total, unit = event.files_done, event.files_total, "files"
         else:
             done, total, unit = 0, 0, ""
-        if state == "ready":
-            self.done_state()
-            return
-        self.state = state
-        label = Text(state, "bold")
+        detail = ""
         if total:
-            label.append(f" {done}/{total} {unit}")
-            self.bar.update(total=total, progress=done)
+            detail = f"{done}/{total} {unit}"
         elif event.message:
-            label.append(f" {event.message}", "dim")
+            # "scanning workspace" after the state "scanning" would read "scanning scanning workspace"
+            msg = event.message
+            detail = msg[len(state) :].strip() if msg.lower().startswith(state.lower()) else msg
         if now is not None and total:
             if self._phase_start is None or self._phase_start[0] != state:
                 self._phase_start = (state, now, done)
             _, t0, d0 = self._phase_start
             if now - t0 > 0.5 and done > d0:
                 rate = (done - d0) / (now - t0)
-                label.append(f" · {rate:.0f} {unit}/s · ETA {_duration((total - done) / rate)}", "dim")
-        self.query_one("#index-state", Static).update(label)
+                detail += f" · {rate:.0f}/s · ETA {_duration((total - done) / rate)}"
+        self.state, self.detail, self.error = state, detail, False
+        self.done, self.total = done, total
 
-    def done_state(self, summary: str = "") -> None:
-        """Indexing finished: full bar, state ``ready``."""
-        self.state = "ready"
-        self._phase_start = None
-        bar = self.bar
-        total = bar.total or 1
-        bar.update(total=total, progress=total)
-        label = Text("ready", "bold")
-        if summary:
-            label.append(f" {summary}", "dim")
-        self.query_one("#index-state", Static).update(label)
+    def set_state(self, state: str, detail: str = "", *, error: bool = False) -> None:
+        """A state without counts (ready, reindexing N changed files, error, cancelled): no bar."""
+        if state != self.state:
+            self._phase_start = None
+        self.state, self.detail, self.error = state, detail, error
+        self.done = self.total = 0
+        self.set_class(error, "-error")
 
-    def _error_style(self) -> str:
-        return f"bold {self.app.theme_variables.get('error', 'red')}"
-
-    def show_state(self, state: str, message: str = "", *, error: bool = False) -> None:
-        """A state without counts (error, cancelled, reindexing N changed files, no index yet)."""
-        self.state = state
-        self.message = message
-        label = Text(state, self._error_style() if error else "bold")
-        if error:
-            self.add_class("-error")
-        else:
-            self.remove_class("-error")
-        if message:
-            label.append(f" {message}")
-        self.query_one("#index-state", Static).update(label)
+    def render(self) -> Text:
+        width = self.content_region.width or self.size.width
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        error_color = self.app.theme_variables.get("error", "red")
+        text.append(self.state, f"bold {error_color}" if self.error else "bold")
+        if self.detail:
+            text.append(f" {self.detail}", "" if self.error else "dim")
+        if self.total and width >= BAR_MIN_WIDTH:
+            bar_w = max(10, min(40, width // 3))
+            room = width - bar_w - 1
+            text.truncate(room, overflow="ellipsis", pad=True)
+            filled = round(bar_w * min(1.0, self.done / self.total))
+            text.append(" ")
+            text.append("━" * filled, self.app.theme_variables.get("primary", "blue"))
+            text.append("━" * (bar_w - filled), "dim")
+        return text
 
 
-@dataclass
-class StatusInfo:
-    """What the status line shows."""
-
-    mode: str = "hybrid"
-    files: int = 0
-    chunks: int = 0
-    embedded: int = 0
-    embedder: str = "none"
-    degraded_reason: str | None = None
-    last_indexed: str | None = None
-    size: str | None = None
-    took_ms: float | None = None
-    results: int | None = None
-
-
-class StatusLine(Static):
-    """Mode, index size, embedder, degraded reason and time of the last reindex."""
+class StatusLine(Widget):
+    """Mode, result count, what the index holds, embedder, degraded reason, time of the last commit."""
 
     DEFAULT_CSS = """
     StatusLine { height: 1; }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id)
-        self.info = StatusInfo()
-        self.plain = ""
+    mode: reactive[str] = reactive("hybrid")
+    results: reactive[int | None] = reactive(None)
+    took_ms: reactive[float | None] = reactive(None)
+    files: reactive[int] = reactive(0)
+    chunks: reactive[int] = reactive(0)
+    embedded: reactive[int] = reactive(0)
+    vectors_missing: reactive[int] = reactive(0)
+    embedder: reactive[str] = reactive("none")
+    degraded_reason: reactive[str | None] = reactive(None)
+    last_indexed: reactive[str | None] = reactive(None)
+    size_bytes: reactive[int] = reactive(0)
+    show_timing: reactive[bool] = reactive(True)
 
-    def show(self, info: StatusInfo) -> None:
-        """Re-render from ``info``."""
-        self.info = info
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f" {info.mode} ", "reverse bold")
-        if info.degraded_reason:
+    def watch_degraded_reason(self, reason: str | None) -> None:
+        self.set_class(bool(reason), "-degraded")
+
+    @property
+    def plain(self) -> str:
+        return self.render().plain
+
+    def render(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        text.append(f" {self.mode} ", "reverse bold")
+        if self.degraded_reason:
             error = self.app.theme_variables.get("error", "red")
-            text.append(f"  degraded: {info.degraded_reason}", f"bold {error}")
-        if info.results is not None:
-            took = f" in {info.took_ms:.0f} ms" if info.took_ms is not None else ""
-            text.append(f"  {info.results} result{'' if info.results == 1 else 's'}{took}")
-        text.append(f"  {info.files} files · {info.chunks} chunks")
-        if info.embedded:
-            text.append(f" · {info.embedded} embedded")
-        if info.size:
-            text.append(f" · {info.size}")
-        text.append(f"  embedder {info.embedder}", "dim")
-        if info.last_indexed:
-            text.append(f"  indexed {info.last_indexed}", "dim")
-        self.plain = text.plain
-        self.set_class(bool(info.degraded_reason), "-degraded")
-        self.update(text)
+            text.append(f"  degraded: {self.degraded_reason}", f"bold {error}")
+        if self.results is not None:
+            took = f" in {self.took_ms:.0f} ms" if self.took_ms is not None and self.show_timing else ""
+            text.append(f"  {self.results} result{'' if self.results == 1 else 's'}{took}")
+        text.append(f"  {self.files} files · {self.chunks} chunks")
+        if self.embedder != "none":
+            text.append(f" · {self.embedded} embedded")
+            if self.vectors_missing:
+                text.append(f" · {self.vectors_missing} vectors to go")
+        if self.size_bytes and self.show_timing:
+            text.append(f" · {human_size(self.size_bytes)}")
+        text.append(f"  embedder {self.embedder}", "dim")
+        if self.last_indexed and self.show_timing:
+            text.append(f"  indexed {self.last_indexed}", "dim")
+        return text

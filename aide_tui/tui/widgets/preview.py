@@ -1,42 +1,101 @@
-"""The preview pane: the selected hit's file, syntax-highlighted, scrolled to the hit with its lines marked.
+"""The preview pane: the selected hit's file, syntax-highlighted, scrolled to the hit's best line.
 
-:func:`render_preview` does the disk read and the lexing; the app calls it from a thread worker so the
-UI thread only installs the finished :class:`~rich.text.Text`.
+:func:`lex_window` does the disk read and the lexing and :func:`compose_body` marks the chunk, the query
+terms and the current line; the app calls both from a thread worker so the UI thread only installs the
+finished :class:`~textual.content.Content`. Stepping between matches (``n``/``N``) re-composes the
+lexed window without reading or lexing again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from rich.console import Console
+from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
-from textual.content import Content
-from textual.widgets import Static
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
 
+from aide_tui.core.hitlines import best_line, term_spans
 from aide_tui.core.search import Hit
 from aide_tui.tui.widgets.results import location
 
-CONTEXT = 3  # lines shown above the hit when scrolled to it
 WINDOW = 60  # lines shown before and after the hit (bounds lexing and rendering cost)
+_CONSOLE = Console(width=10_000, color_system="truecolor", force_terminal=True, legacy_windows=False)
+
+
+@dataclass
+class PreviewStyles:
+    """Styles from the pane's component classes (read on the UI thread)."""
+
+    hit: Style
+    current: Style
+    match: Style
+    marker: Style
+    theme: str = "ansi_dark"
+
+
+@dataclass
+class LexedWindow:
+    """File lines ``lo``..``hi`` of a hit, highlighted, plus the plain text for matching."""
+
+    path: str
+    lo: int
+    hi: int
+    code: list[Text]
+    plain: list[str]
+    from_disk: bool
 
 
 @dataclass
 class PreviewData:
     """A rendered preview, ready to install on the UI thread."""
 
-    path: str
-    start_line: int
-    end_line: int
+    hit: Hit
+    window: LexedWindow
+    current_line: int  # the line the preview lands on (best line, or the match stepped to)
+    match_lines: list[int]
     title: Text
     body: Text
-    content: Content  # ``body`` converted off the UI thread
-    scroll_row: int
-    from_disk: bool
+    lines: list[list[Segment]]  # ``body`` as segments per line, converted off the UI thread
+    key: tuple[str, int, int, tuple[str, ...]] = field(default=("", 0, 0, ()))
+
+    @property
+    def path(self) -> str:
+        return self.hit.path
+
+    @property
+    def start_line(self) -> int:
+        return self.hit.start_line
+
+    @property
+    def end_line(self) -> int:
+        return self.hit.end_line
+
+    @property
+    def from_disk(self) -> bool:
+        return self.window.from_disk
+
+    @property
+    def current_row(self) -> int:
+        """Row of the current line in the body."""
+        return self.current_line - self.window.lo
+
+
+def preview_key(hit: Hit) -> tuple[str, int, int, tuple[str, ...]]:
+    """What makes two previews the same: location and query terms."""
+    return (hit.path, hit.start_line, hit.end_line, tuple(hit.query_terms))
 
 
 def why(hit: Hit) -> str:
@@ -54,13 +113,34 @@ def why(hit: Hit) -> str:
     return " · ".join(parts)
 
 
-def render_preview(
-    root: Path, hit: Hit, hit_style: Style, marker_style: Style, theme: str, width: int = 200
-) -> PreviewData:
-    """Read ``hit``'s file (or fall back to the chunk text) and build the highlighted preview.
+_LEX_CACHE: OrderedDict[tuple[str, int, int, str, float], LexedWindow] = OrderedDict()
+_LEX_LOCK = threading.Lock()
+LEX_CACHE_SIZE = 16
 
-    ``width`` is the pane width: hit lines are padded to it so their background spans the pane.
-    """
+
+def lex_window(root: Path, hit: Hit, theme: str) -> LexedWindow:
+    """:func:`read_and_lex`, cached per file, window, theme and modification time: refining a query
+    usually keeps the same hits, and their previews then skip the lexer."""
+    try:
+        mtime = (root / hit.path).stat().st_mtime
+    except OSError:
+        mtime = -1.0
+    key = (hit.path, hit.start_line, hit.end_line, theme, mtime)
+    with _LEX_LOCK:
+        cached = _LEX_CACHE.get(key)
+        if cached is not None:
+            _LEX_CACHE.move_to_end(key)
+            return cached
+    window = read_and_lex(root, hit, theme)
+    with _LEX_LOCK:
+        _LEX_CACHE[key] = window
+        while len(_LEX_CACHE) > LEX_CACHE_SIZE:
+            _LEX_CACHE.popitem(last=False)
+    return window
+
+
+def read_and_lex(root: Path, hit: Hit, theme: str) -> LexedWindow:
+    """Read ``hit``'s file (or fall back to the indexed chunk text) and highlight the lines around it."""
     first_line = 1
     from_disk = True
     try:
@@ -68,51 +148,161 @@ def render_preview(
         if len(lines) < hit.end_line:
             raise OSError("file shorter than the indexed chunk")
     except OSError:
-        lines, first_line, from_disk = hit.text.splitlines(), hit.start_line, False
+        lines, first_line, from_disk = hit.text.splitlines() or [""], hit.start_line, False
     lo = max(first_line, hit.start_line - WINDOW)
     hi = min(first_line + len(lines) - 1, hit.end_line + WINDOW)
-    snippet = "\n".join(lines[lo - first_line : hi - first_line + 1]).expandtabs(4)
+    plain = [line.expandtabs(4) for line in lines[lo - first_line : hi - first_line + 1]]
+    snippet = "\n".join(plain)
     lexer = Syntax.guess_lexer(hit.path, code=snippet)
     code = Syntax(snippet, lexer, theme=theme).highlight(snippet)
     code.rstrip()
-    width = len(str(hi))
+    rows = code.split("\n", allow_blank=True)[: len(plain)]
+    while len(rows) < len(plain):
+        rows.append(Text(""))
+    return LexedWindow(hit.path, lo, hi, list(rows), plain, from_disk)
+
+
+def landing_line(hit: Hit, window: LexedWindow) -> int:
+    """The hit's best line, from the lines on screen (falls back to the indexed text)."""
+    a, b = hit.start_line - window.lo, hit.end_line - window.lo + 1
+    if window.from_disk and 0 <= a < b <= len(window.plain):
+        return best_line("\n".join(window.plain[a:b]), hit.start_line, hit.query_terms, hit.symbol).line
+    return best_line(hit.text, hit.start_line, hit.query_terms, hit.symbol).line
+
+
+def compose_body(
+    hit: Hit, window: LexedWindow, styles: PreviewStyles, width: int, current: int
+) -> tuple[Text, list[int]]:
+    """The preview text: line numbers, the chunk's lines marked and padded to ``width``, query terms
+    highlighted, ``current`` (the landing line) emphasised. Also returns the lines with matches."""
+    gutter = len(str(window.hi))
     body = Text(no_wrap=True, overflow="crop", end="")
-    for n, line in enumerate(code.split("\n", allow_blank=True), start=lo):
-        if n > hi:
-            break
-        hit_line = hit.start_line <= n <= hit.end_line
-        body.append(f"{n:>{width}} ", marker_style if hit_line else "dim")
-        body.append("▌" if hit_line else " ", marker_style if hit_line else "")
-        if hit_line:
-            line = line.copy()
-            line.pad_right(max(0, width - len(str(n)) - 2 - line.cell_len))
-            line.stylize_before(hit_style)
+    matches: list[int] = []
+    terms = hit.query_terms
+    for i, (line, plain) in enumerate(zip(window.code, window.plain, strict=True)):
+        n = window.lo + i
+        in_hit = hit.start_line <= n <= hit.end_line
+        spans = term_spans(plain, terms) if terms else []
+        if spans:
+            matches.append(n)
+        marker = styles.marker if in_hit else Style(dim=True)
+        body.append(f"{n:>{gutter}} ", marker)
+        body.append("▶" if n == current else "▌" if in_hit else " ", marker)
+        line = line.copy()
+        for s, e, _ in spans:
+            line.stylize(styles.match, s, e)
+        if in_hit or n == current:
+            line.pad_right(max(0, width - gutter - 2 - line.cell_len))
+            line.stylize_before(styles.current if n == current else styles.hit)
         body.append_text(line)
         body.append("\n")
     body.rstrip()
+    return body, matches
+
+
+def render_preview(
+    root: Path,
+    hit: Hit,
+    styles: PreviewStyles,
+    width: int = 200,
+    current: int | None = None,
+    window: LexedWindow | None = None,
+) -> PreviewData:
+    """Build the preview of ``hit`` (worker thread): lex (unless ``window`` is given), land on the best
+    line (or ``current``), mark terms. ``width`` is the pane width: hit lines are padded to it."""
+    if window is None or window.path != hit.path:
+        window = lex_window(root, hit, styles.theme)
+    line = current if current is not None else landing_line(hit, window)
+    body, matches = compose_body(hit, window, styles, width, line)
     title = Text(no_wrap=True, overflow="ellipsis")
-    title.append(location(hit), "bold")
+    title.append(f"{hit.path}:{line}", "bold")
+    title.append(f"  ({location(hit).rpartition(':')[2]})", "dim")
     if hit.symbol:
         title.append(f"  {hit.symbol}", "italic")
     reason = why(hit)
     if reason:
         title.append(f"  {reason}", "dim")
-    if not from_disk:
+    if not window.from_disk:
         title.append("  (file gone: indexed text)", "dim")
-    content = Content.from_rich_text(body)
-    return PreviewData(
-        hit.path, hit.start_line, hit.end_line, title, body, content, hit.start_line - lo, from_disk
-    )
+    return PreviewData(hit, window, line, matches, title, body, to_lines(body), key=preview_key(hit))
 
 
-class PreviewBody(VerticalScroll):
-    """Scrollable code area; ↑/↓ still move the result selection (screen bindings), PgUp/PgDn scroll."""
+def to_lines(body: Text) -> list[list[Segment]]:
+    """``body`` as one list of segments per line (the pane draws only the visible ones)."""
+    return [list(line.render(_CONSOLE, end="")) for line in body.split("\n", allow_blank=True)]
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"preview--hit", "preview--marker"}
+
+class PreviewBody(ScrollView, can_focus=True):
+    """The code, drawn line by line (only visible lines are rendered; scrolling never re-lays out).
+
+    Focused: ↑/↓ and j/k scroll it line by line, PgUp/PgDn by page (the screen routes those keys)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "preview--hit",
+        "preview--current",
+        "preview--match",
+        "preview--marker",
+    }
+    DEFAULT_CSS = """
+    PreviewBody { overflow-x: hidden; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._lines: list[list[Segment]] = []
+        self._message = ""
+        self._cache: dict[int, Strip] = {}
+
+    def set_lines(self, lines: list[list[Segment]]) -> None:
+        """Show ``lines`` (from :func:`to_lines`)."""
+        self._lines, self._message = lines, ""
+        self._cache.clear()
+        self.virtual_size = Size(0, len(lines))  # long lines are cropped, as in a pager
+        self.refresh()
+
+    def set_message(self, message: str) -> None:
+        """A placeholder instead of code."""
+        self._lines, self._message = [], message
+        self._cache.clear()
+        self.virtual_size = Size(0, 1)
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    @property
+    def plain(self) -> str:
+        """The text shown (or the placeholder)."""
+        if not self._lines:
+            return self._message
+        return "\n".join("".join(seg.text for seg in line) for line in self._lines)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        row = int(self.scroll_offset.y) + y
+        if not self._lines:
+            text = self._message if row == 0 else ""
+            return Strip([Segment(text[:width], base)]).extend_cell_length(width, base)
+        if row >= len(self._lines):
+            return Strip.blank(width, base)
+        strip = self._cache.get(row)
+        if strip is None:
+            strip = Strip(self._lines[row])
+            self._cache[row] = strip
+        x = int(self.scroll_offset.x)
+        return strip.crop_extend(x, x + width, None).apply_style(base)
+
+
+class PreviewTitle(Widget):
+    """The header line: one line whatever it says, so a new title never re-lays out the screen."""
+
+    text: reactive[Text] = reactive(Text(""), layout=False, always_update=True)
+
+    def render(self) -> Text:
+        return self.text
 
 
 class Preview(Vertical):
-    """Header line (path, symbol, why it matched) above the code."""
+    """Header line (path:line, range, symbol, why it matched) above the code."""
 
     DEFAULT_CLASSES = "pane"
 
@@ -121,22 +311,45 @@ class Preview(Vertical):
         self.shown: PreviewData | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="preview-title")
-        with PreviewBody(id="preview-body"):
-            yield Static("Type to search; results update as you type.", id="preview-code")
+        yield PreviewTitle(id="preview-title")
+        yield PreviewBody(id="preview-body")
+
+    def on_mount(self) -> None:
+        self.body.set_message("Type to search; results update as you type.")
+
+    @property
+    def body(self) -> PreviewBody:
+        return self.query_one(PreviewBody)
+
+    def styles_for_render(self, dark: bool) -> PreviewStyles:
+        body = self.body
+        return PreviewStyles(
+            hit=body.get_component_rich_style("preview--hit"),
+            current=body.get_component_rich_style("preview--current"),
+            match=body.get_component_rich_style("preview--match"),
+            marker=body.get_component_rich_style("preview--marker"),
+            theme="ansi_dark" if dark else "ansi_light",
+        )
 
     def show(self, data: PreviewData) -> None:
-        """Install a rendered preview and scroll so the hit has a few lines of context above it."""
+        """Install a rendered preview and scroll so the landing line sits a third down the pane."""
         self.shown = data
-        self.query_one("#preview-title", Static).update(data.title, layout=False)
-        self.query_one("#preview-code", Static).update(data.content)
-        body = self.query_one(PreviewBody)
-        row = max(0, data.scroll_row - CONTEXT)
-        body.call_after_refresh(body.scroll_to, y=row, animate=False)
+        self.query_one(PreviewTitle).text = data.title
+        self.body.set_lines(data.lines)
+        self.scroll_to_current()
+
+    def scroll_to_current(self) -> None:
+        data = self.shown
+        if data is None:
+            return
+        body = self.body
+        row = max(0, data.current_row - max(1, body.size.height // 3))
+        body.scroll_to(0, row, animate=False, immediate=True)
+        if int(body.scroll_y) != min(row, max(0, len(data.lines) - body.size.height)):
+            body.call_after_refresh(body.scroll_to, 0, row, animate=False)  # sizes not settled yet
 
     def clear(self, message: str = "") -> None:
         """Show a placeholder instead of code."""
         self.shown = None
-        self.query_one("#preview-title", Static).update("")
-        self.query_one("#preview-code", Static).update(message)
-        self.query_one(PreviewBody).scroll_home(animate=False)
+        self.query_one(PreviewTitle).text = Text("")
+        self.body.set_message(message)

@@ -1,22 +1,40 @@
-"""The results list: one row per chunk with location, symbol, fused score and retriever ranks."""
+"""The results list: one row per hit, drawn line by line (Textual's line API).
+
+A new answer replaces the rows in place (no widget per row is built or torn down); only the visible
+rows are drawn. Each row keeps what matters at any width: the path is shortened in the middle so the
+file name and line range stay, then the retriever ranks, the fused score and the symbol.
+"""
 
 from __future__ import annotations
 
-from rich.text import Text
-from textual.widgets import OptionList
-from textual.widgets.option_list import Option
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from aide_tui.core.search import Hit
 
 RANK_TAGS = (("bm25", "B"), ("dense", "D"), ("symbol", "S"), ("path", "P"))
-PATH_MAX = 56
-SYMBOL_MAX = 32
+SCORE_W = 5
+SYMBOL_MAX = 28
+SYMBOL_MIN = 12
+LOC_MIN = 18
+
+
+def span(hit: Hit) -> str:
+    """``start-end`` (or ``line`` for a one-line chunk)."""
+    return f"{hit.start_line}" if hit.start_line == hit.end_line else f"{hit.start_line}-{hit.end_line}"
 
 
 def location(hit: Hit) -> str:
-    """``path:start-end`` (or ``path:line`` for a one-line chunk)."""
-    span = f"{hit.start_line}" if hit.start_line == hit.end_line else f"{hit.start_line}-{hit.end_line}"
-    return f"{hit.path}:{span}"
+    """``path:start-end``."""
+    return f"{hit.path}:{span(hit)}"
 
 
 def rank_tags(hit: Hit) -> str:
@@ -24,65 +42,238 @@ def rank_tags(hit: Hit) -> str:
     return " ".join(f"{tag}{hit.ranks[key]}" for key, tag in RANK_TAGS if hit.ranks.get(key))
 
 
-def short_symbol(symbol: str | None, width: int = SYMBOL_MAX) -> str:
-    """The innermost part of a symbol chain, cut from the left to ``width``."""
+def middle_path(path: str, width: int) -> str:
+    """``path`` in at most ``width`` cells, cut in the middle so the file name stays whole if it can."""
+    if len(path) <= width:
+        return path
+    head, sep, name = path.rpartition("/")
+    if not sep or len(name) + 2 > width:
+        return "…" + path[-(width - 1) :] if width > 1 else "…"
+    room = width - len(name) - 2  # "…/"
+    return f"{head[:room]}…/{name}"
+
+
+def compact_symbol(symbol: str | None) -> str:
+    """``class Console > def render`` → ``Console.render`` (the chain without its keywords)."""
     if not symbol:
         return ""
-    if len(symbol) <= width:
-        return symbol
-    return "…" + symbol[-(width - 1) :]
+    parts = [p.strip() for p in symbol.split(" > ") if p.strip()]
+    names = [p.split()[-1] if len(p.split()) > 1 else p for p in parts]
+    return ".".join(names)
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else "…" + text[-(width - 1) :]
+def short_symbol(symbol: str | None, width: int) -> str:
+    """The compact symbol chain, cut from the left (the innermost name stays) to ``width``."""
+    text = compact_symbol(symbol)
+    if not text or width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    return "…" + text[-(width - 1) :] if width > 1 else "…"
 
 
-def format_rows(hits: list[Hit]) -> list[Text]:
-    """Column-aligned rows for ``hits``: location, retriever ranks, fused score, then the symbol.
+@dataclass(frozen=True)
+class Columns:
+    """Column widths for a list ``width`` cells wide."""
 
-    The symbol comes last so a narrow list cuts it first, never the location or the ranks.
+    loc: int
+    tags: int
+    symbol: int
+
+
+def columns(hits: list[Hit], width: int) -> Columns:
+    """Widths: ranks and score always; the symbol gets up to 28 cells, the location the rest (it
+    shrinks first to its minimum, then the symbol does)."""
+    tags = max((len(rank_tags(h)) for h in hits), default=0)
+    loc_want = max((len(location(h)) for h in hits), default=0)
+    sym_want = min(SYMBOL_MAX, max((len(compact_symbol(h.symbol)) for h in hits), default=0))
+    fixed = 1 + 2 + tags + 2 + SCORE_W + (2 if sym_want else 0)
+    room = max(0, width - fixed)
+    name_want = max((len(h.path.rpartition("/")[2]) + len(span(h)) + 3 for h in hits), default=0)
+    loc = min(loc_want, max(min(name_want, room), LOC_MIN, room - sym_want))
+    sym = max(0, min(sym_want, room - loc))
+    if sym < 6:  # too narrow for a useful symbol: the location keeps the room
+        loc, sym = min(loc_want, max(loc, room)), 0
+    return Columns(loc, tags, sym)
+
+
+def row_parts(hit: Hit, cols: Columns) -> list[tuple[str, str]]:
+    """The cells of one row as (text, role) pairs; roles name component classes."""
+    rng = ":" + span(hit)
+    path = middle_path(hit.path, max(1, cols.loc - len(rng)))
+    parts = [(" ", ""), (path, "path"), (rng, "span"), (" " * max(0, cols.loc - len(path) - len(rng)), "")]
+    parts.append(("  " + rank_tags(hit).ljust(cols.tags), "tags"))
+    parts.append((f"  {hit.score:.3f}"[: SCORE_W + 2].ljust(SCORE_W + 2), "score"))
+    if cols.symbol:
+        parts.append(("  " + short_symbol(hit.symbol, cols.symbol), "symbol"))
+    return parts
+
+
+def row_text(hit: Hit, cols: Columns) -> str:
+    """One row as plain text (tests, screen reading)."""
+    return "".join(text for text, _ in row_parts(hit, cols))
+
+
+class ResultsList(ScrollView, can_focus=True):
+    """Search results; the cursor row is the selection shown in the preview."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "results--cursor",
+        "results--path",
+        "results--span",
+        "results--tags",
+        "results--score",
+        "results--symbol",
+    }
+    DEFAULT_CSS = """
+    ResultsList { overflow-x: hidden; }
+    ResultsList > .results--path { text-style: bold; }
+    ResultsList > .results--span { color: $text-muted; }
+    ResultsList > .results--tags { color: $text-secondary; }
+    ResultsList > .results--score { color: $text-muted; }
+    ResultsList > .results--symbol { text-style: italic; color: $text-accent; }
+    ResultsList > .results--cursor { background: $block-cursor-blurred-background; }
+    ResultsList:focus > .results--cursor {
+        background: $block-cursor-background; color: $block-cursor-foreground;
+    }
     """
-    locs = [_fit(location(h), PATH_MAX) for h in hits]
-    tags = [rank_tags(h) for h in hits]
-    loc_w = max((len(s) for s in locs), default=0)
-    tag_w = max((len(s) for s in tags), default=0)
-    rows = []
-    for hit, loc, tag in zip(hits, locs, tags, strict=True):
-        row = Text(no_wrap=True, overflow="ellipsis")
-        path, _, span = loc.rpartition(":")
-        row.append(path, "bold")
-        row.append(f":{span}", "dim")
-        row.append(" " * (loc_w - len(loc) + 2))
-        row.append(tag.ljust(tag_w + 2))
-        row.append(f"{hit.score:.3f}", "dim")
-        if hit.symbol:
-            row.append(f"  {short_symbol(hit.symbol)}", "italic")
-        rows.append(row)
-    return rows
 
+    @dataclass
+    class Moved(Message):
+        """The cursor moved to ``index`` (None: no rows)."""
 
-class ResultsList(OptionList):
-    """Search results; the highlighted option is the selection shown in the preview."""
+        index: int | None
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.hits: list[Hit] = []
+        self.cursor: int | None = None
+        self.message = ""
+        self._cols = Columns(0, 0, 0)
+        self._cols_width = -1
+        self._cache: dict[tuple[int, bool], Strip] = {}
+        self._styles: dict[str, Style] | None = None
+        self._base: Style | None = None
 
-    def show_hits(self, hits: list[Hit]) -> None:
-        """Replace the rows, keeping the first row selected."""
-        self.hits = list(hits)
-        self.set_options(Option(row) for row in format_rows(self.hits))
-        self.highlighted = 0 if self.hits else None
+    # -- content -----------------------------------------------------------------------------------
+
+    def set_hits(self, hits: list[Hit], cursor: int | None = 0, message: str = "") -> None:
+        """Show ``hits`` with the cursor on row ``cursor`` (clamped); ``message`` when there are none."""
+        self.hits = hits
+        self.message = message
+        self._relayout()
+        self._set_cursor(None if not hits or cursor is None else max(0, min(len(hits) - 1, cursor)))
+        self.refresh()
 
     @property
     def selected_hit(self) -> Hit | None:
-        """The highlighted hit, if any."""
-        i = self.highlighted
+        """The hit under the cursor, if any."""
+        i = self.cursor
         return self.hits[i] if i is not None and 0 <= i < len(self.hits) else None
 
+    @property
+    def option_count(self) -> int:
+        return len(self.hits)
+
+    def row_plain(self, index: int) -> str:
+        """Row ``index`` as it is drawn, as plain text."""
+        return row_text(self.hits[index], self._cols)
+
     def move(self, delta: int) -> None:
-        """Move the selection by ``delta`` rows, clamped to the list."""
+        """Move the cursor by ``delta`` rows, clamped to the list."""
         if not self.hits:
             return
-        i = self.highlighted if self.highlighted is not None else -delta if delta > 0 else 0
-        self.highlighted = max(0, min(len(self.hits) - 1, i + delta))
+        i = self.cursor if self.cursor is not None else (-1 if delta > 0 else 0)
+        self._set_cursor(max(0, min(len(self.hits) - 1, i + delta)))
+
+    def page(self, direction: int) -> None:
+        """Move the cursor by a page."""
+        self.move(direction * max(1, self.scrollable_content_region.height - 1))
+
+    def select(self, index: int) -> None:
+        """Put the cursor on row ``index``."""
+        if 0 <= index < len(self.hits):
+            self._set_cursor(index)
+
+    def _set_cursor(self, index: int | None) -> None:
+        old = self.cursor
+        self.cursor = index
+        if index is not None:
+            self._keep_visible(index)
+        if old != index:
+            self._cache = {k: v for k, v in self._cache.items() if k[0] not in (old, index)}
+            self.refresh()
+            self.post_message(self.Moved(index))
+
+    def _keep_visible(self, index: int) -> None:
+        height = max(1, self.scrollable_content_region.height)
+        top = int(self.scroll_offset.y)
+        if index < top:
+            self.scroll_to(y=index, animate=False, immediate=True)
+        elif index >= top + height:
+            self.scroll_to(y=index - height + 1, animate=False, immediate=True)
+
+    # -- drawing -----------------------------------------------------------------------------------
+
+    def _relayout(self) -> None:
+        width = self.scrollable_content_region.width or self.size.width
+        self._cols = columns(self.hits, width)
+        self._cols_width = width
+        self._cache.clear()
+        size = Size(width, len(self.hits) or (1 if self.message else 0))
+        if size != self.virtual_size:
+            self.virtual_size = size
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._relayout()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+        self._base = None
+        self._cache.clear()
+
+    def _style(self, role: str) -> Style:
+        if self._styles is None:
+            self._styles = {
+                name: self.get_component_rich_style(f"results--{name}", partial=True)
+                for name in ("path", "span", "tags", "score", "symbol")
+            }
+            self._styles["cursor"] = self.get_component_rich_style("results--cursor", partial=True)
+        return self._styles.get(role, Style())
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if width != self._cols_width:  # a scrollbar came or went
+            self._relayout()
+        row = int(self.scroll_offset.y) + y
+        if self._base is None:
+            self._base = self.rich_style
+        base = self._base
+        if row >= len(self.hits):
+            if row == 0 and self.message:
+                note = Segment(f" {self.message}"[:width], base + Style(dim=True))
+                return Strip([note]).extend_cell_length(width, base)
+            return Strip.blank(width, base)
+        on_cursor = row == self.cursor
+        key = (row, on_cursor)
+        strip = self._cache.get(key)
+        if strip is None or strip.cell_length != width:
+            bg = base + self._style("cursor") if on_cursor else base
+            segments = [
+                Segment(text, bg + self._style(role) if role else bg)
+                for text, role in row_parts(self.hits[row], self._cols)
+            ]
+            strip = Strip(segments).crop_extend(0, width, bg)
+            self._cache[key] = strip
+        return strip
+
+    # -- mouse -------------------------------------------------------------------------------------
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        row = int(self.scroll_offset.y) + offset.y
+        if 0 <= row < len(self.hits):
+            self.select(row)

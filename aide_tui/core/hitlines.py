@@ -1,0 +1,140 @@
+"""The best line of a hit: where the preview lands, what ``e``/``y`` open and what ``--format vimgrep``
+prints.
+
+For a lexical hit it is the chunk line that matches the most (and the rarest) query terms; for a hit
+without term matches (dense only) it is the line that defines the chunk's symbol, else its first line
+with code. Matching uses the index's own tokenizer, so ``parse`` meets ``parse_header``/``parsing``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from aide_tui.core.tokens import _CAMEL, _WORD, _fold
+
+_SPLIT = re.compile(r"[._]")
+_DEFINING = "def|class|fn|func|function|struct|enum|interface|trait|type|impl|const|let|var"
+_DEFINES = re.compile(rf"\s*(?:(?:pub|export|async|static|public|private)\s+)*(?:{_DEFINING})\b")
+
+
+@dataclass(frozen=True)
+class BestLine:
+    """A line of a hit (1-based file line), its first matching column (1-based) and its matches."""
+
+    line: int
+    column: int
+    matched: tuple[str, ...] = ()
+
+
+def _part_spans(word: str, start: int) -> Iterable[tuple[int, int, str]]:
+    """Sub-words of an identifier with their positions: ``parse_header`` → parse, header."""
+    pos = 0
+    for piece in _SPLIT.split(word):
+        at = word.index(piece, pos) if piece else pos
+        pos = at + len(piece)
+        for m in _CAMEL.finditer(piece):
+            yield start + at + m.start(), start + at + m.end(), m.group()
+
+
+def term_spans(line: str, terms: Iterable[str]) -> list[tuple[int, int, str]]:
+    """``(start, end, term)`` of every query term in ``line`` (0-based character offsets).
+
+    A whole identifier that is a query term (``parse_header``) is one span; otherwise its parts that
+    fold to a query term are (``header`` in ``parse_header``, ``render`` in ``renderPage``).
+    """
+    wanted = {t.lower() for t in terms if t}
+    if not wanted:
+        return []
+    out: list[tuple[int, int, str]] = []
+    for m in _WORD.finditer(line):
+        word = m.group()
+        low = word.lower()
+        if low in wanted:
+            out.append((m.start(), m.end(), low))
+            continue
+        for s, e, part in _part_spans(word, m.start()):
+            term = _fold(part.lower())
+            if term in wanted:
+                out.append((s, e, term))
+    return out
+
+
+def match_lines(lines: list[str], first_line: int, terms: Iterable[str]) -> list[int]:
+    """File line numbers (``first_line`` = number of ``lines[0]``) that contain a query term."""
+    wanted = list(terms)
+    return [first_line + i for i, text in enumerate(lines) if term_spans(text, wanted)]
+
+
+def _symbol_line(lines: list[str], symbol: str | None) -> int | None:
+    """Index of the line that defines the innermost name of ``symbol`` (``Class.method`` → method)."""
+    if not symbol:
+        return None
+    name = re.split(r"[.:#/ ]", symbol.strip())[-1].strip("()")
+    if not name:
+        return None
+    pattern = re.compile(rf"\b({_DEFINING})\b.*\b{re.escape(name)}\b")
+    for i, text in enumerate(lines):
+        if pattern.search(text):
+            return i
+    for i, text in enumerate(lines):
+        if re.search(rf"\b{re.escape(name)}\b", text):
+            return i
+    return None
+
+
+def best_line(text: str, start_line: int, terms: Iterable[str], symbol: str | None = None) -> BestLine:
+    """The best line of a chunk whose ``text`` starts at file line ``start_line``.
+
+    Each line scores the sum over its distinct matched terms of 1 / (lines of the chunk holding that
+    term), so a line with the rare term beats a line that repeats a common one; ties go to the earlier
+    line. Without any match: the symbol's defining line, else the first non-blank line.
+    """
+    lines = text.split("\n")
+    wanted = list(dict.fromkeys(t.lower() for t in terms if t))
+    per_line = [term_spans(line, wanted) for line in lines]
+    holding: dict[str, int] = {}
+    for spans in per_line:
+        for term in {t for _, _, t in spans}:
+            holding[term] = holding.get(term, 0) + 1
+    best_i, best_score = -1, 0.0
+    for i, spans in enumerate(per_line):
+        distinct = {t for _, _, t in spans}
+        score = sum(1.0 / holding[t] for t in distinct) + 0.01 * len(distinct)
+        if distinct and _DEFINES.match(lines[i]):
+            score += 0.005  # on a tie, the definition beats the prose that mentions it
+        if score > best_score + 1e-9:
+            best_i, best_score = i, score
+    if best_i >= 0:
+        spans = per_line[best_i]
+        return BestLine(start_line + best_i, spans[0][0] + 1, tuple(sorted({t for _, _, t in spans})))
+    sym = _symbol_line(lines, symbol)
+    if sym is None:
+        sym = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    indent = len(lines[sym]) - len(lines[sym].lstrip()) if lines else 0
+    return BestLine(start_line + sym, indent + 1)
+
+
+def hit_best_line(hit: object) -> BestLine:
+    """:func:`best_line` of a :class:`~aide_tui.core.search.Hit` (its chunk text and query terms)."""
+    return best_line(
+        str(getattr(hit, "text", "")),
+        int(getattr(hit, "start_line", 1)),
+        list(getattr(hit, "query_terms", []) or []),
+        getattr(hit, "symbol", None),
+    )
+
+
+def line_text(hit: object, line: int) -> str:
+    """The chunk's text of file line ``line`` ('' when outside the chunk)."""
+    lines = str(getattr(hit, "text", "")).split("\n")
+    i = line - int(getattr(hit, "start_line", 1))
+    return lines[i] if 0 <= i < len(lines) else ""
+
+
+def vimgrep_line(path: str, hit: object) -> str:
+    """``path:line:col:text`` for the hit's best line (vim's errorformat ``%f:%l:%c:%m``)."""
+    best = hit_best_line(hit)
+    text = line_text(hit, best.line).strip().replace("\r", "")
+    return f"{path}:{best.line}:{best.column}:{text}"

@@ -1,0 +1,1 @@
+"""Screens: the main search screen and the small modal ones (history, confirmation)."""
