@@ -199,7 +199,7 @@ def _start_background_indexer(root: Path, settings: Any) -> None:
     env = dict(os.environ)
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
-    cmd = [sys.executable, "-m", "aide_tui", "index", str(root), "--background",
+    cmd = [sys.executable, "-P", "-m", "aide_tui", "index", str(root), "--background",
            "--settings-json", settings_json(settings)]  # fmt: skip
     try:
         log = os.open(state / "index.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)

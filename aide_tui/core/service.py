@@ -156,7 +156,15 @@ class IndexService:
         env = dict(os.environ)
         pkg_parent = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
-        cmd = [sys.executable, "-m", "aide_tui.core.worker", str(self.root), settings_json(self.settings)]
+        # -P: the current folder must not shadow the installed package (it may be another checkout)
+        cmd = [
+            sys.executable,
+            "-P",
+            "-m",
+            "aide_tui.core.worker",
+            str(self.root),
+            settings_json(self.settings),
+        ]
         try:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env

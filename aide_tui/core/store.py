@@ -61,6 +61,7 @@ _ROW_ARRAYS = (
     "order",
     "porder",
 )
+SEGMENT_FILES = ("chunks.json", "texts.bin", "pieces.json", "vocab.json", *(f"{a}.npy" for a in _ROW_ARRAYS))
 
 
 class IndexError_(Exception):
@@ -402,9 +403,13 @@ def referenced_bytes(manifest: Manifest) -> int:
 def check_sizes(index_dir: Path, manifest: Manifest) -> str | None:
     """Why the version's files on disk do not match the manifest (None when every size matches).
 
-    A stat per file: cheap enough for ``status``; contents are verified when a reader loads them.
+    A stat per file: cheap enough for ``status``; contents are verified when a reader loads them. A
+    segment lacking a file readers need (an older layout) counts as damaged, so writers rebuild it.
     """
     for seg in manifest.segments:
+        lacking = [n for n in SEGMENT_FILES if n not in seg.files]
+        if lacking:
+            return f"index segment {seg.name} lacks {lacking[0]}; rebuilding"
         for name, (size, _crc) in seg.files.items():
             try:
                 st = os.lstat(index_dir / seg.name / name)
@@ -578,10 +583,7 @@ def _vectors(seg_dir: Path, entry: SegmentEntry, block: str, mmap: bool) -> Vect
 
 def _segment_files(index_dir: Path, entry: SegmentEntry) -> dict[str, Any]:
     seg_dir = index_dir / entry.name
-    required = ("chunks.json", "texts.bin", "pieces.json", "vocab.json") + tuple(
-        f"{a}.npy" for a in _ROW_ARRAYS
-    )
-    for name in required:
+    for name in SEGMENT_FILES:
         if name not in entry.files:
             raise IndexCorrupt(f"index segment {entry.name} lacks {name}; rebuilding")
     arrays = {a: _npy(seg_dir, entry, f"{a}.npy") for a in _ROW_ARRAYS}

@@ -279,3 +279,15 @@ def test_flipped_bit_in_the_embedding_cache_is_never_used(workspace: Path) -> No
     want /= np.linalg.norm(want, axis=1, keepdims=True)
     assert data.present.all()
     np.testing.assert_allclose(data.vectors, want, atol=1e-6)  # no damaged vector reached the index
+
+
+def test_a_segment_of_an_older_layout_is_rebuilt_by_the_indexer(workspace: Path) -> None:
+    """A segment missing a file readers need: the writer notices it (not only the reader) and rebuilds."""
+    Indexer(workspace, bm25(workspace)).run()
+    path = index_dir_for(workspace) / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["segments"][0]["files"]["order.npy"]
+    path.write_text(json.dumps(manifest))
+    rep = Indexer(workspace, bm25(workspace)).run()
+    assert any("lacks order.npy" in m for m in rep.messages) and rep.changed == 5
+    assert Searcher(workspace, bm25(workspace)).search("parse_header").results
