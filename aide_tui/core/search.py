@@ -135,6 +135,7 @@ class ParsedQuery:
     text: str
     path_globs: list[str]
     langs: list[str]
+    error: str | None = None  # why the filters cannot be used (unknown lang:); the search answers nothing
 
     @property
     def has_filters(self) -> bool:
@@ -178,16 +179,23 @@ def canonical_language(name: str) -> str:
 
 
 def parse_query(query: str) -> ParsedQuery:
-    """Split filters out of the query text. Raises QueryError for an unknown ``lang:`` name."""
+    """Split filters out of the query text. Never raises: an unknown ``lang:`` name sets ``error``."""
     globs: list[str] = []
     langs: list[str] = []
+    error: str | None = None
     for kind, value in _FILTER.findall(query):
         if kind == "path":
             globs.append(value)
-        else:
-            langs.extend(canonical_language(v) for v in value.split(",") if v)
+            continue
+        for v in value.split(","):
+            if not v:
+                continue
+            try:
+                langs.append(canonical_language(v))
+            except QueryError as exc:
+                error = error or str(exc)
     text = _FILTER.sub(" ", query).strip()
-    return ParsedQuery(text, globs, list(dict.fromkeys(langs)))
+    return ParsedQuery(text, globs, list(dict.fromkeys(langs)), error)
 
 
 def _fuzzy_score(needle: str, path: str) -> float | None:
@@ -517,10 +525,9 @@ class Searcher:
         s = self.settings.search
         resp = SearchResponse(query=query, results=[], mode=mode)
         resp.vectors_missing = int(ix.meta.get("counts", {}).get("vectors_missing", 0))
-        try:
-            parsed = parse_query(query[:20_000])
-        except QueryError as exc:
-            resp.error = str(exc)
+        parsed = parse_query(query[:20_000])
+        if parsed.error is not None:
+            resp.error = parsed.error
             resp.took_ms = (time.perf_counter() - t0) * 1000
             return resp
         allowed: np.ndarray | None = None
