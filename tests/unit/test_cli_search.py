@@ -33,7 +33,7 @@ def test_help_texts_and_the_real_rrf_default() -> None:
     text = " ".join(out.stdout.split())
     assert f"RRF constant (default {SearchSettings().rrf_k})" in text
     assert SearchSettings().rrf_k == DEFAULT_K
-    for flag in ("--limit LIMIT results", "--mode {hybrid,bm25,dense} hybrid", "--json print one JSON"):
+    for flag in ("--limit LIMIT results", "--mode {hybrid,bm25,dense} hybrid", "--json same as"):
         assert flag in text
 
 
