@@ -10,6 +10,27 @@ from aide_tui import __version__
 SUBCOMMANDS = ("index", "search", "status", "serve", "mcp")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Unknown arguments are reported by the subcommand's parser, with that subcommand's usage."""
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            sub = getattr(ns, "subparser", None) or self
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedder", choices=["builtin", "openai", "ollama", "none"], help="embedding backend")
     p.add_argument("--embedding-url", help="embedding server URL (openai/ollama)")
@@ -38,7 +59,7 @@ def _handler(name: str) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     """The subcommand parser (the TUI has its own, see ``tui_parser``)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="aide-tui",
         description="Offline code search for the terminal.",
         epilog="Without a subcommand, `aide-tui [PATH] [--no-watch] [--embedder ...]` opens the TUI on PATH "
@@ -48,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("index", help="build or incrementally update ROOT's index")
-    p.set_defaults(handler=_handler("index"))
+    p.set_defaults(handler=_handler("index"), subparser=p)
     p.add_argument("root", nargs="?", default=".")
     p.add_argument("--json", action="store_true", help="print a JSON summary as the last line")
     p.add_argument("--rebuild", action="store_true", help="ignore the existing index (config is kept)")
@@ -60,12 +81,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--background", action="store_true", help=argparse.SUPPRESS)  # detached, low priority
     _common(p)
 
-    p = sub.add_parser("search", help="search ROOT's index")
-    p.set_defaults(handler=_handler("search"))
-    p.add_argument("query", nargs="*", help="query text")
+    p = sub.add_parser(
+        "search",
+        help="search ROOT's index",
+        description="Search ROOT's index. Filters in the query narrow before ranking: path:GLOB (a glob, "
+        "or text the path contains) and lang:NAME (python, py, ts, golang, ...). A query of filters "
+        "alone lists the matching files.",
+    )
+    p.set_defaults(handler=_handler("search"), subparser=p)
+    p.add_argument("query", nargs="*", help="query text, with optional path: and lang: filters")
     p.add_argument("--path", default=".", help="workspace root (default .)")
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--mode", choices=["hybrid", "bm25", "dense"])
+    p.add_argument("--limit", type=_positive_int, default=20, help="results to show, at least 1 (default 20)")
+    p.add_argument(
+        "--mode",
+        choices=["hybrid", "bm25", "dense"],
+        help="hybrid = keywords + vectors (default), bm25 = keywords only, dense = vectors only",
+    )
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.add_argument(
         "--format",
@@ -81,19 +112,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="compute every missing vector before answering "
         "(default: a few inline, the rest in the background)",
     )
-    p.add_argument("--rrf-k", type=int, help="RRF constant (default 20)")
+    p.add_argument("--rrf-k", type=int, help="RRF constant (default 10)")
     p.add_argument("--no-server", action="store_true", help="work in-process even when `serve` runs")
     _common(p)
 
     p = sub.add_parser("status", help="show the state of ROOT's index")
-    p.set_defaults(handler=_handler("status"))
+    p.set_defaults(handler=_handler("status"), subparser=p)
     p.add_argument("root", nargs="?", default=".")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-server", action="store_true", help="read the index even when `serve` runs")
     _common(p)
 
     p = sub.add_parser("serve", help="keep ROOT's index warm; answer HTTP on ROOT/.aide/serve.sock")
-    p.set_defaults(handler=_handler("serve"))
+    p.set_defaults(handler=_handler("serve"), subparser=p)
     p.add_argument("root", nargs="?", default=".")
     p.add_argument("--port", type=int, help="also listen on 127.0.0.1:PORT (Bearer token in serve.token)")
     p.add_argument("--host", default="127.0.0.1", help="loopback address for --port (127.0.0.1 or ::1)")
@@ -101,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
 
     p = sub.add_parser("mcp", help="Model Context Protocol server over stdio (for coding agents)")
-    p.set_defaults(handler=_handler("mcp"))
+    p.set_defaults(handler=_handler("mcp"), subparser=p)
     p.add_argument("root", nargs="?", default=".")
     p.add_argument("--no-watch", action="store_true", help="do not watch the workspace for changes")
     _common(p)

@@ -68,14 +68,28 @@ def cmd_search(args: argparse.Namespace) -> int:
         err(f"cannot read batch file: {exc}")
         return 2
     fmt = args.format or ("json" if args.json else "text")
+    failed = False
+
+    def emit(answer: dict[str, Any]) -> bool:
+        """Write one answer. A query error (an unknown lang:) is one line on stderr: a single query then
+        stops (exit 2); in a batch its JSON object carries "error" and the run exits 2 at the end."""
+        nonlocal failed
+        if answer.get("error"):
+            err(str(answer["error"]))
+            failed = True
+            if args.batch is None or fmt != "json":
+                return args.batch is not None
+        _write(answer, fmt == "json")
+        return True
+
     # a running `aide-tui serve` answers from its warm index (vimgrep/paths need the chunk text: local)
     if not args.no_server and fmt in ("text", "json"):
         from aide_tui.cli.served import served_search
 
         limit = max(args.limit, 0)
-        done = served_search(root, settings, queries, limit, mode, lambda r: _write(r, fmt == "json"))
-        if done == len(queries):
-            return 0
+        done = served_search(root, settings, queries, limit, mode, emit)
+        if done == len(queries) or (failed and args.batch is None):
+            return 2 if failed else 0
         queries = queries[done:]
     from aide_tui.core.search import Searcher, SearchResponse
     from aide_tui.core.store import IndexCorrupt, IndexError_
@@ -122,13 +136,13 @@ def cmd_search(args: argparse.Namespace) -> int:
         if not q.strip():
             resp = SearchResponse(query=q, results=[], mode=mode)
         else:
-            resp = searcher.search(q, limit=max(args.limit, 0), mode=mode)
-        if fmt in ("vimgrep", "paths"):
+            resp = searcher.search(q, limit=args.limit, mode=mode)
+        if fmt in ("vimgrep", "paths") and resp.error is None:
             _write_locations(sys.stdout, root, resp, fmt)
             sys.stdout.flush()
-        else:
-            _write(resp.to_json(), fmt == "json")
-    return 0
+        elif not emit(resp.to_json()):
+            return 2
+    return 2 if failed else 0
 
 
 def _write(answer: dict[str, Any], as_json: bool) -> None:

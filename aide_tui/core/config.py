@@ -60,6 +60,19 @@ class SearchSettings:
     phrase_weight: float = 2.0  # chunks containing the query's "double-quoted" spans verbatim
     test_weight: float = 0.5  # score factor for test files unless the query mentions tests
     per_file_cap: int = 0  # at most this many chunks per file among the first results (0 = no cap)
+    # pasted texts (issues, change descriptions, stack traces: more than 24 distinct terms)
+    long_test_weight: float = 0.3  # test files, unless the title mentions tests
+    long_dense_weight: float = 1.0  # the dense list (whole text and its segments fused)
+    long_phrase_weight: float = 2.0  # chunks holding the prose's "quoted" spans verbatim
+    long_symbol_weight: float = 0.3  # chunks defining the names the text is about
+    mention_weight: float = 1.0  # files the text names (traceback frames, written paths)
+    kind_prior: float = 1.0  # demote docs, changelogs, CI config... (0 = off, 1 = full factors)
+    file_agg: float = 0.0  # a file's best chunk gains this times its other chunks' damped sum
+    title_weight: float = 0.0  # BM25 weight of the title's words (0 = the title is not singled out)
+    dense_segments: bool = True  # embed the title, the prose and the code separately too
+    # short prose queries ("where are redirects followed", a commit message)
+    prose_kind_prior: float = 1.0  # the same file-kind priors (identifier queries never get them)
+    prose_file_agg: float = 0.0  # the same file aggregation
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,21 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
         ("search", f"{name}_weight"): _WEIGHT
         for name in ("bm25", "dense", "symbol", "path", "piece", "phrase", "test")
     },
+    **{
+        ("search", name): _WEIGHT
+        for name in (
+            "long_test_weight",
+            "long_dense_weight",
+            "long_phrase_weight",
+            "long_symbol_weight",
+            "mention_weight",
+            "title_weight",
+            "file_agg",
+            "prose_file_agg",
+        )
+    },  # fmt: skip
+    ("search", "kind_prior"): (0.0, 1.0, True),
+    ("search", "prose_kind_prior"): (0.0, 1.0, True),
 }
 MAX_CONFIG_BYTES = 1 << 20
 _EXPECTED = {bool: "true or false", int: "a whole number", float: "a number", tuple: "a list of strings"}

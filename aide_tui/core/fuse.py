@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+DEFAULT_K = 10.0  # the search default (settings.search.rrf_k)
 
 
 @dataclass
@@ -16,9 +18,16 @@ class Fused:
 
 
 def rrf(
-    lists: Mapping[str, Sequence[int]], k: float = 20.0, weights: Mapping[str, float] | None = None
+    lists: Mapping[str, Sequence[int]],
+    k: float = DEFAULT_K,
+    weights: Mapping[str, float] | None = None,
+    order: Callable[[int], object] | None = None,
 ) -> list[Fused]:
-    """Fuse ranked lists: score(d) = Σ weight_list / (k + rank_list(d)); ties broken by best rank, then id."""
+    """Fuse ranked lists: score(d) = Σ weight_list / (k + rank_list(d)).
+
+    Ties break by best rank, then by ``order(doc)`` (e.g. path and line, so two indexes that number
+    their rows differently answer alike), then by id.
+    """
     items: dict[int, Fused] = {}
     for name, docs in lists.items():
         w = 1.0 if weights is None else float(weights.get(name, 1.0))
@@ -31,4 +40,6 @@ def rrf(
             item.ranks[name] = rank
             if w > 0:
                 item.score += w / (k + rank)
-    return sorted(items.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.doc))
+    if order is None:
+        return sorted(items.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.doc))
+    return sorted(items.values(), key=lambda f: (-f.score, min(f.ranks.values()), order(f.doc), f.doc))

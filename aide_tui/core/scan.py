@@ -14,6 +14,8 @@ from typing import Any
 
 import pathspec
 
+from aide_tui.core.filekinds import not_indexed_reason
+
 DEFAULT_EXCLUDED_DIRS = frozenset(
     {
         ".git", ".hg", ".svn", ".aide", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
@@ -192,6 +194,9 @@ class Scanner:
         ext = low.rsplit(".", 1)[-1] if "." in low else ""
         if ext in BINARY_EXTENSIONS:
             return "binary extension"
+        kind_reason = not_indexed_reason(rel)
+        if kind_reason and not (self.extra is not None and self.extra.check_file(rel).include is False):
+            return kind_reason  # a kind not indexed by default, unless index.exclude negates it ("!*.svg")
         if self.sensitive is not None and (
             self.sensitive.fullmatch(name) or ("/" + rel).endswith(SENSITIVE_PATH_SUFFIXES)
         ):

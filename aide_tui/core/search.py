@@ -12,12 +12,14 @@ from typing import TypeVar
 
 import numpy as np
 
+from aide_tui.core import filekinds
 from aide_tui.core.backend import backend_for
-from aide_tui.core.bm25 import top_positive
+from aide_tui.core.chunk import _EXT, _NAMES, detect_language
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.fuse import rrf
 from aide_tui.core.model import Chunk
+from aide_tui.core.query import LONG_QUERY_TERMS, QueryParts, analyze
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
 from aide_tui.core.view import IndexView, VectorDimensionMismatch
 
@@ -25,15 +27,28 @@ T = TypeVar("T")
 _FILTER = re.compile(r"(?:^|\s)(path|lang):(\S+)")
 _CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")
 QUERY_CACHE = 256  # query vectors remembered
-LONG_QUERY_TERMS = 24
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
 PROSE_SYMBOL_FACTOR = 0.15
 PROSE_PATH_FACTOR = 0.0
+MAX_SYMBOL_DEFS = 8  # a name defined in more chunks than this says little about where to look
 _QUOTED = re.compile(r'"([^"]{2,200})"')
 _FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
 )
+
+LANGUAGES = tuple(sorted({*_EXT.values(), *_NAMES.values(), "text"}))
+LANGUAGE_ALIASES = {
+    "py": "python", "python3": "python", "py3": "python", "js": "javascript", "node": "javascript",
+    "jsx": "javascript", "ecmascript": "javascript", "ts": "typescript", "tsx": "typescript",
+    "rs": "rust", "golang": "go", "yml": "yaml", "md": "markdown", "sh": "shell", "bash": "shell",
+    "zsh": "shell", "rb": "ruby", "cs": "csharp", "c#": "csharp", "c++": "cpp", "cxx": "cpp",
+    "hpp": "cpp", "kt": "kotlin", "txt": "text", "plain": "text", "jsonc": "json",
+}  # fmt: skip
+
+
+class QueryError(ValueError):
+    """The query's filters cannot be understood (e.g. an unknown ``lang:``); the message says why."""
 
 
 def diversify(items: list[T], keys: list[str], cap: int, window: int) -> list[T]:
@@ -97,9 +112,10 @@ class SearchResponse:
     took_ms: float = 0.0
     mode: str = "hybrid"
     vectors_missing: int = 0  # dense pieces of the searched version still without a vector
+    error: str | None = None  # the query could not be understood (unknown lang:): show it, no results
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "query": self.query,
             "degraded": self.degraded,
             "degraded_reason": self.degraded_reason,
@@ -107,15 +123,30 @@ class SearchResponse:
             "vectors_missing": self.vectors_missing,
             "results": [h.to_json() for h in self.results],
         }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
 
 
 @dataclass
 class ParsedQuery:
-    """Free text plus ``path:GLOB`` / ``lang:NAME`` filters."""
+    """Free text plus ``path:GLOB`` / ``lang:NAME`` filters (language names already canonical)."""
 
     text: str
     path_globs: list[str]
     langs: list[str]
+    error: str | None = None  # why the filters cannot be used (unknown lang:); the search answers nothing
+
+    @property
+    def has_filters(self) -> bool:
+        return bool(self.path_globs or self.langs)
+
+    def accepts_path(self, path: str) -> bool:
+        if self.langs and detect_language(path) not in self.langs:
+            return False
+        if self.path_globs:
+            return any(_glob_match(path, g) for g in self.path_globs)
+        return True
 
     def accepts(self, chunk: Chunk) -> bool:
         if self.langs and chunk.language not in self.langs:
@@ -135,14 +166,65 @@ def _glob_match(path: str, glob: str) -> bool:
     return glob in path
 
 
+def canonical_language(name: str) -> str:
+    """``py`` → ``python``; raises QueryError listing the valid names for an unknown one."""
+    low = name.lower()
+    low = LANGUAGE_ALIASES.get(low, low)
+    if low not in LANGUAGES:
+        raise QueryError(
+            f"unknown language {name!r} in lang: (valid: {', '.join(LANGUAGES)}; aliases: "
+            f"{', '.join(sorted(LANGUAGE_ALIASES))})"
+        )
+    return low
+
+
 def parse_query(query: str) -> ParsedQuery:
-    """Split filters out of the query text."""
+    """Split filters out of the query text. Never raises: an unknown ``lang:`` name sets ``error``."""
     globs: list[str] = []
     langs: list[str] = []
+    error: str | None = None
     for kind, value in _FILTER.findall(query):
-        (globs if kind == "path" else langs).append(value if kind == "path" else value.lower())
+        if kind == "path":
+            globs.append(value)
+            continue
+        for v in value.split(","):
+            if not v:
+                continue
+            try:
+                langs.append(canonical_language(v))
+            except QueryError as exc:
+                error = error or str(exc)
     text = _FILTER.sub(" ", query).strip()
-    return ParsedQuery(text, globs, langs)
+    return ParsedQuery(text, globs, list(dict.fromkeys(langs)), error)
+
+
+def _fuzzy_score(needle: str, path: str) -> float | None:
+    """How well ``needle`` matches ``path`` as a file finder does (higher is better; None = no match).
+
+    A substring match beats a subsequence match; a match in the file name beats one in a folder;
+    shorter paths win ties.
+    """
+    n, p = needle.lower(), path.lower()
+    name = p.rsplit("/", 1)[-1]
+    if n in (p, name):
+        return 1000.0 - len(p) / 100
+    if p.endswith("/" + n):
+        return 900.0 - len(p) / 100
+    if n in name:
+        return 800.0 - len(p) / 100
+    if n in p:
+        return 700.0 - len(p) / 100
+    # subsequence: every character in order; fewer gaps and a match ending in the file name score higher
+    pos, gaps, last = -1, 0, -1
+    for ch in n:
+        nxt = p.find(ch, pos + 1)
+        if nxt < 0:
+            return None
+        if last >= 0 and nxt != last + 1:
+            gaps += 1
+        pos = last = nxt
+    in_name = pos >= len(p) - len(name)
+    return 500.0 - 10 * gaps + (50 if in_name else 0) - len(p) / 100
 
 
 class Searcher:
@@ -183,10 +265,64 @@ class Searcher:
             self._manifest_stat = key
             return True
 
+    # -- filters ---------------------------------------------------------------------------------
+
+    def _file_mask(self, ix: IndexView, parsed: ParsedQuery) -> tuple[list[str], np.ndarray]:
+        """(files passing the filters, (n_rows,) bool of the live rows in them)."""
+        files = [p for p in ix.files if parsed.accepts_path(p)]
+        keep = set(files)
+        mask = np.fromiter((p in keep for p in ix.paths), bool, count=ix.n_rows)
+        return files, mask & ix.alive_mask
+
+    def _file_finder(self, ix: IndexView, parsed: ParsedQuery, limit: int) -> list[Hit]:
+        """A filter-only query lists the matching files; a plain ``path:`` value is also fuzzy."""
+        plain = [g for g in parsed.path_globs if not any(ch in g for ch in "*?[")]
+        files = [p for p in ix.files if parsed.accepts_path(p)]
+        scored: list[tuple[float, str]]
+        if plain:
+            if not files:  # nothing holds the text: fall back to a fuzzy (subsequence) match
+                lang_only = ParsedQuery("", [g for g in parsed.path_globs if g not in plain], parsed.langs)
+                files = [p for p in ix.files if lang_only.accepts_path(p)]
+            scored = []
+            for p in files:
+                per = [_fuzzy_score(g, p) for g in plain]
+                if all(v is not None for v in per):
+                    scored.append((sum(v for v in per if v is not None), p))
+        else:
+            scored = [(0.0, p) for p in files]
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        shown = {p for _, p in scored[:limit]}
+        last_row: dict[str, int] = {}
+        for i, (p, live) in enumerate(zip(ix.paths, ix.alive_mask, strict=True)):
+            if live and p in shown:
+                last_row[p] = i  # a file's chunks are stored in line order
+        out = []
+        for rank, (_score, p) in enumerate(scored[:limit], start=1):
+            end = ix.chunks[last_row[p]].end_line if p in last_row else 1
+            out.append(Hit(p, 1, end, 1.0 / rank, None, detect_language(p),
+                           {"bm25": None, "dense": None, "path": rank}))  # fmt: skip
+        return out
+
     # -- retrievers --------------------------------------------------------------------------------
 
     @staticmethod
-    def _symbol_list(ix: IndexView, text: str, bm25_scores: np.ndarray, limit: int) -> list[int]:
+    def _top(ix: IndexView, scores: np.ndarray, n: int) -> list[int]:
+        """Rows with the ``n`` best positive scores; ties by path and line (:attr:`IndexView.row_order`)."""
+        positive = np.flatnonzero(scores > 0)
+        if positive.size == 0 or n <= 0:
+            return []
+        vals = scores[positive]
+        if positive.size > n:
+            cut = np.partition(-vals, n - 1)[n - 1]
+            keep = -vals <= cut
+            positive, vals = positive[keep], vals[keep]
+        order = np.lexsort((ix.row_order[positive], -vals))
+        return [int(r) for r in positive[order][:n]]
+
+    @staticmethod
+    def _symbol_list(
+        ix: IndexView, text: str, bm25_scores: np.ndarray, limit: int, allowed: np.ndarray | None
+    ) -> list[int]:
         """Chunks defining a name the query mentions: exact case first, then case-insensitive."""
         words = identifiers(text)
         short = len(words) <= 3
@@ -198,11 +334,109 @@ class Searcher:
                 if len(cand) < 3 or cand.lower() in STOPWORDS:
                     continue
                 for row in ix.symbol_rows(cand):
+                    if allowed is not None and not allowed[row]:
+                        continue
                     exact = 2 if cand in ix.chunks[row].defines else 1
                     prev = scored.get(row, (0, 0.0))
                     scored[row] = (max(prev[0], exact), float(bm25_scores[row]))
-        ranked = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], r))
+        order = ix.row_order
+        ranked = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], order[r]))
         return ranked[:limit]
+
+    @staticmethod
+    def _named_symbol_list(
+        ix: IndexView, parts: QueryParts, bm25_scores: np.ndarray, limit: int, allowed: np.ndarray | None
+    ) -> list[int]:
+        """For a pasted text: chunks defining the names it is about (title, inline code, frames first)."""
+        scored: dict[int, tuple[float, float]] = {}
+        for name, weight in parts.names.items():
+            for cand in dict.fromkeys([name, name.rsplit(".", 1)[-1]]):
+                if len(cand) < 3 or cand.lower() in STOPWORDS:
+                    continue
+                rows = [r for r in ix.symbol_rows(cand) if allowed is None or allowed[r]]
+                if not rows or len(rows) > MAX_SYMBOL_DEFS:
+                    continue
+                for row in rows:
+                    exact = 1.0 if cand in ix.chunks[row].defines else 0.5
+                    prev = scored.get(row, (0.0, 0.0))
+                    scored[row] = (prev[0] + weight * exact, float(bm25_scores[row]))
+        order = ix.row_order
+        ranked = sorted(scored, key=lambda r: (-scored[r][0], -scored[r][1], order[r]))
+        return ranked[:limit]
+
+    @staticmethod
+    def _resolve_path(ix: IndexView, written: str) -> list[str]:
+        """Indexed files a written path names: those sharing the longest tail of path components.
+
+        ``/usr/lib/python3/site-packages/pkg/mod.py`` finds ``src/pkg/mod.py``; a bare file name must
+        be unambiguous enough (at most 3 files), a longer path must share at least two components.
+        """
+        comps = [c for c in written.replace("\\", "/").lower().split("/") if c and c not in (".", "..")]
+        if not comps:
+            return []
+        cands = ix.path_parts.get(comps[-1], ())
+        best: list[str] = []
+        best_len = 0
+        for p in cands:
+            pc = p.lower().split("/")
+            if pc[-1] != comps[-1]:
+                continue
+            common = 0
+            while common < min(len(pc), len(comps)) and pc[-1 - common] == comps[-1 - common]:
+                common += 1
+            if common > best_len:
+                best, best_len = [p], common
+            elif common == best_len:
+                best.append(p)
+        if not best or (best_len < 2 and best_len < len(comps)) or (best_len == 1 and len(best) > 3):
+            return []
+        return sorted(best)
+
+    def _mention_list(
+        self,
+        ix: IndexView,
+        parts: QueryParts,
+        bm25_scores: np.ndarray,
+        limit: int,
+        allowed: np.ndarray | None,
+    ) -> list[int]:
+        """Chunks of the files a pasted text names: traceback frames innermost first, then written
+        paths. Each file leads with the chunk defining the frame's function (or holding its line)."""
+        files: dict[str, list[tuple[str | None, int]]] = {}
+        for f in reversed(parts.frames):
+            for p in self._resolve_path(ix, f.path):
+                files.setdefault(p, []).append((f.func, f.line))
+        for written in parts.paths:
+            for p in self._resolve_path(ix, written):
+                files.setdefault(p, [])
+        if not files or len(files) > 30:
+            return []
+        by_file: dict[str, list[int]] = {p: [] for p in files}
+        paths = ix.paths
+        for i in np.flatnonzero(ix.alive_mask if allowed is None else allowed):
+            if paths[i] in by_file:
+                by_file[paths[i]].append(int(i))
+        order = ix.row_order
+        heads: list[int] = []
+        tails: list[int] = []
+        for p, frames in files.items():
+            rows = by_file[p]
+            if not rows:
+                continue
+
+            def key(r: int, frames: list[tuple[str | None, int]] = frames) -> tuple[int, float, int]:
+                c = ix.chunks[r]
+                hit = any(
+                    (func and (func in c.defines or func.rsplit(".", 1)[-1] in c.defines))
+                    or c.start_line <= line <= c.end_line
+                    for func, line in frames
+                )
+                return (0 if hit else 1, -float(bm25_scores[r]), int(order[r]))
+
+            rows.sort(key=key)
+            heads.append(rows[0])
+            tails.extend(rows[1:3])
+        return (heads + tails)[:limit]
 
     @staticmethod
     def _path_list(
@@ -232,8 +466,10 @@ class Searcher:
                     hits[p] = hits.get(p, 0) + 1
         if not hits or len(hits) > 50:
             return [], False
-        rows = [i for i in np.flatnonzero(bm25_scores > 0) if ix.chunks[i].path in hits]
-        rows.sort(key=lambda r: (-hits[ix.chunks[r].path], -float(bm25_scores[r]), r))
+        paths = ix.paths
+        rows = [i for i in np.flatnonzero(bm25_scores > 0) if paths[i] in hits]
+        order = ix.row_order
+        rows.sort(key=lambda r: (-hits[paths[r]], -float(bm25_scores[r]), order[r]))
         return [int(r) for r in rows[:limit]], explicit
 
     @staticmethod
@@ -244,13 +480,16 @@ class Searcher:
             return []
         candidates = np.flatnonzero(bm25_scores > 0)
         hits = [int(i) for i in candidates if all(p in ix.chunks[i].text.lower() for p in phrases)]
-        hits.sort(key=lambda i: (-float(bm25_scores[i]), i))
+        order = ix.row_order
+        hits.sort(key=lambda i: (-float(bm25_scores[i]), order[i]))
         return hits[:limit]
 
-    @staticmethod
-    def _query_terms(ix: IndexView, text: str) -> tuple[list[str], dict[str, float] | None]:
+    def _query_terms(
+        self, ix: IndexView, text: str, title: str = ""
+    ) -> tuple[list[str], dict[str, float] | None]:
         """BM25 terms and weights. A long pasted text (issue, stack trace) keeps its identifiers, weighted
-        double, and its rarest other terms, so boilerplate prose cannot drown the names that matter."""
+        double, and its rarest other terms, so boilerplate prose cannot drown the names that matter;
+        the words of its title (what the issue is about) are kept too."""
         terms = list(dict.fromkeys(tokenize(text)))
         if len(terms) <= LONG_QUERY_TERMS:
             return terms, None
@@ -263,12 +502,20 @@ class Searcher:
         )
         keep = [t for t in code_terms if t in vocab][: 2 * LONG_QUERY_TERMS]
         keep += [t for _, t in known[: max(LONG_QUERY_TERMS - len(keep) // 2, 8)]]
-        return keep, {t: 2.0 for t in code_terms}
+        weights = {t: 2.0 for t in code_terms}
+        tw = self.settings.search.title_weight
+        if title and tw > 0:
+            for t in dict.fromkeys(tokenize(title)):
+                if t in vocab:
+                    if t not in keep:
+                        keep.append(t)
+                    weights[t] = max(weights.get(t, 1.0), tw)
+        return keep, weights
 
     # -- search ------------------------------------------------------------------------------------
 
     def search(self, query: str, limit: int = 20, mode: str | None = None) -> SearchResponse:
-        """Rank chunks for ``query``. Never raises for bad query text."""
+        """Rank chunks for ``query``. Never raises for bad query text: an unknown filter sets ``error``."""
         mode = mode or self.settings.search.mode
         t0 = time.perf_counter()
         if self._view is None:
@@ -276,22 +523,47 @@ class Searcher:
         ix = self._view
         assert ix is not None
         s = self.settings.search
-        parsed = parse_query(query[:20_000])
         resp = SearchResponse(query=query, results=[], mode=mode)
         resp.vectors_missing = int(ix.meta.get("counts", {}).get("vectors_missing", 0))
+        parsed = parse_query(query[:20_000])
+        if parsed.error is not None:
+            resp.error = parsed.error
+            resp.took_ms = (time.perf_counter() - t0) * 1000
+            return resp
+        allowed: np.ndarray | None = None
+        if parsed.has_filters:
+            if not parsed.text:
+                resp.results = self._file_finder(ix, parsed, limit)
+                resp.took_ms = (time.perf_counter() - t0) * 1000
+                return resp
+            _, allowed = self._file_mask(ix, parsed)
+        parts = analyze(parsed.text)
         lists: dict[str, list[int]] = {}
         code_like = _looks_like_code(parsed.text)
         explicit_path = False
-        terms, weights = self._query_terms(ix, parsed.text)
+        terms, weights = self._query_terms(ix, parsed.text, parts.title)
         scores = ix.bm25_scores(terms, weights) if terms else np.zeros(ix.n_rows, np.float32)
+        if allowed is not None:
+            scores = np.where(allowed, scores, np.float32(0.0))
         if mode in ("hybrid", "bm25"):
-            lists["bm25"] = [int(i) for i in top_positive(scores, s.top_n)[0]]
-            lists["phrase"] = self._phrase_list(ix, parsed.text, scores, s.top_n)
-            lists["piece"] = ix.piece_ranked_chunks(terms, s.top_n, weights)
-            lists["symbol"] = self._symbol_list(ix, parsed.text, scores, s.top_n)
-            lists["path"], explicit_path = self._path_list(ix, parsed.text, scores, s.top_n, code_like)
+            lists["bm25"] = self._top(ix, scores, s.top_n)
+            # in a pasted text only the prose's quotes are phrases (not code, not traceback file names)
+            quoted_in = parts.prose_without_frames() if parts.long else parsed.text
+            lists["phrase"] = self._phrase_list(ix, quoted_in, scores, s.top_n)
+            lists["piece"] = ix.piece_ranked_chunks(terms, s.top_n, weights, allowed=allowed)
+            if parts.long:
+                lists["symbol"] = self._named_symbol_list(ix, parts, scores, s.top_n, allowed)
+                lists["path"] = self._mention_list(ix, parts, scores, s.top_n, allowed)
+            else:
+                lists["symbol"] = self._symbol_list(ix, parsed.text, scores, s.top_n, allowed)
+                lists["path"], explicit_path = self._path_list(ix, parsed.text, scores, s.top_n, code_like)
+                if allowed is not None:
+                    lists["path"] = [r for r in lists["path"] if allowed[r]]
         if mode in ("hybrid", "dense") and parsed.text:
-            dense, reason = self._dense_list(ix, parsed.text, s.top_n)
+            texts = [parsed.text]
+            if parts.long and s.dense_segments:
+                texts += parts.segments()
+            dense, reason = self._dense_list(ix, texts, s.top_n, allowed)
             if dense is not None:
                 lists["dense"] = dense
             elif reason is not None:
@@ -304,20 +576,38 @@ class Searcher:
             "piece": s.piece_weight,
             "phrase": s.phrase_weight,
         }
-        if not code_like:
+        if parts.long:
+            weights_by_list["symbol"] = s.long_symbol_weight
+            weights_by_list["path"] = s.mention_weight
+            weights_by_list["phrase"] = s.long_phrase_weight
+            weights_by_list["dense"] = s.long_dense_weight
+        elif not code_like:
             # prose mentioning a name usually asks about code that uses it, not for its definition
             weights_by_list["symbol"] *= PROSE_SYMBOL_FACTOR
             if not explicit_path:
                 weights_by_list["path"] *= PROSE_PATH_FACTOR
-        fused = rrf(lists, k=s.rrf_k, weights=weights_by_list)
-        if s.test_weight != 1 and "test" not in parsed.text.lower():
+        order = ix.row_order
+        fused = rrf(lists, k=s.rrf_k, weights=weights_by_list, order=lambda d: int(order[d]))
+        low_text = parsed.text.lower()
+        test_weight = s.long_test_weight if parts.long else s.test_weight
+        if test_weight != 1 and "test" not in (parts.title.lower() if parts.long else low_text):
             for f in fused:
-                if _TEST_PATH.search(ix.chunks[f.doc].path):
-                    f.score *= s.test_weight
-            fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), f.doc))
-        fused = [f for f in fused if parsed.accepts(ix.chunks[f.doc])]
+                if _TEST_PATH.search(ix.paths[f.doc]):
+                    f.score *= test_weight
+        strength = s.kind_prior if parts.long else (0.0 if code_like else s.prose_kind_prior)
+        if strength > 0:
+            about = parts.title if parts.long else parsed.text
+            exempt = filekinds.kinds_asked_about(set(re.findall(r"[\w.-]+", about.lower())))
+            for f in fused:
+                f.score *= filekinds.prior(ix.paths[f.doc], exempt, strength)
+        agg = s.file_agg if parts.long else s.prose_file_agg
+        if agg > 0:
+            _aggregate_files(ix, fused, agg)
+        fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), int(order[f.doc])))
+        if allowed is not None:
+            fused = [f for f in fused if allowed[f.doc]]
         if s.per_file_cap > 0:
-            fused = diversify(fused, [ix.chunks[f.doc].path for f in fused], s.per_file_cap, limit)
+            fused = diversify(fused, [ix.paths[f.doc] for f in fused], s.per_file_cap, limit)
         for f in fused:
             c = ix.chunks[f.doc]
             ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
@@ -332,31 +622,59 @@ class Searcher:
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
 
-    def _query_vector(self, emb_id: str, text: str) -> np.ndarray:
-        """The query's vector, remembered for the last few hundred queries (typing revisits them)."""
-        key = (emb_id, text)
-        vec = self._qcache.get(key)
-        if vec is None:
-            assert self.embedder is not None
-            vec = self.embedder.embed([text], kind="query")[0]
+    def _query_vectors(self, emb_id: str, texts: list[str]) -> list[np.ndarray]:
+        """The texts' query vectors, remembered for the last few hundred texts (typing revisits them);
+        the ones not remembered are embedded in one call."""
+        assert self.embedder is not None
+        have = {t: self._qcache.get((emb_id, t)) for t in dict.fromkeys(texts)}
+        missing = [t for t, v in have.items() if v is None]
+        if missing:
+            vecs = self.embedder.embed(missing, kind="query")
             with self._qlock:
-                self._qcache[key] = vec
-                if len(self._qcache) > QUERY_CACHE:
+                for t, v in zip(missing, vecs, strict=True):
+                    have[t] = self._qcache[(emb_id, t)] = v
+                while len(self._qcache) > QUERY_CACHE:
                     self._qcache.pop(next(iter(self._qcache)))
-        return vec
+        return [have[t] for t in texts]  # type: ignore[misc]
 
-    def _dense_list(self, ix: IndexView, text: str, n: int) -> tuple[list[int] | None, str | None]:
-        """Dense top-n, or (None, reason) when the dense side is unusable (None, None: not configured)."""
+    def _dense_list(
+        self, ix: IndexView, texts: list[str], n: int, allowed: np.ndarray | None = None
+    ) -> tuple[list[int] | None, str | None]:
+        """Dense top-n, or (None, reason) when the dense side is unusable (None, None: not configured).
+
+        Several texts (a pasted issue's whole text, title, prose and code) each rank the chunks; their
+        rankings are fused by RRF into one list.
+        """
         if self.embedder is None:
             return None, self.embedder_error
         try:
             emb_id = self.embedder.id
-            q = self._query_vector(emb_id, text)
+            qs = self._query_vectors(emb_id, texts)
         except EmbedderError as exc:
             return None, str(exc)
         if ix.embedder != emb_id:
             return [], None  # vectors are still being computed: not degraded, just nothing to fuse yet
         try:
-            return ix.dense_ranked_chunks(q, n), None  # a chunk ranks by its best piece
+            ranked = [ix.dense_ranked_chunks(q, n, allowed=allowed) for q in qs]
         except VectorDimensionMismatch as exc:
             return None, str(exc)
+        if len(ranked) == 1:
+            return ranked[0], None  # a chunk ranks by its best piece
+        order = ix.row_order
+        fused = rrf({str(i): r for i, r in enumerate(ranked)}, k=self.settings.search.rrf_k,
+                    order=lambda d: int(order[d]))  # fmt: skip
+        return [f.doc for f in fused[:n]], None
+
+
+def _aggregate_files(ix: IndexView, fused: list, agg: float) -> None:
+    """File-level evidence: a file's best chunk scores its best plus ``agg`` times the damped sum of
+    its other chunks (the i-th next best counts 1/i), so a file hit in many places rises."""
+    by_file: dict[str, list] = {}
+    for f in fused:
+        by_file.setdefault(ix.paths[f.doc], []).append(f)
+    for items in by_file.values():
+        if len(items) < 2:
+            continue
+        items.sort(key=lambda f: -f.score)
+        extra = sum(f.score / i for i, f in enumerate(items[1:], start=1))
+        items[0].score += agg * extra

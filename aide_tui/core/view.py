@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from aide_tui.core.bm25 import MultiBM25, Postings, top_positive
+from aide_tui.core.bm25 import MultiBM25, Postings
 from aide_tui.core.chunktable import ConcatChunks, defines_all, paths_of
 from aide_tui.core.model import Chunk
 
@@ -210,11 +210,36 @@ class IndexView:
         return self.bm25.scores(terms, weights)
 
     def piece_ranked_chunks(
-        self, terms: list[str], n: int, weights: dict[str, float] | None = None
+        self,
+        terms: list[str],
+        n: int,
+        weights: dict[str, float] | None = None,
+        allowed: np.ndarray | None = None,
     ) -> list[int]:
-        """Chunk rows ranked by their best piece's BM25 score, at most ``n``."""
-        rows, _ = self.piece_bm25.top(terms, 4 * n, weights)
-        return list(dict.fromkeys(int(self.owners[i]) for i in rows))[:n]
+        """Chunk rows ranked by their best piece's BM25 score, at most ``n``.
+
+        ``allowed`` ((n_rows,) bool) keeps only those chunk rows before the top ``n`` is taken; ties
+        break by :attr:`row_order`.
+        """
+        scores = self.piece_bm25.scores(terms, weights)
+        if allowed is not None and scores.size:
+            scores = np.where(allowed[self.owners], scores, 0.0)
+        return self._best_owners(scores, np.arange(scores.size), n)
+
+    def _best_owners(self, scores: np.ndarray, piece_ids: np.ndarray, n: int) -> list[int]:
+        """Owner chunk rows of the best-scoring pieces (score > 0), distinct, at most ``n``; ties by
+        :attr:`row_order`."""
+        positive = np.flatnonzero(scores > 0)
+        if positive.size == 0 or n <= 0:
+            return []
+        vals = scores[positive]
+        if positive.size > 4 * n:  # keep every piece tied with the cut, so ties never depend on row ids
+            cut = np.partition(-vals, 4 * n - 1)[4 * n - 1]
+            keep = -vals <= cut
+            positive, vals = positive[keep], vals[keep]
+        owners = self.owners[piece_ids[positive]]
+        order = np.lexsort((self.row_order[owners], -vals))
+        return list(dict.fromkeys(int(o) for o in owners[order]))[:n]
 
     def symbol_rows(self, name: str) -> list[int]:
         """Live global rows of chunks defining ``name`` (case-insensitive)."""
@@ -252,13 +277,14 @@ class IndexView:
             total += int(has.sum() if live is None else (has & live).sum())
         return total
 
-    def dense_ranked_chunks(self, query: np.ndarray, n: int) -> list[int]:
+    def dense_ranked_chunks(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> list[int]:
         """Chunk rows ranked by their best piece's cosine similarity (positive only), at most ``n``.
 
         Small indexes are scanned exactly. From ``PREFILTER_MIN`` live vectors on, a low-dimensional
         projection (PCA of the base segment's vectors) picks ``PREFILTER_CANDIDATES`` candidates and
         only those are scored exactly (docs/benchmarks.md has the recall against exact search).
-        Raises VectorDimensionMismatch when ``query`` does not fit the stored vectors.
+        ``allowed`` ((n_rows,) bool) keeps only those chunk rows, before the candidates and the top
+        ``n`` are taken. Raises VectorDimensionMismatch when ``query`` does not fit the stored vectors.
         """
         q = np.asarray(query, np.float32)
         blocks = self._live_blocks()
@@ -282,6 +308,9 @@ class IndexView:
                     if (pr := b.projected(proj)) is not None
                 ]
             )
+            if allowed is not None:  # a filtered search picks its candidates among allowed rows only
+                gids = np.concatenate([g for b, _, g in blocks if b.projected(proj) is not None])
+                coarse = np.where(allowed[self.owners[gids]], coarse, -np.inf)
             k = min(PREFILTER_CANDIDATES, len(coarse))
             cand = np.sort(np.argpartition(-coarse, k - 1)[:k])
         else:
@@ -297,9 +326,10 @@ class IndexView:
                 local, gids = local[pick], gids[pick]
             mats.append(b.matrix[local] @ q if len(local) != len(keep) else b.matrix @ q)
             ids.append(gids)
-        sims, all_ids = np.concatenate(mats), np.concatenate(ids)
-        top, _ = top_positive(sims.astype(np.float32, copy=False), 4 * n)
-        return list(dict.fromkeys(int(self.owners[all_ids[i]]) for i in top))[:n]
+        sims, all_ids = np.concatenate(mats).astype(np.float32, copy=False), np.concatenate(ids)
+        if allowed is not None and sims.size:
+            sims = np.where(allowed[self.owners[all_ids]], sims, 0.0)
+        return self._best_owners(sims, all_ids, n)
 
     def _live_blocks(self) -> list[tuple[VectorBlock, np.ndarray, np.ndarray]]:
         """(block, which of its matrix rows are live, their global piece ids) for every block."""

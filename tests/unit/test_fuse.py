@@ -22,3 +22,17 @@ def test_rrf_weights_and_zero_weight() -> None:
 
 def test_rrf_empty() -> None:
     assert rrf({"bm25": [], "dense": []}) == []
+
+
+def test_rrf_default_k_is_the_search_default() -> None:
+    from aide_tui.core.config import SearchSettings
+
+    fused = rrf({"bm25": [7]})
+    assert fused[0].score == pytest.approx(1 / (SearchSettings().rrf_k + 1))
+
+
+def test_rrf_ties_break_by_order_not_by_id() -> None:
+    # docs 5 and 9 tie on score and best rank; the caller's order (path, line) decides, not the row id
+    lists = {"bm25": [5], "dense": [9]}
+    assert [f.doc for f in rrf(lists)] == [5, 9]
+    assert [f.doc for f in rrf(lists, order={5: 1, 9: 0}.__getitem__)] == [9, 5]

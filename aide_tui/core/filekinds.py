@@ -1,0 +1,133 @@
+"""What kind of file a path is (source, docs, changelog, CI config...), for ranking priors and indexing.
+
+An issue or a change description usually asks for the source file to edit. Documentation, changelogs,
+translation catalogues, images stored as text, CI configuration and issue templates repeat the words
+of such a text (an issue follows its template; a changelog paraphrases past issues) without being the
+file to change. :func:`kind_of` names the kind from the path alone; :func:`prior` gives the score
+factor for a kind unless the query is about that kind.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+SOURCE = "source"
+DOCS = "docs"
+CHANGELOG = "changelog"
+TRANSLATION = "translation"
+IMAGE = "image"  # images stored as text (.svg)
+CI = "ci"  # CI configuration, issue and pull-request templates
+CONFIG = "config"  # .cfg/.ini/.toml/.yaml/.json data and settings
+DATA = "data"  # tables and fixtures (.csv, .tsv, .dat)
+EXAMPLE = "example"  # example scripts, benchmarks
+
+KINDS = (SOURCE, DOCS, CHANGELOG, TRANSLATION, IMAGE, CI, CONFIG, DATA, EXAMPLE)
+
+# kinds left out of the index by default: they are almost never what a search is for, and a single
+# catalogue or drawing can hold thousands of lines of near-noise. A negated ``index.exclude`` pattern
+# (``!*.svg``) brings them back.
+NOT_INDEXED_BY_DEFAULT = {TRANSLATION: ("*.po", "*.pot"), IMAGE: ("*.svg",)}
+
+_DOC_EXT = frozenset("md markdown mdx rst txt adoc asciidoc rdoc tex texi org pod man 1 3 5 8".split())
+_CONFIG_EXT = frozenset("cfg ini toml yaml yml json jsonc json5 conf properties env editorconfig".split())
+_DATA_EXT = frozenset("csv tsv dat psv xml tab".split())
+_DOC_DIRS = frozenset(
+    "docs doc documentation _docs sphinx man manual guide guides tutorial tutorials".split()
+)
+_EXAMPLE_DIRS = frozenset("examples example samples sample demo demos benchmarks benchmark bench".split())
+_CHANGELOG = re.compile(
+    r"^(changes|changelog|change_log|history|news|release[-_ ]?notes|releases|whatsnew|what_s_new)"
+    r"([-_.].*)?$",
+    re.I,
+)
+_CI_FILES = frozenset(
+    """
+    .travis.yml .gitlab-ci.yml appveyor.yml .appveyor.yml azure-pipelines.yml .cirrus.yml
+    codecov.yml .codecov.yml jenkinsfile .pre-commit-config.yaml .readthedocs.yml .readthedocs.yaml
+    .coveragerc .mergify.yml bitbucket-pipelines.yml
+    """.split()
+)
+_CI_DIRS = frozenset(".github .gitlab .circleci .azure-pipelines .buildkite .ci".split())
+
+# words that make a query "about" a kind, so its prior does not apply
+_ABOUT: dict[str, frozenset[str]] = {
+    DOCS: frozenset(
+        "doc docs documentation docstring docstrings readme tutorial sphinx rst markdown typo".split()
+    ),
+    CHANGELOG: frozenset("changelog changes history release releases whatsnew news".split()),
+    TRANSLATION: frozenset("translation translations translate locale locales i18n l10n gettext po".split()),
+    IMAGE: frozenset("svg logo icon image".split()),
+    CI: frozenset("ci workflow workflows github travis azure pipeline pipelines template pre-commit".split()),
+    CONFIG: frozenset("toml yaml yml ini cfg json setup.cfg pyproject".split()),
+    DATA: frozenset("csv tsv fixture fixtures dataset".split()),
+    EXAMPLE: frozenset("example examples benchmark benchmarks demo gallery".split()),
+}
+
+# score factors for an issue or change description (file intent); source and tests are left alone
+ISSUE_PRIORS: dict[str, float] = {
+    DOCS: 0.5,
+    CHANGELOG: 0.3,
+    TRANSLATION: 0.2,
+    IMAGE: 0.2,
+    CI: 0.3,
+    CONFIG: 0.7,
+    DATA: 0.5,
+    EXAMPLE: 0.6,
+}
+
+
+@lru_cache(maxsize=100_000)
+def kind_of(path: str) -> str:
+    """The kind of the file at ``path`` (posix, relative to the workspace root)."""
+    low = path.lower()
+    parts = low.split("/")
+    name = parts[-1]
+    ext = name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else ""
+    dirs = parts[:-1]
+    if ext in ("po", "pot"):
+        return TRANSLATION
+    if ext == "svg":
+        return IMAGE
+    if name in _CI_FILES or any(d in _CI_DIRS for d in dirs):
+        return CI
+    if _CHANGELOG.match(name):
+        return CHANGELOG
+    if ext in _DOC_EXT or name in ("readme", "authors", "contributors", "license", "copying", "notice"):
+        return DOCS
+    if any(d in _DOC_DIRS for d in dirs):
+        return DOCS
+    if any(d in _EXAMPLE_DIRS for d in dirs):
+        return EXAMPLE
+    if ext in _CONFIG_EXT:
+        return CONFIG
+    if ext in _DATA_EXT:
+        return DATA
+    return SOURCE
+
+
+def kinds_asked_about(words: set[str]) -> set[str]:
+    """The kinds whose words occur in ``words`` (lower-case query words)."""
+    return {kind for kind, vocab in _ABOUT.items() if words & vocab}
+
+
+def prior(path: str, exempt: set[str] | frozenset[str] = frozenset(), strength: float = 1.0) -> float:
+    """Score factor for ``path`` under an issue-like query; 1.0 for source and for ``exempt`` kinds.
+
+    ``strength`` scales the demotion (0 = none, 1 = the full factor).
+    """
+    kind = kind_of(path)
+    factor = ISSUE_PRIORS.get(kind)
+    if factor is None or kind in exempt:
+        return 1.0
+    return 1.0 - strength * (1.0 - factor)
+
+
+def not_indexed_reason(rel: str) -> str | None:
+    """Why a file of a kind left out by default is not indexed (None = index it)."""
+    kind = kind_of(rel)
+    patterns = NOT_INDEXED_BY_DEFAULT.get(kind)
+    if patterns is None:
+        return None
+    undo = ", ".join(f"'!{p}'" for p in patterns)
+    return f"{kind} file, not indexed by default (add {undo} to index.exclude to index it)"

@@ -1,0 +1,119 @@
+"""Reading a long query (an issue, a change description, a stack trace) the way a developer does.
+
+A pasted issue mixes a title, prose, code blocks, tracebacks and quoted error messages. The parts carry
+different evidence: a traceback frame names a file and a function; a name in backticks or in the title
+is what the issue is about; the user's own script mostly calls public API. :func:`analyze` pulls these
+parts out (the text arrives folded onto one line, so fences, headings and frames are found inline).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
+
+LONG_QUERY_TERMS = 24  # distinct terms above which a query is read as a pasted text
+
+_FENCE = re.compile(r"```[\w+-]*\s?(.*?)(?:```|$)", re.S)
+_INLINE = re.compile(r"`([^`\n]{1,200})`")
+_FRAME = re.compile(r"""File "([^"]{1,400})", line (\d+)(?:, in ([\w.<>]+))?""")
+_PATH_LINE = re.compile(
+    r"((?:[\w.-]+/)*[\w.-]+\.(?:py|pyx|pyi|js|ts|go|rs|java|rb|c|h|cpp|cc|php|cs|kt))[:(](\d+)"
+)
+_WRITTEN_PATH = re.compile(
+    r"(?<![\w@])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,5}|[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|pyx|js|jsx|ts|tsx|go|rs|java|rb|c|h|cpp|cc|hpp|php|cs|kt|swift|scala|toml|cfg|ini|yml|yaml))\b"
+)
+_HEADING = re.compile(r"(?:^|\s)(?:#{1,6}\s|\*\*[A-Z][^*]{0,60}\*\*|```|Traceback \(most recent)")
+_ERROR_LINE = re.compile(
+    r"\b([A-Z]\w*(?:Error|Exception|Warning)): ([^`\n]{3,160}?)(?=\s{2}|\s*```|\s+File \"|\s\*\*|\s#|$)"
+)
+_CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")
+
+
+@dataclass
+class Frame:
+    """One traceback frame: the path as written, its line and function."""
+
+    path: str
+    line: int
+    func: str | None
+
+
+@dataclass
+class QueryParts:
+    """The parts of a (long) query text."""
+
+    text: str
+    long: bool
+    title: str = ""
+    prose: str = ""  # the text without code blocks
+    code_blocks: list[str] = field(default_factory=list)
+    inline_code: list[str] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)  # in written order (innermost last)
+    paths: list[str] = field(default_factory=list)  # written file paths, frames excluded
+    errors: list[str] = field(default_factory=list)  # "TypeError: message"
+    names: Counter[str] = field(default_factory=Counter)  # code-like names, weighted by where they occur
+
+    def prose_without_frames(self) -> str:
+        """The prose with traceback frames cut out (their quoted file names are not phrases)."""
+        return _FRAME.sub(" ", self.prose)
+
+    def segments(self, max_chars: int = 1200) -> list[str]:
+        """Texts to embed separately: the title, the prose, the code and error lines (non-empty, distinct)."""
+        out: list[str] = []
+        if self.title:
+            out.append(self.title)
+        if self.prose.strip():
+            out.append(self.prose[:max_chars])
+        code = " ".join([*self.errors, *self.code_blocks])
+        if code.strip():
+            out.append(code[:max_chars])
+        return list(dict.fromkeys(s.strip() for s in out if s.strip()))
+
+
+def _title(text: str) -> str:
+    """The text before the first heading, bold label, fence or traceback, at most 30 words."""
+    m = _HEADING.search(text)
+    head = text[: m.start()] if m and m.start() > 0 else text
+    return " ".join(head.split()[:30])
+
+
+def analyze(text: str) -> QueryParts:
+    """Split ``text`` into its parts; ``long`` is True for a pasted text (more than 24 distinct terms)."""
+    long = len(set(tokenize(text))) > LONG_QUERY_TERMS
+    parts = QueryParts(text=text, long=long)
+    if not long:
+        return parts
+    parts.title = _title(text)
+    parts.code_blocks = [b.strip() for b in _FENCE.findall(text) if b.strip()]
+    parts.prose = _FENCE.sub(" ", text)
+    parts.inline_code = [c.strip() for c in _INLINE.findall(parts.prose) if c.strip()]
+    parts.frames = [Frame(p, int(n), f) for p, n, f in _FRAME.findall(text)]
+    framed = {f.path for f in parts.frames}
+    rest = _FRAME.sub(" ", text)
+    seen: dict[str, None] = {}
+    for m in _PATH_LINE.finditer(rest):
+        seen.setdefault(m.group(1))
+    for m in _WRITTEN_PATH.finditer(rest):
+        p = m.group(1)
+        if p not in framed and not p.startswith("."):
+            seen.setdefault(p)
+    parts.paths = list(seen)
+    parts.errors = [f"{e}: {msg}" for e, msg in _ERROR_LINE.findall(text)]
+    # names: code-like identifiers; the title and inline code count more than a pasted script
+    names: Counter[str] = Counter()
+    for w in identifiers(parts.prose):
+        if _CODE_LIKE.search(w) and not w[:1].isdigit():
+            names[w] += 1
+    for w in identifiers(" ".join(parts.inline_code)):
+        names[w] += 2
+    for w in identifiers(parts.title):
+        if _CODE_LIKE.search(w) or re.fullmatch(r"[A-Z][a-z0-9]+[A-Z]\w*", w):
+            names[w] += 3
+    for f in parts.frames:
+        if f.func and not f.func.startswith("<"):
+            names[f.func] += 1
+    parts.names = Counter({n: c for n, c in names.items() if len(n) >= 3 and n.lower() not in STOPWORDS})
+    return parts

@@ -1,0 +1,56 @@
+"""``aide-tui search`` odds and ends: argument checks, help texts, query errors, filters (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_cli import run
+
+from aide_tui.core.config import SearchSettings
+from aide_tui.core.fuse import DEFAULT_K
+
+
+def _search(workspace: Path, *args: str) -> object:
+    return run("search", "--path", str(workspace), "--embedder", "none", "--mode", "bm25", *args)
+
+
+def test_limit_must_be_positive(workspace: Path) -> None:
+    for bad in ("0", "-5", "many"):
+        out = _search(workspace, "--limit", bad, "parse_header")
+        assert out.returncode == 2 and "--limit" in out.stderr, out.stderr
+        assert "usage: aide-tui search" in out.stderr and out.stdout == ""
+
+
+def test_unknown_argument_prints_the_search_usage() -> None:
+    out = run("search", "--bogus", "x")
+    assert out.returncode == 2
+    assert "usage: aide-tui search" in out.stderr and "unrecognized arguments: --bogus" in out.stderr
+
+
+def test_help_texts_and_the_real_rrf_default() -> None:
+    out = run("search", "--help")
+    text = " ".join(out.stdout.split())
+    assert f"RRF constant (default {SearchSettings().rrf_k})" in text
+    assert SearchSettings().rrf_k == DEFAULT_K
+    for flag in ("--limit LIMIT results", "--mode {hybrid,bm25,dense} hybrid", "--json same as"):
+        assert flag in text
+
+
+def test_unknown_language_exits_2_with_one_line(workspace: Path) -> None:
+    out = _search(workspace, "redirect lang:cobol")
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and "python" in out.stderr and "cobol" in out.stderr
+    out = run("search", "--path", str(workspace), "--embedder", "none", "--mode", "bm25", "--json",
+              "--batch", "-", stdin="redirect lang:cobol\nredirect lang:py\n")  # fmt: skip
+    lines = [json.loads(x) for x in out.stdout.splitlines()]
+    assert out.returncode == 2 and len(lines) == 2
+    assert "cobol" in lines[0]["error"] and lines[0]["results"] == []
+    assert "error" not in lines[1] and lines[1]["results"]
+
+
+def test_filter_only_query_lists_files(workspace: Path) -> None:
+    out = _search(workspace, "--json", "lang:py")
+    paths = [r["path"] for r in json.loads(out.stdout)["results"]]
+    assert out.returncode == 0 and paths and all(p.endswith(".py") for p in paths)
+    assert len(paths) == len(set(paths))
