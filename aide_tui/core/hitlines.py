@@ -117,13 +117,19 @@ def best_line(text: str, start_line: int, terms: Iterable[str], symbol: str | No
 
 
 def hit_best_line(hit: object) -> BestLine:
-    """:func:`best_line` of a :class:`~aide_tui.core.search.Hit` (its chunk text and query terms)."""
-    return best_line(
-        str(getattr(hit, "text", "")),
-        int(getattr(hit, "start_line", 1)),
-        list(getattr(hit, "query_terms", []) or []),
-        getattr(hit, "symbol", None),
-    )
+    """:func:`best_line` of a :class:`~aide_tui.core.search.Hit` (its chunk text and query terms).
+
+    A hit found by meaning alone (no query term in it) lands in the dense piece that ranked it.
+    """
+    text, start = str(getattr(hit, "text", "")), int(getattr(hit, "start_line", 1))
+    terms, symbol = list(getattr(hit, "query_terms", []) or []), getattr(hit, "symbol", None)
+    best = best_line(text, start, terms, symbol)
+    piece = getattr(hit, "best_piece", None)
+    if best.matched or not piece:
+        return best
+    lo, hi = max(piece[0], start), piece[1]
+    lines = text.split("\n")[lo - start : hi - start + 1]
+    return best_line("\n".join(lines), lo, [], symbol) if lines else best
 
 
 def line_text(hit: object, line: int) -> str:

@@ -84,6 +84,7 @@ class Hit:
     ranks: dict[str, int | None]
     query_terms: list[str] = field(default_factory=list)
     text: str = ""
+    best_piece: tuple[int, int] | None = None  # lines of the dense piece that ranked this chunk
 
     def matched_terms(self) -> list[str]:
         """Query terms that occur in this chunk's code or path (for the "why" line)."""
@@ -559,11 +560,12 @@ class Searcher:
                 lists["path"], explicit_path = self._path_list(ix, parsed.text, scores, s.top_n, code_like)
                 if allowed is not None:
                     lists["path"] = [r for r in lists["path"] if allowed[r]]
+        spans: dict[int, tuple[int, int]] = {}
         if mode in ("hybrid", "dense") and parsed.text:
             texts = [parsed.text]
             if parts.long and s.dense_segments:
                 texts += parts.segments()
-            dense, reason = self._dense_list(ix, texts, s.top_n, allowed)
+            dense, reason, spans = self._dense_list(ix, texts, s.top_n, allowed)
             if dense is not None:
                 lists["dense"] = dense
             elif reason is not None:
@@ -615,7 +617,18 @@ class Searcher:
                 if extra in f.ranks:
                     ranks[extra] = f.ranks[extra]
             resp.results.append(
-                Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text)
+                Hit(
+                    c.path,
+                    c.start_line,
+                    c.end_line,
+                    f.score,
+                    c.symbol,
+                    c.language,
+                    ranks,
+                    terms,
+                    c.text,
+                    best_piece=spans.get(f.doc),
+                )  # fmt: skip
             )
             if len(resp.results) >= limit:
                 break
@@ -639,31 +652,34 @@ class Searcher:
 
     def _dense_list(
         self, ix: IndexView, texts: list[str], n: int, allowed: np.ndarray | None = None
-    ) -> tuple[list[int] | None, str | None]:
-        """Dense top-n, or (None, reason) when the dense side is unusable (None, None: not configured).
+    ) -> tuple[list[int] | None, str | None, dict[int, tuple[int, int]]]:
+        """Dense top-n, or (None, reason) when the dense side is unusable (None, None: not configured),
+        with the lines of each chunk's best piece (for the first text: the whole query).
 
         Several texts (a pasted issue's whole text, title, prose and code) each rank the chunks; their
         rankings are fused by RRF into one list.
         """
         if self.embedder is None:
-            return None, self.embedder_error
+            return None, self.embedder_error, {}
         try:
             emb_id = self.embedder.id
             qs = self._query_vectors(emb_id, texts)
         except EmbedderError as exc:
-            return None, str(exc)
+            return None, str(exc), {}
         if ix.embedder != emb_id:
-            return [], None  # vectors are still being computed: not degraded, just nothing to fuse yet
+            return [], None, {}  # vectors are still being computed: not degraded, just nothing to fuse yet
         try:
-            ranked = [ix.dense_ranked_chunks(q, n, allowed=allowed) for q in qs]
+            first = ix.dense_ranked(qs[0], n, allowed=allowed)
+            ranked = [[r for r, _ in first]] + [ix.dense_ranked_chunks(q, n, allowed=allowed) for q in qs[1:]]
         except VectorDimensionMismatch as exc:
-            return None, str(exc)
+            return None, str(exc), {}
+        spans = {r: span for r, span in first if span is not None}
         if len(ranked) == 1:
-            return ranked[0], None  # a chunk ranks by its best piece
+            return ranked[0], None, spans  # a chunk ranks by its best piece
         order = ix.row_order
         fused = rrf({str(i): r for i, r in enumerate(ranked)}, k=self.settings.search.rrf_k,
                     order=lambda d: int(order[d]))  # fmt: skip
-        return [f.doc for f in fused[:n]], None
+        return [f.doc for f in fused[:n]], None, spans
 
 
 def _aggregate_files(ix: IndexView, fused: list, agg: float) -> None:

@@ -60,6 +60,7 @@ _ROW_ARRAYS = (
     "text_offsets",
     "order",
     "porder",
+    "plines",
 )
 SEGMENT_FILES = ("chunks.json", "texts.bin", "pieces.json", "vocab.json", *(f"{a}.npy" for a in _ROW_ARRAYS))
 
@@ -444,6 +445,9 @@ def write_segment(index_dir: Path, seg: SegmentData, vocab_start: int) -> Segmen
             "pterm_ids.npy": npy_bytes(seg.pdocs.term_ids.astype(np.int32)),
             "ptfs.npy": npy_bytes(seg.pdocs.tfs.astype(np.float32)),
             "order.npy": npy_bytes(term_order(seg.docs)),
+            "plines.npy": npy_bytes(
+                np.asarray([[p.start_line, p.end_line] for p in seg.pieces], np.int32).reshape(-1, 2)
+            ),
             "porder.npy": npy_bytes(term_order(seg.pdocs)),
         }
         blocks: list[str] = []
@@ -609,7 +613,11 @@ def _segment_files(index_dir: Path, entry: SegmentEntry) -> dict[str, Any]:
         o = arrays[key]
         if len(o) != len(d.term_ids) or (o.size and (int(o.min()) < 0 or int(o.max()) >= len(o))):
             raise IndexCorrupt(f"index segment {entry.name} term order is malformed; rebuilding")
+    plines = arrays["plines"]
+    if plines.shape != (p, 2):
+        raise IndexCorrupt(f"index segment {entry.name} piece lines are malformed; rebuilding")
     return {"chunks": chunks, "docs": docs, "pdocs": pdocs, "owners": owners, "order": arrays["order"],
+            "plines": plines,
             "porder": arrays["porder"]}  # fmt: skip
 
 
@@ -677,6 +685,7 @@ def _load_view(index_dir: Path, manifest: Manifest, previous: IndexView | None) 
             part = Part(
                 entry.name, f["chunks"], Postings.build(f["docs"], entry.vocab[1], f["order"]),
                 Postings.build(f["pdocs"], entry.vocab[1], f["porder"]), f["owners"],
+                piece_spans=f["plines"],
             )  # fmt: skip
         have = {b for b in part.block_names}
         if have - set(entry.blocks):  # blocks were merged away: reload the vectors as listed

@@ -9,6 +9,7 @@ view, so picking up a one-file delta costs what the delta holds.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -60,10 +61,12 @@ class Part:
     owners: np.ndarray  # (p,) int64: part-local chunk row of each piece
     blocks: list[VectorBlock] = field(default_factory=list)
     block_names: list[str] = field(default_factory=list)
+    piece_spans: np.ndarray | None = None  # (p, 2) int: first and last file line of each piece
 
     def with_blocks(self, blocks: list[VectorBlock], names: list[str]) -> Part:
         """The same segment with another set of vector blocks (derived lookups are kept)."""
-        part = Part(self.name, self.chunks, self.postings, self.piece_postings, self.owners, blocks, names)
+        part = Part(self.name, self.chunks, self.postings, self.piece_postings, self.owners, blocks, names,
+                    self.piece_spans)  # fmt: skip
         for cached in ("symbols", "path_names", "path_ids", "start_lines", "_projection"):
             if cached in self.__dict__:
                 part.__dict__[cached] = self.__dict__[cached]
@@ -236,14 +239,14 @@ class IndexView:
         scores = self.piece_bm25.scores(terms, weights)
         if allowed is not None and scores.size:
             scores = np.where(allowed[self.owners], scores, 0.0)
-        return self._best_owners(scores, np.arange(scores.size), n)
+        return list(self._best_owners(scores, np.arange(scores.size), n))
 
-    def _best_owners(self, scores: np.ndarray, piece_ids: np.ndarray, n: int) -> list[int]:
-        """Owner chunk rows of the best-scoring pieces (score > 0), distinct, at most ``n``; ties by
-        :attr:`row_order`."""
+    def _best_owners(self, scores: np.ndarray, piece_ids: np.ndarray, n: int) -> dict[int, int]:
+        """Owner chunk rows of the best-scoring pieces (score > 0), distinct, at most ``n``, each with
+        its best piece (in rank order); ties by :attr:`row_order`."""
         positive = np.flatnonzero(scores > 0)
         if positive.size == 0 or n <= 0:
-            return []
+            return {}
         vals = scores[positive]
         if positive.size > 4 * n:  # keep every piece tied with the cut, so ties never depend on row ids
             cut = np.partition(-vals, 4 * n - 1)[4 * n - 1]
@@ -251,7 +254,29 @@ class IndexView:
             positive, vals = positive[keep], vals[keep]
         owners = self.owners[piece_ids[positive]]
         order = np.lexsort((self.row_order[owners], -vals))
-        return list(dict.fromkeys(int(o) for o in owners[order]))[:n]
+        best: dict[int, int] = {}
+        for o, piece in zip(owners[order].tolist(), piece_ids[positive][order].tolist(), strict=True):
+            if o not in best:
+                best[o] = piece
+                if len(best) >= n:
+                    break
+        return best
+
+    def dense_ranked(
+        self, query: np.ndarray, n: int, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, tuple[int, int] | None]]:
+        """Like :meth:`dense_ranked_chunks`, with the line span of each chunk's best piece."""
+        best = self._dense_best(query, n, allowed)
+        return [(r, self.piece_lines(p)) for r, p in best.items()]
+
+    def piece_lines(self, piece: int) -> tuple[int, int] | None:
+        """(first, last) file line of a global piece row, when its segment records them."""
+        k = bisect_right(self.piece_offsets, piece) - 1
+        part = self.parts[k]
+        if part.piece_spans is None:
+            return None
+        s, e = part.piece_spans[piece - self.piece_offsets[k]]
+        return int(s), int(e)
 
     def symbol_rows(self, name: str) -> list[int]:
         """Live global rows of chunks defining ``name`` (case-insensitive)."""
@@ -290,6 +315,10 @@ class IndexView:
         return total
 
     def dense_ranked_chunks(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> list[int]:
+        """Chunk rows ranked by their best piece's cosine similarity; see :meth:`_dense_best`."""
+        return list(self._dense_best(query, n, allowed))
+
+    def _dense_best(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> dict[int, int]:
         """Chunk rows ranked by their best piece's cosine similarity (positive only), at most ``n``.
 
         Small indexes are scanned exactly. From ``PREFILTER_MIN`` live vectors on, a low-dimensional
@@ -301,7 +330,7 @@ class IndexView:
         q = np.asarray(query, np.float32)
         blocks = self._live_blocks()
         if not blocks:
-            return []
+            return {}
         dim = blocks[0][0].matrix.shape[1]
         if any(b.matrix.shape[1] != q.shape[0] for b, _, _ in blocks):
             raise VectorDimensionMismatch(

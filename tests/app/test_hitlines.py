@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from aide_tui.core.hitlines import best_line, term_spans, vimgrep_line
 from aide_tui.core.search import Hit
 from aide_tui.core.tokens import tokenize
@@ -40,3 +42,25 @@ def test_without_matches_the_symbol_line_then_the_first_code_line() -> None:
 def test_vimgrep_line_points_at_the_best_line() -> None:
     hit = Hit("src/c.py", 1396, 1401, 0.5, "render", "python", {}, tokenize("markup"), CHUNK)
     assert vimgrep_line("src/c.py", hit) == "src/c.py:1400:22:yield render_markup(line, style=self.style)"
+
+
+def test_a_hit_found_by_meaning_lands_in_its_best_dense_piece(workspace: Path) -> None:
+    """No query term in the chunk: the line comes from the piece whose vector ranked it."""
+    from loopback_server import LoopbackServer
+
+    from aide_tui.core.config import load_settings
+    from aide_tui.core.embed.http import OpenAIEmbedder
+    from aide_tui.core.hitlines import hit_best_line
+    from aide_tui.core.indexer import Indexer
+    from aide_tui.core.search import Searcher
+
+    settings = load_settings(workspace, {"embedding": {"backend": "openai"}, "index": {"chunk_budget": 4000}})
+    with LoopbackServer(dim=16) as srv:
+        Indexer(workspace, settings, OpenAIEmbedder(srv.url)).run()
+        s = Searcher(workspace, settings, OpenAIEmbedder(srv.url))
+        hits = [h for h in s.search("zzqq", mode="dense").results if h.path == "src/httpclient/client.py"]
+    assert hits and hits[0].best_piece is not None
+    lo, hi = hits[0].best_piece
+    assert hits[0].start_line <= lo <= hi <= hits[0].end_line
+    assert lo <= hit_best_line(hits[0]).line <= hi
+    assert (lo, hi) != (hits[0].start_line, hits[0].end_line)  # a piece, not the whole chunk
