@@ -536,3 +536,17 @@ async def test_an_unreadable_index_is_rebuilt_once(workspace: Path) -> None:
         await search(pilot, app, "parse_header")
         assert app.results.hits and app.results.hits[0].path == "src/httpclient/headers.py"
         assert not app.index_bar.error
+
+
+async def test_an_unknown_language_is_named_in_the_status_line(workspace: Path) -> None:
+    """A query error (issue 11: unknown lang:) is shown with the valid names, not as 'no results'."""
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "parse lang:klingon")
+        await wait_for(pilot, lambda: "klingon" in app.status.plain, "the query error in the status line")
+        assert "python" in app.status.plain
+        assert any("klingon" in line for line in screen_text(app))
+        await search(pilot, app, "parse lang:py")
+        await wait_for(pilot, lambda: "klingon" not in app.status.plain, "the error cleared")
+        assert app.results.hits

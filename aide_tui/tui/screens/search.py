@@ -323,6 +323,7 @@ class SearchScreen(Screen[None]):
         self.response = resp
         self._looked_at = tuple(dict.fromkeys(h.path for h in resp.results[:20]))
         self._resp_degraded = resp.degraded_reason if resp.degraded else None
+        self.status.query_error = resp.error
         self.status.results = len(resp.results) if query.strip() else None
         self.status.took_ms = resp.took_ms if query.strip() else None
         self._update_degraded()
@@ -342,6 +343,8 @@ class SearchScreen(Screen[None]):
             return ""
         if not query.strip():
             return "Type to search; results update as you type."
+        if message.response.error:
+            return message.response.error
         if message.error:
             return message.error
         if message.mode == "dense" and not self.has_embedder:

@@ -121,6 +121,7 @@ class StatusLine(Widget):
     vectors_missing: reactive[int] = reactive(0)
     embedder: reactive[str] = reactive("none")
     degraded_reason: reactive[str | None] = reactive(None)
+    query_error: reactive[str | None] = reactive(None)  # the query itself is wrong (an unknown lang:)
     last_indexed: reactive[str | None] = reactive(None)
     size_bytes: reactive[int] = reactive(0)
     show_timing: reactive[bool] = reactive(True)
@@ -135,8 +136,10 @@ class StatusLine(Widget):
     def render(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         text.append(f" {self.mode} ", "reverse bold")
+        error = self.app.theme_variables.get("error", "red")
+        if self.query_error:
+            text.append(f"  {self.query_error}", f"bold {error}")
         if self.degraded_reason:
-            error = self.app.theme_variables.get("error", "red")
             text.append(f"  degraded: {self.degraded_reason}", f"bold {error}")
         if self.results is not None:
             took = f" in {self.took_ms:.0f} ms" if self.took_ms is not None and self.show_timing else ""
