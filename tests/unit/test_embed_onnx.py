@@ -91,8 +91,11 @@ def test_int8_graph_is_close_to_numpy(model_cache: Path, numpy_vectors: tuple[np
     assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
     gq = emb.embed(QUERIES, kind="query")
     assert ((gq * queries).sum(axis=1) > 0.995).all()
-    for q_np, q_ort in zip(queries, gq, strict=True):  # each query's best piece is numpy's
-        assert np.argmax(docs @ q_np) == np.argmax(got @ q_ort)
+    for q_np, q_ort in zip(queries, gq, strict=True):
+        # numpy's best piece for each query is int8's best too, up to a near tie
+        s_np, s_ort = docs @ q_np, got @ q_ort
+        assert s_ort.max() - s_ort[np.argmax(s_np)] < 0.01, (s_np, s_ort)
+        assert np.abs(s_np - s_ort).max() < 0.03  # measured up to 0.016
 
 
 def test_int8_calibration_is_data_free_and_keyed() -> None:

@@ -539,7 +539,7 @@ class OnnxEmbedder:
 
     def embed(self, texts: Sequence[str], kind: str = "document") -> np.ndarray:
         """L2-normalised float32 vectors (len(texts), dim), batched as BuiltinEmbedder.embed does."""
-        from aide_tui.core.embed.base import l2_normalise
+        from aide_tui.core.embed.base import check_vectors
 
         self.load()
         base, encoder = self.base, self.encoder
@@ -551,4 +551,4 @@ class OnnxEmbedder:
         for s in range(0, len(order), base.batch_size):
             idx = order[s : s + base.batch_size]
             out[idx] = encoder.encode([ids[i] for i in idx])
-        return l2_normalise(out)
+        return check_vectors(out, f"onnx embedder ({self.id})")
