@@ -55,8 +55,12 @@ def test_missing_onnxruntime_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, t
     emb = OnnxEmbedder("int8")
     assert emb.id == f"builtin:all-MiniLM-L6-v2:{SHA[:8]}:onnx-int8"  # never the numpy encoder's id
     assert OnnxEmbedder("fp32").id.endswith(":onnx-fp32")
-    with pytest.raises(EmbedderError, match="pip install onnx onnxruntime"):
+    with pytest.raises(EmbedderError, match=r"pip install 'aide-tui\[onnx\]'"):
         emb.embed(["x"])
+    wired = BuiltinEmbedder(runtime="onnx")  # the setting's path: same error, same id
+    assert wired.id == emb.id
+    with pytest.raises(EmbedderError, match=r"pip install 'aide-tui\[onnx\]'"):
+        wired.embed(["x"])
     assert not (tmp_path / "aide-tui").exists()
     with pytest.raises(ValueError):
         OnnxEmbedder("fp16")
@@ -189,3 +193,59 @@ def test_build_is_atomic_offline_and_recovers(tmp_path: Path, monkeypatch: pytes
     final.write_bytes(b"\0garbage")
     vec = OnnxEmbedder("fp32").embed(["def f(): pass"])
     assert np.isfinite(vec).all() and final.stat().st_size > 1_000_000
+
+
+# -- wired: [embedding] runtime, the factory, the pooled workers ---------------------------------------
+def test_runtime_setting_is_validated_and_resolved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from aide_tui.core.config import ConfigError, load_settings
+    from aide_tui.core.embed.builtin import resolve_runtime
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[embedding]\nruntime = "numpy"\n')
+    assert load_settings(None, user_config=cfg, environ={}).embedding.runtime == "numpy"
+    assert load_settings(None, user_config=tmp_path / "none.toml", environ={}).embedding.runtime == "auto"
+    env = {"AIDE_EMBEDDING_RUNTIME": "onnx"}
+    assert load_settings(None, user_config=cfg, environ=env).embedding.runtime == "onnx"
+    cfg.write_text('[embedding]\nruntime = "tensorflow"\n')
+    with pytest.raises(ConfigError, match="unknown embedding runtime 'tensorflow'"):
+        load_settings(None, user_config=cfg, environ={})
+    with pytest.raises(ValueError):
+        BuiltinEmbedder(runtime="gpu")
+    assert resolve_runtime("numpy") == "numpy"
+    assert resolve_runtime("onnx") == "onnx-int8"
+    assert resolve_runtime("auto") == ("onnx-int8" if onnx_importable() else "numpy")
+    from aide_tui.core.embed import onnx_encoder
+
+    monkeypatch.setattr(onnx_encoder, "onnx_importable", lambda: False)  # the extra is not installed
+    assert resolve_runtime("auto") == "numpy"
+
+
+def test_factory_passes_the_runtime_to_every_worker(tmp_path: Path) -> None:
+    from aide_tui.core.config import load_settings
+    from aide_tui.core.embed.factory import make_embedder
+    from aide_tui.core.embed.pool import PooledEmbedder
+
+    def settings(runtime: str):
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(f'[embedding]\nruntime = "{runtime}"\nworkers = 2\n')
+        return load_settings(None, user_config=cfg, environ={})
+
+    plain = make_embedder(settings("numpy"))
+    assert plain is not None and plain.id == f"builtin:all-MiniLM-L6-v2:{SHA[:8]}"
+    onnx = make_embedder(settings("onnx"))
+    assert onnx is not None and onnx.id == plain.id + ":onnx-int8"
+    fp32 = make_embedder(settings("onnx-fp32"))
+    assert fp32 is not None and fp32.id == plain.id + ":onnx-fp32"
+    pooled = make_embedder(settings("onnx"), for_indexing=True)
+    assert isinstance(pooled, PooledEmbedder)
+    assert pooled._kwargs["runtime"] == "onnx-int8" and pooled.id == onnx.id
+
+
+@needs_onnx
+def test_setting_runs_the_same_graph(model_cache: Path, numpy_vectors: tuple[np.ndarray, ...]) -> None:
+    docs, _ = numpy_vectors
+    emb = BuiltinEmbedder(runtime="onnx-fp32")
+    got = emb.embed(PIECES)
+    assert 1 - (got * docs).sum(axis=1).min() < 1e-5
+    int8 = BuiltinEmbedder(runtime="onnx")
+    assert np.abs(int8.embed(PIECES) - OnnxEmbedder("int8").embed(PIECES)).max() < 1e-6

@@ -1,4 +1,5 @@
-"""The built-in BERT encoder as an ONNX graph run by onnxruntime (measured; not wired into the app).
+"""The built-in BERT encoder as an ONNX graph run by onnxruntime (optional extra ``aide-tui[onnx]``,
+``[embedding] runtime``).
 
 The graph is built here with ``onnx.helper`` from the same verified safetensors weights the numpy
 encoder uses (taken from a loaded :class:`BertEncoder`, so name resolution and shape checks are
@@ -23,6 +24,7 @@ atomically (temporary file + rename) and never inside a workspace. Nothing here 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -40,7 +42,7 @@ from aide_tui.core.embed.bert import BertEncoder
 
 VARIANTS = ("fp32", "int8")
 GRAPH_VERSION = 1  # bump when the graph below changes: old cache files are then ignored
-INSTALL_HINT = "pip install onnx onnxruntime"
+INSTALL_HINT = "pip install 'aide-tui[onnx]'"
 _OPSET = 17
 # int8 preparation (see QuantPrep): calibration = 64 sequences of 126 vocabulary tokens; per layer, the
 # 32 intermediate channels with the largest activations are split off, and the 16 (intermediate
@@ -50,6 +52,7 @@ OUTLIERS = {"down": 32, "ffn": 16, "qkv": 8}
 _MS = "com.microsoft"
 
 
+@functools.cache
 def onnx_importable() -> bool:
     """True when both ``onnx`` (graph building) and ``onnxruntime`` (running it) import."""
     try:
