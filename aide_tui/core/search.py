@@ -480,7 +480,7 @@ class Searcher:
         if not phrases:
             return []
         candidates = np.flatnonzero(bm25_scores > 0)
-        hits = [int(i) for i in candidates if all(p in ix.chunks[i].text.lower() for p in phrases)]
+        hits = [i for i in map(int, candidates) if all(p in ix.chunks[i].text.lower() for p in phrases)]
         order = ix.row_order
         hits.sort(key=lambda i: (-float(bm25_scores[i]), order[i]))
         return hits[:limit]
