@@ -29,3 +29,14 @@ def test_mypy_is_clean() -> None:
     pytest.importorskip("mypy", reason="mypy is not installed (pip install -e '.[test]')")
     out = _run("mypy", "--no-incremental")
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_search_does_not_load_the_indexing_side() -> None:
+    """Loading the searcher (app, serve, CLI search) must not pull in chunkers, scanner, pathspec, secrets."""
+    heavy = ["aide_tui.core.indexer", "aide_tui.core.scan", "aide_tui.core.chunk", "aide_tui.core.chunk_code",
+             "aide_tui.core.secrets", "pathspec", "textual"]  # fmt: skip
+    code = "import sys, aide_tui.core.search, aide_tui.core.live\n"
+    code += f"print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
