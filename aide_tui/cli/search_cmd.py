@@ -82,6 +82,12 @@ def cmd_search(args: argparse.Namespace) -> int:
         _write(answer, fmt == "json")
         return True
 
+    milvus = settings.store.backend == "milvus"
+    if getattr(args, "all_workspaces", False) and not milvus:
+        err("--all-workspaces needs a shared store: set store.backend = \"milvus\" (see the README)")
+        return 2
+    if milvus:
+        return _search_milvus(args, root, settings, queries, fmt, mode, emit)
     # a running `aide-tui serve` answers from its warm index (vimgrep/paths need the chunk text: local)
     if not args.no_server and fmt in ("text", "json"):
         from aide_tui.cli.served import served_search
@@ -145,6 +151,55 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
+def _search_milvus(
+    args: argparse.Namespace, root: Path, settings: Any, queries: list[str], fmt: str, mode: str, emit: Any
+) -> int:
+    """The same answers from a Milvus store (``--all-workspaces``: every workspace of the collection)."""
+    from aide_tui.core.milvus_search import MilvusSearcher
+    from aide_tui.core.search import SearchResponse
+    from aide_tui.core.store import IndexError_, LockTimeout
+
+    read_only = settings.store.read_only
+    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
+    searcher = MilvusSearcher(root, settings, embedder, emb_err, all_workspaces=args.all_workspaces)
+    try:
+        if not read_only and (not args.no_update or searcher.backend.version_key() is None):
+            idx_embedder, idx_err = make_embedder(settings, for_indexing=True)
+            try:
+                report = run_index(root, settings, idx_embedder, idx_err)
+                if report.degraded and mode != "bm25":
+                    err(f"degraded (BM25 only): {report.degraded_reason}")
+            except LockTimeout as exc:
+                err(f"{exc}; searching the store as it is")
+        searcher.refresh()
+        if mode == "dense":
+            probe = searcher.search("probe", limit=1, mode="dense")
+            if probe.degraded or embedder is None:
+                why = probe.degraded_reason or emb_err or "none configured"
+                err(f"--mode dense needs a working embedder: {why}")
+                return 1
+        elif embedder is not None and hasattr(embedder, "load"):
+            try:
+                embedder.load()
+            except Exception:  # noqa: BLE001 - reported as degraded by the search itself
+                pass
+        for q in queries:
+            q = q.rstrip("\r")
+            resp = SearchResponse(query=q, results=[], mode=mode) if not q.strip() else searcher.search(
+                q, limit=args.limit, mode=mode)  # fmt: skip
+            if fmt in ("vimgrep", "paths") and resp.error is None:
+                _write_locations(sys.stdout, root, resp, fmt)
+                sys.stdout.flush()
+            elif not emit(resp.to_json()):
+                return 2
+    except IndexError_ as exc:
+        err(str(exc))
+        return 1
+    finally:
+        searcher.store.close()
+    return 0
+
+
 def _write(answer: dict[str, Any], as_json: bool) -> None:
     """One query's answer (its ``search --json`` object) on stdout: that JSON line, or
     ``path:start-end  symbol  score`` rows. The same for in-process and served answers."""
@@ -156,6 +211,8 @@ def _write(answer: dict[str, Any], as_json: bool) -> None:
             err(f"degraded (BM25 only): {answer['degraded_reason']}")
         for h in answer["results"]:
             path, symbol = printable(h["path"]), printable(h["symbol"] or "")
+            if "workspace" in h:
+                path = f"[{printable(str(h['workspace']))}] {path}"
             out.write(f"{path}:{h['start_line']}-{h['end_line']}  {symbol}  {h['score']:.4f}\n")
         if not answer["results"]:
             out.write("no results\n")
@@ -213,6 +270,8 @@ def _start_background_indexer(root: Path, settings: Any) -> None:
     env = dict(os.environ)
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
+    if settings.store.token:
+        env["AIDE_STORE_TOKEN"] = settings.store.token  # not on the command line
     cmd = [sys.executable, "-P", "-m", "aide_tui", "index", str(root), "--background",
            "--settings-json", settings_json(settings)]  # fmt: skip
     try:
