@@ -199,7 +199,10 @@ class MilvusStore:
             if folder.exists():
                 damage = _lite_damage(folder)
                 if damage:
-                    raise IndexCorrupt(f"Milvus Lite store {self.uri} is damaged: {damage}")
+                    raise IndexCorrupt(
+                        f"Milvus Lite store {self.uri} is damaged: {damage}; remove that folder and run "
+                        "`aide-tui index` to rebuild it"
+                    )
             else:
                 folder.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -447,7 +450,7 @@ def _lite_damage(folder: Path) -> str | None:
     for name in ("collections", "databases"):
         if not (folder / name).is_dir():
             return f"its {name}/ folder is missing"
-    for manifest in folder.glob("collections/*/manifest*.json"):
+    for manifest in [*folder.glob("collections/*/manifest.json"), *folder.glob("collections/*/schema.json")]:
         try:
             json.loads(manifest.read_bytes())
         except (OSError, ValueError):
