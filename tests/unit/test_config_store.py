@@ -22,8 +22,13 @@ def _ws_config(root: Path, body: str) -> Path:
 def test_store_defaults_and_environment(tmp_path: Path) -> None:
     s = load_settings(tmp_path, environ={}, user_config=tmp_path / "none.toml")
     assert (s.store.backend, s.store.uri, s.store.read_only) == ("local", "", False)
-    env = {"AIDE_STORE_BACKEND": "milvus", "AIDE_STORE_URI": "http://db.example:19530",
-           "AIDE_STORE_TOKEN": "root:Milvus", "AIDE_STORE_READ_ONLY": "1", "AIDE_STORE_COLLECTION": "team"}  # fmt: skip
+    env = {
+        "AIDE_STORE_BACKEND": "milvus",
+        "AIDE_STORE_URI": "http://db.example:19530",
+        "AIDE_STORE_TOKEN": "root:Milvus",
+        "AIDE_STORE_READ_ONLY": "1",
+        "AIDE_STORE_COLLECTION": "team",
+    }
     s = load_settings(tmp_path, environ=env, user_config=tmp_path / "none.toml")
     assert s.store.backend == "milvus" and s.store.uri == "http://db.example:19530"
     assert s.store.token == "root:Milvus" and s.store.read_only and s.store.collection == "team"
@@ -42,7 +47,9 @@ def test_workspace_config_may_not_choose_a_network_uri(tmp_path: Path, uri: str)
     s = load_settings(root, environ={"AIDE_STORE_URI": "http://mine.example:19530"},
                       user_config=tmp_path / "none.toml")  # fmt: skip
     assert s.store.uri == "http://mine.example:19530"
-    s = load_settings(root, flags={"store": {"uri": "/tmp/x.db"}}, environ={}, user_config=tmp_path / "n.toml")
+    s = load_settings(
+        root, flags={"store": {"uri": "/tmp/x.db"}}, environ={}, user_config=tmp_path / "n.toml"
+    )
     assert s.store.uri == "/tmp/x.db"
     user = tmp_path / "user.toml"
     user.write_text(f'[store]\nuri = "{uri}"\n')
@@ -50,7 +57,9 @@ def test_workspace_config_may_not_choose_a_network_uri(tmp_path: Path, uri: str)
 
 
 def test_workspace_config_may_choose_milvus_lite_but_not_a_token(tmp_path: Path) -> None:
-    root = _ws_config(tmp_path / "ws", '[store]\nbackend = "milvus"\nuri = "team.db"\ntoken = "stolen:creds"\n')
+    root = _ws_config(
+        tmp_path / "ws", '[store]\nbackend = "milvus"\nuri = "team.db"\ntoken = "stolen:creds"\n'
+    )
     s = load_settings(root, environ={}, user_config=tmp_path / "none.toml")
     assert (s.store.backend, s.store.uri, s.store.token) == ("milvus", "team.db", "")
     s = load_settings(root, environ={"AIDE_STORE_TOKEN": "mine"}, user_config=tmp_path / "none.toml")
@@ -78,7 +87,9 @@ def test_settings_json_never_carries_the_token() -> None:
     assert "secret-token" not in settings_json(s)
 
 
-def _cli(args: list[str], tmp_path: Path, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _cli(
+    args: list[str], tmp_path: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIDE_")}
     env.update(extra_env or {})
     return subprocess.run([sys.executable, "-m", "aide_tui", *args], capture_output=True, text=True, env=env,
@@ -103,5 +114,7 @@ def test_missing_extra_exits_2_with_the_install_command(tmp_path: Path, workspac
 
 
 def test_all_workspaces_needs_the_milvus_store(tmp_path: Path, workspace: Path) -> None:
-    proc = _cli(["search", "--path", str(workspace), "--embedder", "none", "--all-workspaces", "client"], tmp_path)
+    proc = _cli(
+        ["search", "--path", str(workspace), "--embedder", "none", "--all-workspaces", "client"], tmp_path
+    )
     assert proc.returncode == 2 and "store.backend" in proc.stderr

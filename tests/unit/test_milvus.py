@@ -70,7 +70,9 @@ def _rows(settings: Settings, root: Path, collection: str = "") -> list[dict]:
     b = MilvusBackend(root, settings)
     store = b.store()
     try:
-        return list(store.query_all(collection or store.chunks, f'workspace == "{b.ws}"', ["path", "start_line"]))
+        return list(
+            store.query_all(collection or store.chunks, f'workspace == "{b.ws}"', ["path", "start_line"])
+        )
     finally:
         store.close()
 
@@ -127,7 +129,14 @@ def test_index_and_search_find_the_right_file(shared: dict) -> None:
     assert top.path == "src/httpclient/client.py"
     assert top.ranks["bm25"] is not None and top.ranks["dense"] is not None  # both retrievers found it
     assert all(h.path in FILES for h in resp.results)  # never the other workspace's files
-    assert resp.to_json()["results"][0].keys() >= {"path", "start_line", "end_line", "score", "symbol", "ranks"}
+    assert resp.to_json()["results"][0].keys() >= {
+        "path",
+        "start_line",
+        "end_line",
+        "score",
+        "symbol",
+        "ranks",
+    }
 
 
 def test_same_ranking_as_the_local_store(shared: dict, tmp_path: Path) -> None:
@@ -157,8 +166,9 @@ def test_embedder_down_is_degraded_with_bm25_results(shared: dict) -> None:
 
 def test_all_workspaces_labels_each_hit(shared: dict, capsys: pytest.CaptureFixture[str]) -> None:
     root, db = shared["a"], shared["db"]
-    args = ["search", "--path", str(root), "--store", "milvus", "--store-uri", str(db), "--collection", "team",
-            "--workspace-id", "alpha", "--embedder", "none", "--no-update", "--json", "--limit", "20"]  # fmt: skip
+    store = ["--store", "milvus", "--store-uri", str(db), "--collection", "team", "--workspace-id", "alpha"]
+    args = ["search", "--path", str(root), *store, "--embedder", "none", "--no-update", "--json"]
+    args += ["--limit", "20"]
     assert main([*args, "--all-workspaces", "render template cache headers"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     labels = {r["workspace"]: r["path"] for r in out["results"]}
@@ -201,7 +211,9 @@ def test_edit_replaces_and_delete_purges(shared: dict, tmp_path: Path) -> None:
     assert pieces == []  # no ghosts among the pieces either
     assert "src/httpclient/client.py" not in b.store().records(b.ws)
     b.store().close()
-    assert all(h.path != "src/httpclient/client.py" for h in MilvusSearcher(root, s).search("redirects").results)
+    assert all(
+        h.path != "src/httpclient/client.py" for h in MilvusSearcher(root, s).search("redirects").results
+    )
 
 
 class Killed(BaseException):
@@ -221,7 +233,9 @@ class DyingEmbedder(HashEmbedder):
         return super().embed(texts, kind)
 
 
-def test_an_interrupted_batch_is_redone(shared: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_batch_is_redone(
+    shared: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import aide_tui.core.milvus_store as ms
 
     monkeypatch.setattr(ms, "FILE_BATCH", 2)
