@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -171,8 +171,11 @@ def _message(exc: BaseException) -> str:
 class MilvusStore:
     """The three collections behind one name, over one connection; every failure is a StoreUnavailable."""
 
-    def __init__(self, uri: str, name: str, token: str = "", timeout: float = 30.0) -> None:
+    def __init__(
+        self, uri: str, name: str, token: str = "", timeout: float = 30.0, lock_wait: float = 30.0
+    ) -> None:
         self.uri = uri
+        self.lock_wait = lock_wait
         self.name = name
         self.token = token
         self.timeout = timeout
@@ -205,6 +208,13 @@ class MilvusStore:
                     )
             else:
                 folder.parent.mkdir(parents=True, exist_ok=True)
+            _quiet_engine_logs()
+            if not _wait_for_lite(folder, self.lock_wait):
+                raise StoreUnavailable(
+                    f"Milvus Lite store {self.uri} is in use by another process (Milvus Lite opens a store "
+                    "in one process at a time: share a collection between machines or concurrent users "
+                    "through a Milvus server, store.uri = http(s)://host:port)"
+                )
         try:
             from pymilvus import MilvusClient
 
@@ -443,6 +453,53 @@ class MilvusStore:
             self.call("insert rows", c.insert, collection, rows[i : i + INSERT_BATCH])
 
 
+def _quiet_engine_logs() -> None:
+    """Milvus Lite logs its own failures with tracebacks on stderr; we report them in one line instead."""
+    import logging
+
+    for name in ("milvus_lite", "pymilvus"):
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
+def _served_here() -> set[str]:
+    """Lite folders whose engine runs in this process (pymilvus reuses it for every client)."""
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+    except ImportError:
+        return set()
+    return set(getattr(server_manager_instance, "_servers", {}))
+
+
+def _wait_for_lite(folder: Path, wait: float) -> bool:
+    """Whether the Lite folder is free to open (polls up to ``wait`` seconds while another process has it)."""
+    lock = folder / "LOCK"
+    if not lock.exists() or os.path.abspath(folder) in _served_here():
+        return True  # nobody has it, or this process does (its engine serves every client here)
+    try:
+        import fcntl
+    except ImportError:  # Windows: let the engine say it
+        return True
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR)
+        except OSError:
+            return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+        finally:
+            os.close(fd)
+        time.sleep(0.1)
+
+
 def _lite_damage(folder: Path) -> str | None:
     """Why a Milvus Lite data folder cannot be opened (None when it looks intact)."""
     if not folder.is_dir():
@@ -475,8 +532,9 @@ class MilvusBackend:
         if self._store is None:
             uri = resolve_uri(self.root, self.settings, create=create and not self.settings.store.read_only)
             self._store = MilvusStore(
-                uri, self.name, self.settings.store.token, self.settings.embedding.timeout
-            )
+                uri, self.name, self.settings.store.token, self.settings.embedding.timeout,
+                self.settings.index.lock_timeout,
+            )  # fmt: skip
         return self._store
 
     def version_key(self) -> object | None:
@@ -640,7 +698,7 @@ class MilvusIndexer:
         report.skipped = {**scan.skipped, **scan.errors}
         report.warnings.extend(scan.warnings)
         records = store.records(ws)
-        plan = diff(scan.files, _Files(records))
+        plan = diff(scan.files, cast(Any, _Files(records)))
         to_read = list(plan.to_read)
         if embedder is not None:  # files whose vectors are missing (an embedder that failed before)
             seen = {e.rel for e in to_read}

@@ -297,6 +297,13 @@ def test_engine_deleted_or_damaged_is_a_clear_message(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     search = ["search", "--path", str(root), *store, "--no-update", "render"]
     assert _cli(search, tmp_path).returncode == 0
+    import fcntl
+
+    with open(db / "LOCK", "a+") as held:  # another process has the store open
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        proc = _cli([*search, "--lock-timeout", "0"], tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "in use by another process" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     manifest = next(db.glob("collections/*_files/manifest.json"))
     manifest.write_text("{not json")
     for args in (search, ["index", str(root), *store]):
