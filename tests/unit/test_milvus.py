@@ -334,8 +334,8 @@ def test_kill_9_mid_batch_then_the_next_run_resumes(tmp_path: Path) -> None:
     store = ["--store", "milvus", "--store-uri", str(db), "--embedder", "none"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIDE_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [PKG_PARENT, env.get("PYTHONPATH")]))
-    proc = subprocess.Popen([sys.executable, "-m", "aide_tui", "index", str(root), *store, "--progress"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)  # fmt: skip
+    cmd = [sys.executable, "-m", "aide_tui", "index", str(root), *store, "--progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     assert proc.stdout is not None
     seen = 0
     for line in proc.stdout:
