@@ -17,7 +17,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 2
     root, settings = ready
     served = None
-    if not args.no_server:  # a running `aide-tui serve` answers with the same object
+    # a running `aide-tui serve` answers with the same object (it serves the local store)
+    if not args.no_server and settings.store.backend == "local":
         from aide_tui.cli.served import served_status
 
         served = served_status(root, settings)

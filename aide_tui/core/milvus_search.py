@@ -145,7 +145,7 @@ class MilvusSearcher:
         if parsed.path_globs:
             allowed = sorted({p for fs in self.files.values() for p in fs if parsed.accepts_path(p)})
             if len(allowed) <= MAX_FILTER_FILES:
-                parts.append(f"path in [{', '.join(map(_lit, allowed))}]" if allowed else 'path == "\\u0000"')
+                parts.append(f"path in [{', '.join(map(_lit, allowed))}]" if allowed else 'path == ""')
             else:
                 post = True
         return " and ".join(parts), post

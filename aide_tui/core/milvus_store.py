@@ -673,7 +673,11 @@ class MilvusIndexer:
         if meta is not None and not rebuild and meta.get("settings") != key:
             report.messages.append("index settings or format changed; rebuilding")
             rebuild = True
-        if rebuild and meta is not None:
+        if rebuild and not set(store.workspaces()) - {ws}:
+            store.drop()  # alone in the collection: start it afresh (a new embedder may need a new schema)
+            store.ensure(dim)
+            meta = None
+        elif rebuild and meta is not None:
             store.delete_workspace(ws)
             meta = None
         meta = dict(meta or {})

@@ -118,3 +118,20 @@ def test_all_workspaces_needs_the_milvus_store(tmp_path: Path, workspace: Path) 
         ["search", "--path", str(workspace), "--embedder", "none", "--all-workspaces", "client"], tmp_path
     )
     assert proc.returncode == 2 and "store.backend" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["."], ["serve", "."], ["mcp", "."]])
+def test_local_only_front_ends_refuse_a_milvus_store(
+    tmp_path: Path,
+    workspace: Path,
+    args: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aide_tui.cli import main
+
+    monkeypatch.chdir(workspace)
+    monkeypatch.setenv("AIDE_STORE_BACKEND", "milvus")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "local store only" in err or "pip install 'aide-tui[milvus]'" in err

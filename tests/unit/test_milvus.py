@@ -371,3 +371,18 @@ def test_unreachable_server_is_one_line(tmp_path: Path, workspace: Path) -> None
         proc = _cli(args, tmp_path)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr
         assert "cannot connect" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_vectors_come_with_a_rebuild_when_the_collection_had_none(shared: dict, tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "novec", OTHER)
+    s = _settings(shared["db"], collection="novec")
+    _index(root, s)  # no embedder: the collection has no vector field
+    report = _index(root, s, HashEmbedder())
+    assert report.degraded is False or "no vectors" in (report.degraded_reason or "")
+    resp = MilvusSearcher(root, s, HashEmbedder()).search("render a template by name")
+    assert resp.degraded and "no vectors" in (resp.degraded_reason or "")
+    b = MilvusBackend(root, s)
+    report = b.make_indexer(HashEmbedder(), None).run(rebuild=True)  # alone in it: recreated with vectors
+    assert not report.degraded and report.embedded == report.chunks
+    resp = MilvusSearcher(root, s, HashEmbedder()).search("render a template by name")
+    assert not resp.degraded and any(h.ranks["dense"] for h in resp.results)
