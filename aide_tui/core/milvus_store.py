@@ -731,6 +731,11 @@ class MilvusIndexer:
             batch, same = self._read(group, records, report)
             if same:
                 store.put_records(ws, same)
+            unreadable = [e.rel for e in group if e.rel in report.skipped and e.rel in records]
+            if unreadable:  # indexed before, unreadable now: its rows go, as from the local store
+                store.delete_paths(ws, unreadable)
+                report.removed += len(unreadable)
+                report.wrote = True
             if batch.records:
                 meta["pending"] = sorted(batch.records)
                 store.put_meta(ws, meta)
