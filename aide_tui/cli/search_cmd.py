@@ -38,18 +38,23 @@ def _shown_path(root: Path, rel: str) -> str:
         return str(full)
 
 
-def _write_locations(out: Any, root: Path, resp: Any, fmt: str) -> None:
-    """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: distinct files in rank order."""
+def _write_locations(out: Any, root: Path, resp: Any, fmt: str, roots: dict[str, Path] | None = None) -> None:
+    """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: distinct files in rank order.
+    ``roots``: each workspace's root, for the hits of ``--all-workspaces`` (they carry their workspace)."""
     from aide_tui.core.hitlines import vimgrep_line
+
+    def base(h: Any) -> Path:
+        ws = getattr(h, "workspace", None)
+        return (roots or {}).get(ws, root) if ws else root
 
     if resp.degraded:
         err(f"degraded (BM25 only): {resp.degraded_reason}")
     if fmt == "paths":
-        for rel in dict.fromkeys(h.path for h in resp.results):
-            out.write(_shown_path(root, rel) + "\n")
+        for shown in dict.fromkeys(_shown_path(base(h), h.path) for h in resp.results):
+            out.write(shown + "\n")
         return
     for h in resp.results:
-        out.write(vimgrep_line(_shown_path(root, h.path), h) + "\n")
+        out.write(vimgrep_line(_shown_path(base(h), h.path), h) + "\n")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -84,7 +89,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     milvus = settings.store.backend == "milvus"
     if getattr(args, "all_workspaces", False) and not milvus:
-        err("--all-workspaces needs a shared store: set store.backend = \"milvus\" (see the README)")
+        err('--all-workspaces needs a shared store: set store.backend = "milvus" (see the README)')
         return 2
     if milvus:
         return _search_milvus(args, root, settings, queries, fmt, mode, emit)
@@ -188,7 +193,8 @@ def _search_milvus(
             resp = SearchResponse(query=q, results=[], mode=mode) if not q.strip() else searcher.search(
                 q, limit=args.limit, mode=mode)  # fmt: skip
             if fmt in ("vimgrep", "paths") and resp.error is None:
-                _write_locations(sys.stdout, root, resp, fmt)
+                roots = {ws: Path(m["root"]) for ws, m in searcher.metas.items() if m.get("root")}
+                _write_locations(sys.stdout, root, resp, fmt, roots)
                 sys.stdout.flush()
             elif not emit(resp.to_json()):
                 return 2

@@ -180,6 +180,10 @@ def test_all_workspaces_labels_each_hit(shared: dict, capsys: pytest.CaptureFixt
     assert main([a for a in args if a != "--json"] + ["--all-workspaces", "evict_oldest"]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[0].startswith("[beta] lib/cache.py:")
+    plain = [a for a in args if a != "--json"]
+    assert main([*plain, "--format", "paths", "--all-workspaces", "evict_oldest"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith(str(Path("beta") / "lib" / "cache.py"))  # under its own workspace's root
 
 
 def test_status_reports_the_store(shared: dict, capsys: pytest.CaptureFixture[str]) -> None:
