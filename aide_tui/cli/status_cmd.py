@@ -30,6 +30,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"{printable(str(root))}: {st.state}, {st.files} files, {st.chunks} chunks, "
         f"{st.embedded} embedded [{st.embedder}], last indexed {st.last_indexed or 'never'}"
     )
+    if st.extra.get("store") == "milvus":
+        x = st.extra
+        print(
+            f"store: milvus {printable(x['uri'])}, collection {x['collection']}, workspace {x['workspace']}"
+        )
     if st.vectors_missing:
         print(f"{st.vectors_missing} vectors still to compute")
     if st.degraded_reason:
