@@ -29,7 +29,7 @@ def setup(root_arg: str, args: argparse.Namespace, local_only: str = "") -> tupl
     ready = _setup(root_arg, args)
     if ready is not None and local_only and ready[1].store.backend == "milvus":
         err(
-            f"{local_only} reads the local store only, but store.backend is \"milvus\": use "
+            f'{local_only} reads the local store only, but store.backend is "milvus": use '
             "`aide-tui search` / `index` / `status` with Milvus, or --store local"
         )
         return None

@@ -46,9 +46,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store-uri", help="milvus: a Milvus Lite file (*.db) or http(s)://host:port of a server")
     p.add_argument("--collection", help="milvus: the collection (share one between workspaces by naming it)")
     p.add_argument("--workspace-id", help="milvus: this workspace's id in the collection")
-    p.add_argument(
-        "--read-only", action="store_true", default=None, help="never write to the store"
-    )
+    p.add_argument("--read-only", action="store_true", default=None, help="never write to the store")
     p.add_argument("--max-file-kb", type=int, help="skip files larger than this (default 512)")
 
 

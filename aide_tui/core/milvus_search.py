@@ -2,10 +2,10 @@
 
 First stage in the engine: BM25 over our own token field (chunks and pieces), dense search over the
 piece vectors, scalar filters (workspace, language, files passing ``path:``), and the chunks defining a
-name the query mentions (``array_contains_any`` over the defined names). The lists are then fused with
-the same RRF weights, test-file and file-kind priors as the local :class:`~aide_tui.core.search.Searcher`,
-ties broken by path and line, so both stores answer alike. ``all_workspaces`` searches every workspace
-of the collection and labels each hit with its workspace.
+name the query mentions (a second BM25 field over the defined names: an exact-name inverted index).
+The lists are then fused with the same RRF weights, test-file and file-kind priors as the local
+:class:`~aide_tui.core.search.Searcher`, ties broken by path and line, so both stores answer alike.
+``all_workspaces`` searches every workspace of the collection and labels each hit with its workspace.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from aide_tui.core import filekinds
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.fuse import rrf
-from aide_tui.core.milvus_store import META_PATH, MilvusBackend, _lit, query_text
+from aide_tui.core.milvus_store import META_PATH, MilvusBackend, _lit, names_text, query_text
 from aide_tui.core.query import analyze
 from aide_tui.core.search import (
     _CODE_LIKE,
@@ -324,14 +324,10 @@ class MilvusSearcher:
         if not names:
             return []
         lows = sorted({n.lower() for n in names})[:64]
-        expr = f"array_contains_any(defines_lc, [{', '.join(map(_lit, lows))}])"
-        c = self.store.client()
-        rows = self.store.call(
-            "query", c.query, self.store.chunks, filter=f"{flt} and {expr}" if flt else expr,
-            output_fields=CHUNK_FIELDS, limit=max(limit * 4, 200),
-        )  # fmt: skip
+        found = self._search(self.store.chunks, names_text(lows), "names_sparse", max(limit * 4, 200), flt,
+                             CHUNK_FIELDS, "BM25")  # fmt: skip
         per_name: dict[str, list[str]] = {}
-        for r in rows:
+        for r, _ in found:
             cand = self._cand(r)
             cands.setdefault(cand.id, cand)
             for d in cand.defines:

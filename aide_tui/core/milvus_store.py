@@ -40,7 +40,7 @@ from aide_tui.core.status import IndexStatus
 from aide_tui.core.store import FileRecord, IndexCorrupt, IndexError_, IndexMissing, writer_lock
 
 INSTALL_HINT = "pip install 'aide-tui[milvus]'"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 INSERT_BATCH = 256  # rows per insert call
 FILE_BATCH = 64  # files per resumable batch (their paths are journalled in the meta record)
 EMBED_BATCH = 32
@@ -117,8 +117,28 @@ def shown_uri(uri: str) -> str:
 
 
 def escape_term(term: str) -> str:
-    """One of our terms as a single ``[a-z0-9]`` word any Milvus analyzer keeps whole (injective)."""
-    return term.replace("z", "zz").replace("_", "zu").replace(".", "zd")
+    """A term (or a defined name, lower-cased) as one ``[a-z0-9]`` word any Milvus analyzer keeps whole.
+
+    ``z`` is the escape: ``zz``, ``zu`` (_), ``zd`` (.), ``zx`` + 6 hex digits (anything else): injective.
+    """
+    out = []
+    for ch in term:
+        if "a" <= ch <= "y" or "0" <= ch <= "9":
+            out.append(ch)
+        elif ch == "z":
+            out.append("zz")
+        elif ch == "_":
+            out.append("zu")
+        elif ch == ".":
+            out.append("zd")
+        else:
+            out.append(f"zx{ord(ch):06x}")
+    return "".join(out)
+
+
+def names_text(names: Iterable[str]) -> str:
+    """Defined names for the exact-name lookup (a second BM25 field: an inverted index of names)."""
+    return _clip(" ".join(dict.fromkeys(escape_term(n.lower()) for n in names)), MAX_VARCHAR - 1024)
 
 
 def terms_text(counts: dict[str, float], limit: int = MAX_VARCHAR - 1024) -> str:
@@ -283,12 +303,12 @@ class MilvusStore:
             return
         from pymilvus import DataType, Function, FunctionType
 
-        def text_fields(s: Any) -> None:
-            s.add_field("tokens", DataType.VARCHAR, max_length=MAX_VARCHAR, enable_analyzer=True,
+        def text_fields(s: Any, source: str = "tokens", sparse: str = "sparse") -> None:
+            s.add_field(source, DataType.VARCHAR, max_length=MAX_VARCHAR, enable_analyzer=True,
                         analyzer_params={"tokenizer": "standard"})  # fmt: skip
-            s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-            s.add_function(Function(name="bm25", function_type=FunctionType.BM25,
-                                    input_field_names=["tokens"], output_field_names=["sparse"]))  # fmt: skip
+            s.add_field(sparse, DataType.SPARSE_FLOAT_VECTOR)
+            s.add_function(Function(name=f"bm25_{source}", function_type=FunctionType.BM25,
+                                    input_field_names=[source], output_field_names=[sparse]))  # fmt: skip
 
         def base(s: Any) -> None:
             s.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
@@ -315,12 +335,16 @@ class MilvusStore:
         s.add_field("symbol", DataType.VARCHAR, max_length=4096)
         s.add_field("text", DataType.VARCHAR, max_length=MAX_VARCHAR)
         s.add_field("file_hash", DataType.VARCHAR, max_length=64)
-        for name in ("defines", "defines_lc"):
-            s.add_field(name, DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=MAX_DEFINES,
-                        max_length=512)  # fmt: skip
+        s.add_field("defines", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=MAX_DEFINES,
+                    max_length=512)  # fmt: skip
         text_fields(s)
+        text_fields(s, "names", "names_sparse")  # defined names: the symbol lookup is an index search
+
+        def names_index(ip: Any) -> None:
+            ip.add_index(field_name="names_sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+
         self.call("create the chunk collection", c.create_collection, self.chunks, schema=s,
-                  index_params=bm25_index())  # fmt: skip
+                  index_params=bm25_index(names_index))  # fmt: skip
 
         s = c.create_schema(auto_id=False, enable_dynamic_field=False)
         base(s)
@@ -830,7 +854,7 @@ class MilvusIndexer:
                 "start_line": c.start_line, "end_line": c.end_line,
                 "language": c.language[:64], "symbol": _clip(c.symbol or "", 4000),
                 "text": _clip(c.text, MAX_TEXT_BYTES), "file_hash": batch.hashes[c.path],
-                "defines": defines, "defines_lc": [d.lower() for d in defines],
+                "defines": defines, "names": names_text(c.defines),
                 "tokens": terms_text(chunk_terms(c, body)),
             })  # fmt: skip
         store.insert(store.chunks, rows)
