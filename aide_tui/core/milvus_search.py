@@ -23,7 +23,7 @@ from aide_tui.core import filekinds
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.fuse import rrf
-from aide_tui.core.milvus_store import META_PATH, MilvusBackend, _lit, names_text, query_text
+from aide_tui.core.milvus_store import META_PATH, MilvusBackend, _lit, check_layout, names_text, query_text
 from aide_tui.core.query import analyze
 from aide_tui.core.search import (
     _CODE_LIKE,
@@ -107,6 +107,7 @@ class MilvusSearcher:
             if not store.exists():
                 raise IndexMissing(f"Milvus store {store.uri}: collection {store.name} does not exist yet: "
                                    "run `aide-tui index`")  # fmt: skip
+            check_layout(store)
             metas = store.workspaces()
             if not self.all_workspaces:
                 metas = {k: v for k, v in metas.items() if k == self.ws}

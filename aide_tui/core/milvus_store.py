@@ -374,6 +374,7 @@ class MilvusStore:
         ip.add_index(field_name="_v", index_type="FLAT", metric_type="L2")
         self.call("create the file collection", c.create_collection, self.files, schema=s, index_params=ip)
         self._dim = dim
+        _set_collection_record(self, schema=SCHEMA_VERSION)
 
     def drop(self) -> None:
         c = self.client()
@@ -697,6 +698,16 @@ class MilvusIndexer:
         if meta is not None and not rebuild and meta.get("settings") != key:
             report.messages.append("index settings or format changed; rebuilding")
             rebuild = True
+        try:
+            check_layout(store)
+        except IndexCorrupt as exc:
+            if set(store.workspaces()) - {ws}:
+                raise IndexCorrupt(
+                    f"{exc.args[0].split(': run')[0]}, and other workspaces share it: drop it (all of them "
+                    "re-index) or choose another store.collection"
+                ) from None
+            report.messages.append(f"{exc.args[0].split(': run')[0]}; rebuilding")
+            rebuild = True
         if rebuild and not set(store.workspaces()) - {ws}:
             store.drop()  # alone in the collection: start it afresh (a new embedder may need a new schema)
             store.ensure(dim)
@@ -719,7 +730,7 @@ class MilvusIndexer:
             )
             embedder, emb_id, dim = None, "none", 0
         if embedder is not None and col_emb is None:
-            _set_collection_embedder(store, emb_id)
+            _set_collection_record(store, embedder=emb_id)
         emit(Progress("scanning", message="walking the workspace"))
         s = self.settings.index
         scan = Scanner(self.root, s.max_file_kb * 1024, s.exclude, s.include_sensitive).scan()
@@ -903,19 +914,36 @@ class _Files:
         self.files = files
 
 
-def _collection_embedder(store: MilvusStore) -> str | None:
+def collection_record(store: MilvusStore) -> dict[str, Any]:
+    """The collection's own record: its layout version and the embedder of its vectors."""
     rows = store.call("read the collection record", store.client().get, store.files,
                       ids=[_row_id("collection")], output_fields=["data"])  # fmt: skip
     if not rows:
-        return None
+        return {}
     try:
-        return str(json.loads(rows[0]["data"]).get("embedder")) or None
-    except (ValueError, TypeError, AttributeError):
-        return None
+        data = json.loads(rows[0]["data"])
+    except (ValueError, TypeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
-def _set_collection_embedder(store: MilvusStore, emb_id: str) -> None:
+def _collection_embedder(store: MilvusStore) -> str | None:
+    return collection_record(store).get("embedder") or None
+
+
+def _set_collection_record(store: MilvusStore, **changes: Any) -> None:
+    data = {**collection_record(store), **changes}
     row = {"id": _row_id("collection"), "workspace": "", "path": "#collection", "sha1": "", "size": 0,
            "mtime_ns": 0, "chunks": 0, "pieces": 0, "vectors": 0, "_v": [0.0, 0.0],
-           "data": json.dumps({"embedder": emb_id})}  # fmt: skip
+           "data": json.dumps(data)}  # fmt: skip
     store.call("write the collection record", store.client().upsert, store.files, [row])
+
+
+def check_layout(store: MilvusStore) -> None:
+    """Raise IndexCorrupt when the collection was laid out by another version of aide-tui."""
+    found = collection_record(store).get("schema")
+    if found != SCHEMA_VERSION:
+        raise IndexCorrupt(
+            f"collection {store.name} has layout {found or '?'} (this aide-tui writes {SCHEMA_VERSION}): "
+            "run `aide-tui index --rebuild`"
+        )

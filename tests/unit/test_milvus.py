@@ -390,3 +390,20 @@ def test_vectors_come_with_a_rebuild_when_the_collection_had_none(shared: dict, 
     assert not report.degraded and report.embedded == report.chunks
     resp = MilvusSearcher(root, s, HashEmbedder()).search("render a template by name")
     assert not resp.degraded and any(h.ranks["dense"] for h in resp.results)
+
+
+def test_an_older_layout_is_rebuilt_or_named(shared: dict, tmp_path: Path) -> None:
+    from aide_tui.core.milvus_store import _set_collection_record
+    from aide_tui.core.store import IndexCorrupt
+
+    root = write_workspace(tmp_path / "layout", OTHER)
+    s = _settings(shared["db"], collection="layout")
+    _index(root, s)
+    b = MilvusBackend(root, s)
+    _set_collection_record(b.store(), schema="0")  # as an older aide-tui would have left it
+    b.store().close()
+    with pytest.raises(IndexCorrupt, match="layout 0"):
+        MilvusSearcher(root, s).refresh()
+    report = _index(root, s)  # alone in the collection: rebuilt in the current layout
+    assert any("rebuilding" in m for m in report.messages) and report.files == len(OTHER)
+    assert MilvusSearcher(root, s).search("evict_oldest").results[0].path == "lib/cache.py"
