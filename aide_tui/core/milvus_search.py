@@ -228,6 +228,8 @@ class MilvusSearcher:
             if not parts.long:
                 lists["path"], explicit_path = self._path_list(parsed.text, qtext, flt, cands, scores,
                                                                s.top_n, code_like)  # fmt: skip
+            else:
+                lists["path"] = self._mention_list(parts, flt, cands, scores, s.top_n)
         spans: dict[str, tuple[int, int]] = {}
         if mode in ("hybrid", "dense") and parsed.text:
             dense, reason, spans = self._dense_list(parsed.text, flt, s.top_n)
@@ -382,6 +384,57 @@ class MilvusSearcher:
         rows.sort(key=lambda i: (-hits[cands[i].path], -scores.get(i, 0.0), cands[i].workspace,
                                  cands[i].path, cands[i].start_line))  # fmt: skip
         return rows[:limit], explicit
+
+    def _mention_list(
+        self, parts: Any, flt: str, cands: dict[str, Cand], scores: dict[str, float], limit: int
+    ) -> list[str]:
+        """For a pasted text: chunks of the files it names (traceback frames innermost first, then written
+        paths), each file leading with the chunk defining the frame's function or holding its line."""
+        from types import SimpleNamespace
+
+        from aide_tui.core.search import Searcher
+
+        shim: Any = SimpleNamespace(path_parts=self._path_parts)
+        files: dict[str, list[tuple[str | None, int]]] = {}
+        for f in reversed(parts.frames):
+            for p in Searcher._resolve_path(shim, f.path):
+                files.setdefault(p, []).append((f.func, f.line))
+        for written in parts.paths:
+            for p in Searcher._resolve_path(shim, written):
+                files.setdefault(p, [])
+        if not files or len(files) > 30:
+            return []
+        expr = f"path in [{', '.join(map(_lit, sorted(files)))}]"
+        c = self.store.client()
+        rows = self.store.call(
+            "query", c.query, self.store.chunks, filter=f"{flt} and {expr}" if flt else expr,
+            output_fields=CHUNK_FIELDS, limit=5000,
+        )  # fmt: skip
+        by_file: dict[str, list[str]] = {p: [] for p in files}
+        for r in rows:
+            cand = self._cand(r)
+            cands.setdefault(cand.id, cand)
+            by_file.setdefault(cand.path, []).append(cand.id)
+        heads: list[str] = []
+        tails: list[str] = []
+        for p, frames in files.items():
+            ids = by_file.get(p) or []
+            if not ids:
+                continue
+
+            def key(i: str, frames: list[tuple[str | None, int]] = frames) -> tuple[int, float, str, int]:
+                c = cands[i]
+                hit = any(
+                    (func and (func in c.defines or func.rsplit(".", 1)[-1] in c.defines))
+                    or c.start_line <= line <= c.end_line
+                    for func, line in frames
+                )
+                return (0 if hit else 1, -scores.get(i, 0.0), c.workspace, c.start_line)
+
+            ids.sort(key=key)
+            heads.append(ids[0])
+            tails.extend(ids[1:3])
+        return (heads + tails)[:limit]
 
     @staticmethod
     def _phrase_list(text: str, cands: dict[str, Cand], scores: dict[str, float], limit: int) -> list[str]:

@@ -407,3 +407,16 @@ def test_an_older_layout_is_rebuilt_or_named(shared: dict, tmp_path: Path) -> No
     report = _index(root, s)  # alone in the collection: rebuilt in the current layout
     assert any("rebuilding" in m for m in report.messages) and report.files == len(OTHER)
     assert MilvusSearcher(root, s).search("evict_oldest").results[0].path == "lib/cache.py"
+
+
+def test_a_pasted_traceback_finds_the_files_it_names(shared: dict) -> None:
+    issue = (
+        "Crash when a header has no colon. I call the client with a raw header line and it fails in a way "
+        "that is hard to understand, the value comes back empty and then the request is rejected later on "
+        'by the server. Traceback (most recent call last): File "/home/me/app/main.py", line 3, in <module> '
+        'File "/usr/lib/python3/site-packages/httpclient/headers.py", line 6, in parse_header '
+        "ValueError: not enough values to unpack. Expected the header to be skipped with a warning."
+    )
+    resp = MilvusSearcher(shared["a"], shared["sa"]).search(issue, limit=5, mode="bm25")
+    assert resp.results[0].path == "src/httpclient/headers.py"
+    assert resp.results[0].ranks.get("path") == 1  # found through the frame it names
