@@ -102,10 +102,36 @@ def cmd_search(args: argparse.Namespace) -> int:
         if done == len(queries) or (failed and args.batch is None):
             return 2 if failed else 0
         queries = queries[done:]
-    from aide_tui.core.search import Searcher, SearchResponse
-    from aide_tui.core.store import IndexCorrupt, IndexError_
+    from aide_tui.core.search import SearchResponse
 
     embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
+    searcher = _open_searcher(root, settings, args, embedder, emb_err)
+    if isinstance(searcher, int):
+        return searcher
+    code = _ready_for_mode(searcher, mode, embedder, emb_err)
+    if code:
+        return code
+    for q in queries:
+        q = q.rstrip("\r")
+        if not q.strip():
+            resp = SearchResponse(query=q, results=[], mode=mode)
+        else:
+            resp = searcher.search(q, limit=args.limit, mode=mode)
+        if fmt in ("vimgrep", "paths") and resp.error is None:
+            _write_locations(sys.stdout, root, resp, fmt)
+            sys.stdout.flush()
+        elif not emit(resp.to_json()):
+            return 2
+    return 2 if failed else 0
+
+
+def _open_searcher(
+    root: Path, settings: Any, args: argparse.Namespace, embedder: Any, emb_err: str | None
+) -> Any:
+    """A loaded Searcher after the refresh (rebuilds a corrupt index unless --no-update), or an exit code."""
+    from aide_tui.core.search import Searcher
+    from aide_tui.core.store import IndexCorrupt, IndexError_
+
     if not args.no_update or not _have_index(root):
         code = _refresh(root, settings, embedder, wait=args.wait)
         if code:
@@ -129,6 +155,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     except IndexError_ as exc:
         err(str(exc))
         return 1
+    return searcher
+
+
+def _ready_for_mode(searcher: Any, mode: str, embedder: Any, emb_err: str | None) -> int:
+    """``--mode dense`` needs a working embedder (exit 1 otherwise); hybrid loads the model up front."""
     if mode == "dense":
         probe = searcher.search("probe", limit=1, mode="dense")
         if probe.degraded or embedder is None:
@@ -142,18 +173,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             embedder.load()  # one-time model load, kept out of took_ms
         except Exception:  # noqa: BLE001 - reported as degraded by the search itself
             pass
-    for q in queries:
-        q = q.rstrip("\r")
-        if not q.strip():
-            resp = SearchResponse(query=q, results=[], mode=mode)
-        else:
-            resp = searcher.search(q, limit=args.limit, mode=mode)
-        if fmt in ("vimgrep", "paths") and resp.error is None:
-            _write_locations(sys.stdout, root, resp, fmt)
-            sys.stdout.flush()
-        elif not emit(resp.to_json()):
-            return 2
-    return 2 if failed else 0
+    return 0
 
 
 def _search_milvus(

@@ -24,7 +24,7 @@ def served_search(
     queries: list[str],
     limit: int,
     mode: str,
-    write: Callable[[dict[str, Any]], None],
+    write: Callable[[dict[str, Any]], object],
 ) -> int:
     """Answer ``queries`` in order through a server; returns how many were answered (0: none running).
 

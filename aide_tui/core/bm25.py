@@ -16,7 +16,7 @@ from itertools import chain
 import numpy as np
 
 from aide_tui.core.model import Chunk
-from aide_tui.core.tokens import tokenize
+from aide_tui.core.tokens import term_counts, tokenize
 
 K1 = 1.2
 B = 0.75
@@ -29,7 +29,7 @@ def chunk_terms(chunk: Chunk, body: Counter[str] | None = None) -> dict[str, flo
 
     ``body`` is the already-counted ``tokenize(chunk.text)``, when the caller has it.
     """
-    counts: dict[str, float] = dict(Counter(tokenize(chunk.text)) if body is None else body)
+    counts: dict[str, float] = dict(term_counts(chunk.text) if body is None else body)
     for term in _path_terms(chunk.path):
         counts[term] = counts.get(term, 0) + PATH_WEIGHT
     for term in _symbol_terms(chunk.symbol or "", chunk.defines):

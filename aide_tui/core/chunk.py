@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from .chunk_base import CHUNKER_VERSION, Src, Unit
 from .chunk_code import anchor_units, python_units
 from .chunk_text import json_units, markdown_units, toml_units, yaml_units
+from .languages import detect_language
 from .model import Chunk
 
 __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
@@ -24,37 +25,6 @@ __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 WINDOW_LINES = 60
 _MAX_SIG = 120
 _MAX_HEADER = 300
-
-_EXT: dict[str, str] = {
-    ".py": "python", ".pyi": "python", ".pyw": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
-    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".kts": "kotlin", ".cs": "csharp",
-    ".c": "c", ".h": "c",
-    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
-    ".h++": "cpp", ".ipp": "cpp", ".inl": "cpp",
-    ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby", ".ru": "ruby",
-    ".php": "php", ".phtml": "php",
-    ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".ksh": "shell",
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
-    ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
-    ".json": "json", ".jsonc": "json", ".json5": "json", ".ipynb": "json",
-}  # fmt: skip
-_NAMES: dict[str, str] = {
-    "rakefile": "ruby", "gemfile": "ruby", "guardfile": "ruby", "vagrantfile": "ruby", "podfile": "ruby",
-    ".bashrc": "shell", ".bash_profile": "shell", ".zshrc": "shell", ".profile": "shell", "pipfile": "toml",
-    "cargo.lock": "toml", "poetry.lock": "toml", "uv.lock": "toml",
-}  # fmt: skip
-
-
-def detect_language(path: str) -> str:
-    """Language of ``path`` from its file name or extension; ``"text"`` when unknown."""
-    name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    if name in _NAMES:
-        return _NAMES[name]
-    dot = name.rfind(".")
-    return _EXT.get(name[dot:], "text") if dot > 0 or (dot == 0 and name.count(".") > 1) else "text"
-
 
 Found = tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]
 

@@ -203,6 +203,44 @@ EMBEDDING_RUNTIMES = ("auto", "numpy", "onnx", "onnx-int8", "onnx-fp32")
 _EXPECTED = {bool: "true or false", int: "a whole number", float: "a number", tuple: "a list of strings"}
 
 
+def _to_bool(value: Any, default: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        if default is None and low in ("", "auto"):
+            return None
+    raise ValueError(value)
+
+
+def _to_number(value: Any, default: int | float) -> int | float:
+    if isinstance(value, bool):
+        raise ValueError(value)  # true/false where a number is expected
+    if isinstance(default, float):
+        if isinstance(value, int | float | str):
+            return float(value)
+        raise TypeError(value)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(value)
+        return int(value)
+    if isinstance(value, int | str):
+        return int(value)
+    raise TypeError(value)
+
+
+def _to_tuple(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise TypeError(value)
+
+
 def _coerce(value: Any, default: Any, where: str) -> Any:
     """Convert ``value`` to the type of ``default`` (strings from the environment included)."""
     try:
@@ -211,37 +249,11 @@ def _coerce(value: Any, default: Any, where: str) -> Any:
                 return None
             raise TypeError(value)  # null from JSON settings: only "prefixes" may be unset
         if isinstance(default, bool) or default is None:
-            if isinstance(value, bool):
-                return value
-            if isinstance(value, str):
-                low = value.strip().lower()
-                if low in ("1", "true", "yes", "on"):
-                    return True
-                if low in ("0", "false", "no", "off"):
-                    return False
-                if default is None and low in ("", "auto"):
-                    return None
-            raise ValueError(value)
-        if isinstance(value, bool):
-            raise ValueError(value)  # true/false where a number is expected
-        if isinstance(default, int):
-            if isinstance(value, float):
-                if not value.is_integer():
-                    raise ValueError(value)
-                return int(value)
-            if isinstance(value, int | str):
-                return int(value)
-            raise TypeError(value)
-        if isinstance(default, float):
-            if isinstance(value, int | float | str):
-                return float(value)
-            raise TypeError(value)
+            return _to_bool(value, default)
+        if isinstance(default, int | float):
+            return _to_number(value, default)
         if isinstance(default, tuple):
-            if isinstance(value, str):
-                return tuple(v.strip() for v in value.split(",") if v.strip())
-            if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-                return tuple(value)
-            raise TypeError(value)
+            return _to_tuple(value)
         if isinstance(value, str):
             return value
         raise TypeError(value)

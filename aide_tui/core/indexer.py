@@ -57,7 +57,7 @@ from aide_tui.core.store import (
     write_segment,
     writer_lock,
 )
-from aide_tui.core.tokens import TOKENIZER_VERSION, tokenize
+from aide_tui.core.tokens import TOKENIZER_VERSION, term_counts
 
 EMBED_BATCH = 32  # pieces per embedder call (split across workers); also the preemption granularity
 COMMIT_EVERY_S = 10.0  # vector blocks are committed at least this often while embedding
@@ -669,7 +669,7 @@ def diff(entries: list[FileEntry], prev: Manifest | None) -> Plan:
 def build_segment(delta: Delta, vocab: dict[str, int], dim: int) -> SegmentData:
     """BM25 rows of the delta's chunks and pieces (pieces partition their chunk's lines, so each piece
     is tokenized once and a chunk's body counts are the sum of its pieces')."""
-    piece_bodies = [Counter(tokenize(p.text)) for _, p in delta.pieces]
+    piece_bodies = [term_counts(p.text) for _, p in delta.pieces]
     chunk_bodies: list[Counter[str]] = [Counter() for _ in delta.chunks]
     for (owner, _), body in zip(delta.pieces, piece_bodies, strict=True):
         chunk_bodies[owner].update(body)

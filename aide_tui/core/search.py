@@ -8,16 +8,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from aide_tui.core import filekinds
 from aide_tui.core.backend import backend_for
-from aide_tui.core.chunk import _EXT, _NAMES, detect_language
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.fuse import rrf
+from aide_tui.core.languages import LANGUAGES, detect_language
 from aide_tui.core.model import Chunk
 from aide_tui.core.query import LONG_QUERY_TERMS, QueryParts, analyze
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
@@ -37,7 +37,6 @@ _TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
 )
 
-LANGUAGES = tuple(sorted({*_EXT.values(), *_NAMES.values(), "text"}))
 LANGUAGE_ALIASES = {
     "py": "python", "python3": "python", "py3": "python", "js": "javascript", "node": "javascript",
     "jsx": "javascript", "ecmascript": "javascript", "ts": "typescript", "tsx": "typescript",
@@ -480,7 +479,7 @@ class Searcher:
         if not phrases:
             return []
         candidates = np.flatnonzero(bm25_scores > 0)
-        hits = [int(i) for i in candidates if all(p in ix.chunks[i].text.lower() for p in phrases)]
+        hits = [i for i in map(int, candidates) if all(p in ix.chunks[i].text.lower() for p in phrases)]
         order = ix.row_order
         hits.sort(key=lambda i: (-float(bm25_scores[i]), order[i]))
         return hits[:limit]
@@ -523,43 +522,39 @@ class Searcher:
             self.refresh()
         ix = self._view
         assert ix is not None
-        s = self.settings.search
         resp = SearchResponse(query=query, results=[], mode=mode)
         resp.vectors_missing = int(ix.meta.get("counts", {}).get("vectors_missing", 0))
         parsed = parse_query(query[:20_000])
+        allowed: np.ndarray | None = None
         if parsed.error is not None:
             resp.error = parsed.error
-            resp.took_ms = (time.perf_counter() - t0) * 1000
-            return resp
-        allowed: np.ndarray | None = None
-        if parsed.has_filters:
-            if not parsed.text:
-                resp.results = self._file_finder(ix, parsed, limit)
-                resp.took_ms = (time.perf_counter() - t0) * 1000
-                return resp
-            _, allowed = self._file_mask(ix, parsed)
+        elif parsed.has_filters and not parsed.text:
+            resp.results = self._file_finder(ix, parsed, limit)
+        else:
+            if parsed.has_filters:
+                _, allowed = self._file_mask(ix, parsed)
+            self._rank(ix, parsed, mode, limit, allowed, resp)
+        resp.took_ms = (time.perf_counter() - t0) * 1000
+        return resp
+
+    def _rank(
+        self, ix: IndexView, parsed: ParsedQuery, mode: str, limit: int, allowed: np.ndarray | None,
+        resp: SearchResponse,
+    ) -> None:  # fmt: skip
+        """Fill ``resp`` with the fused ranking of ``parsed.text`` (within ``allowed`` rows)."""
+        s = self.settings.search
         parts = analyze(parsed.text)
-        lists: dict[str, list[int]] = {}
         code_like = _looks_like_code(parsed.text)
-        explicit_path = False
         terms, weights = self._query_terms(ix, parsed.text, parts.title)
         scores = ix.bm25_scores(terms, weights) if terms else np.zeros(ix.n_rows, np.float32)
         if allowed is not None:
             scores = np.where(allowed, scores, np.float32(0.0))
+        lists: dict[str, list[int]] = {}
+        explicit_path = False
         if mode in ("hybrid", "bm25"):
-            lists["bm25"] = self._top(ix, scores, s.top_n)
-            # in a pasted text only the prose's quotes are phrases (not code, not traceback file names)
-            quoted_in = parts.prose_without_frames() if parts.long else parsed.text
-            lists["phrase"] = self._phrase_list(ix, quoted_in, scores, s.top_n)
-            lists["piece"] = ix.piece_ranked_chunks(terms, s.top_n, weights, allowed=allowed)
-            if parts.long:
-                lists["symbol"] = self._named_symbol_list(ix, parts, scores, s.top_n, allowed)
-                lists["path"] = self._mention_list(ix, parts, scores, s.top_n, allowed)
-            else:
-                lists["symbol"] = self._symbol_list(ix, parsed.text, scores, s.top_n, allowed)
-                lists["path"], explicit_path = self._path_list(ix, parsed.text, scores, s.top_n, code_like)
-                if allowed is not None:
-                    lists["path"] = [r for r in lists["path"] if allowed[r]]
+            explicit_path = self._lexical_lists(
+                ix, parsed.text, parts, scores, (terms, weights), allowed, lists
+            )
         spans: dict[int, tuple[int, int]] = {}
         if mode in ("hybrid", "dense") and parsed.text:
             texts = [parsed.text]
@@ -570,70 +565,85 @@ class Searcher:
                 lists["dense"] = dense
             elif reason is not None:
                 resp.degraded, resp.degraded_reason = True, reason
-        weights_by_list = {
-            "bm25": s.bm25_weight,
-            "dense": s.dense_weight,
-            "symbol": s.symbol_weight,
-            "path": s.path_weight,
-            "piece": s.piece_weight,
-            "phrase": s.phrase_weight,
-        }
+        order = ix.row_order
+        fused = rrf(lists, k=s.rrf_k, weights=self._list_weights(parts.long, code_like, explicit_path),
+                    order=lambda d: int(order[d]))  # fmt: skip
+        self._apply_priors(ix, fused, parsed.text, parts, code_like)
+        fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), int(order[f.doc])))
+        if allowed is not None:
+            fused = [f for f in fused if allowed[f.doc]]
+        if s.per_file_cap > 0:
+            fused = diversify(fused, [ix.paths[f.doc] for f in fused], s.per_file_cap, limit)
+        resp.results = [self._hit(ix, f, terms, spans.get(f.doc)) for f in fused[:limit]]
+
+    def _lexical_lists(
+        self, ix: IndexView, text: str, parts: QueryParts, scores: np.ndarray,
+        query_terms: tuple[list[str], dict[str, float] | None], allowed: np.ndarray | None,
+        lists: dict[str, list[int]],
+    ) -> bool:  # fmt: skip
+        """Add the keyword-side ranked lists to ``lists``; True when the query names a path outright."""
+        n = self.settings.search.top_n
+        terms, weights = query_terms
+        lists["bm25"] = self._top(ix, scores, n)
+        # in a pasted text only the prose's quotes are phrases (not code, not traceback file names)
+        quoted_in = parts.prose_without_frames() if parts.long else text
+        lists["phrase"] = self._phrase_list(ix, quoted_in, scores, n)
+        lists["piece"] = ix.piece_ranked_chunks(terms, n, weights, allowed=allowed)
         if parts.long:
-            weights_by_list["symbol"] = s.long_symbol_weight
-            weights_by_list["path"] = s.mention_weight
-            weights_by_list["phrase"] = s.long_phrase_weight
-            weights_by_list["dense"] = s.long_dense_weight
+            lists["symbol"] = self._named_symbol_list(ix, parts, scores, n, allowed)
+            lists["path"] = self._mention_list(ix, parts, scores, n, allowed)
+            return False
+        lists["symbol"] = self._symbol_list(ix, text, scores, n, allowed)
+        lists["path"], explicit_path = self._path_list(ix, text, scores, n, _looks_like_code(text))
+        if allowed is not None:
+            lists["path"] = [r for r in lists["path"] if allowed[r]]
+        return explicit_path
+
+    def _list_weights(self, long: bool, code_like: bool, explicit_path: bool) -> dict[str, float]:
+        """RRF weight of each ranked list for this kind of query."""
+        s = self.settings.search
+        w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
+             "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight}  # fmt: skip
+        if long:
+            w.update(symbol=s.long_symbol_weight, path=s.mention_weight, phrase=s.long_phrase_weight,
+                     dense=s.long_dense_weight)  # fmt: skip
         elif not code_like:
             # prose mentioning a name usually asks about code that uses it, not for its definition
-            weights_by_list["symbol"] *= PROSE_SYMBOL_FACTOR
+            w["symbol"] *= PROSE_SYMBOL_FACTOR
             if not explicit_path:
-                weights_by_list["path"] *= PROSE_PATH_FACTOR
-        order = ix.row_order
-        fused = rrf(lists, k=s.rrf_k, weights=weights_by_list, order=lambda d: int(order[d]))
-        low_text = parsed.text.lower()
+                w["path"] *= PROSE_PATH_FACTOR
+        return w
+
+    def _apply_priors(
+        self, ix: IndexView, fused: list, text: str, parts: QueryParts, code_like: bool
+    ) -> None:
+        """Scale fused scores by the test-path and file-kind priors, then add file-level evidence."""
+        s = self.settings.search
         test_weight = s.long_test_weight if parts.long else s.test_weight
-        if test_weight != 1 and "test" not in (parts.title.lower() if parts.long else low_text):
+        if test_weight != 1 and "test" not in (parts.title.lower() if parts.long else text.lower()):
             for f in fused:
                 if _TEST_PATH.search(ix.paths[f.doc]):
                     f.score *= test_weight
         strength = s.kind_prior if parts.long else (0.0 if code_like else s.prose_kind_prior)
         if strength > 0:
-            about = parts.title if parts.long else parsed.text
+            about = parts.title if parts.long else text
             exempt = filekinds.kinds_asked_about(set(re.findall(r"[\w.-]+", about.lower())))
             for f in fused:
                 f.score *= filekinds.prior(ix.paths[f.doc], exempt, strength)
         agg = s.file_agg if parts.long else s.prose_file_agg
         if agg > 0:
             _aggregate_files(ix, fused, agg)
-        fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), int(order[f.doc])))
-        if allowed is not None:
-            fused = [f for f in fused if allowed[f.doc]]
-        if s.per_file_cap > 0:
-            fused = diversify(fused, [ix.paths[f.doc] for f in fused], s.per_file_cap, limit)
-        for f in fused:
-            c = ix.chunks[f.doc]
-            ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-            for extra in ("symbol", "path", "piece", "phrase"):
-                if extra in f.ranks:
-                    ranks[extra] = f.ranks[extra]
-            resp.results.append(
-                Hit(
-                    c.path,
-                    c.start_line,
-                    c.end_line,
-                    f.score,
-                    c.symbol,
-                    c.language,
-                    ranks,
-                    terms,
-                    c.text,
-                    best_piece=spans.get(f.doc),
-                )  # fmt: skip
-            )
-            if len(resp.results) >= limit:
-                break
-        resp.took_ms = (time.perf_counter() - t0) * 1000
-        return resp
+
+    @staticmethod
+    def _hit(ix: IndexView, f: Any, terms: list[str], span: tuple[int, int] | None) -> Hit:
+        """The result row of fused item ``f``."""
+        c = ix.chunks[f.doc]
+        ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
+        for extra in ("symbol", "path", "piece", "phrase"):
+            if extra in f.ranks:
+                ranks[extra] = f.ranks[extra]
+        return Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text,
+                   best_piece=span)  # fmt: skip
 
     def _query_vectors(self, emb_id: str, texts: list[str]) -> list[np.ndarray]:
         """The texts' query vectors, remembered for the last few hundred texts (typing revisits them);

@@ -8,6 +8,7 @@ small stopword list, with a light plural/verb-suffix folding so prose queries me
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 
 TOKENIZER_VERSION = "3"
@@ -62,6 +63,15 @@ def tokenize(text: str) -> list[str]:
     out: list[str] = []
     for word in _WORD.findall(text):
         out.extend(_expand(word))
+    return out
+
+
+def term_counts(text: str) -> Counter[str]:
+    """``Counter(tokenize(text))``, computed per distinct word (a file repeats its words a lot)."""
+    out: Counter[str] = Counter()
+    for word, n in Counter(_WORD.findall(text)).items():
+        for term in _expand(word):
+            out[term] += n
     return out
 
 

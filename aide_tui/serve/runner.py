@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 import uvicorn
 
@@ -124,7 +124,7 @@ class _Server(uvicorn.Server):
         pass
 
 
-def _config(app: Any, lifespan: str) -> uvicorn.Config:
+def _config(app: Any, lifespan: Literal["auto", "on", "off"]) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         lifespan=lifespan,
