@@ -57,6 +57,18 @@ def _write_locations(out: Any, root: Path, resp: Any, fmt: str, roots: dict[str,
         out.write(vimgrep_line(_shown_path(base(h), h.path), h) + "\n")
 
 
+def _queries(args: argparse.Namespace) -> list[str] | None:
+    """The query, or the batch file's lines (None after saying why there are none)."""
+    if args.batch is None and not args.query:
+        err("search needs a QUERY or --batch FILE")
+        return None
+    try:
+        return _read_batch(args.batch) if args.batch is not None else [" ".join(args.query)]
+    except OSError as exc:
+        err(f"cannot read batch file: {exc}")
+        return None
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     """``aide-tui search --path ROOT [--json] QUERY | --batch FILE``."""
     ready = setup(args.path, args)
@@ -64,13 +76,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 2
     root, settings = ready
     mode = settings.search.mode
-    if args.batch is None and not args.query:
-        err("search needs a QUERY or --batch FILE")
-        return 2
-    try:
-        queries = _read_batch(args.batch) if args.batch is not None else [" ".join(args.query)]
-    except OSError as exc:
-        err(f"cannot read batch file: {exc}")
+    queries = _queries(args)
+    if queries is None:
         return 2
     fmt = args.format or ("json" if args.json else "text")
     failed = False
@@ -87,12 +94,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         _write(answer, fmt == "json")
         return True
 
-    milvus = settings.store.backend == "milvus"
-    if getattr(args, "all_workspaces", False) and not milvus:
-        err('--all-workspaces needs a shared store: set store.backend = "milvus" (see the README)')
-        return 2
-    if milvus:
-        return _search_milvus(args, root, settings, queries, fmt, mode, emit)
+    if settings.store.backend == "milvus" or getattr(args, "all_workspaces", False):
+        return max(_search_milvus(args, root, settings, queries, fmt, mode, emit), 2 * int(failed))
     # a running `aide-tui serve` answers from its warm index (vimgrep/paths need the chunk text: local)
     if not args.no_server and fmt in ("text", "json"):
         from aide_tui.cli.served import served_search
@@ -182,32 +185,20 @@ def _search_milvus(
     """The same answers from a Milvus store (``--all-workspaces``: every workspace of the collection)."""
     from aide_tui.core.milvus_search import MilvusSearcher
     from aide_tui.core.search import SearchResponse
-    from aide_tui.core.store import IndexError_, LockTimeout
+    from aide_tui.core.store import IndexError_
 
-    read_only = settings.store.read_only
+    if settings.store.backend != "milvus":
+        err('--all-workspaces needs a shared store: set store.backend = "milvus" (see the README)')
+        return 2
     embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
     searcher = MilvusSearcher(root, settings, embedder, emb_err, all_workspaces=args.all_workspaces)
     try:
-        if not read_only and (not args.no_update or searcher.backend.version_key() is None):
-            idx_embedder, idx_err = make_embedder(settings, for_indexing=True)
-            try:
-                report = run_index(root, settings, idx_embedder, idx_err)
-                if report.degraded and mode != "bm25":
-                    err(f"degraded (BM25 only): {report.degraded_reason}")
-            except LockTimeout as exc:
-                err(f"{exc}; searching the store as it is")
+        if not settings.store.read_only and (not args.no_update or searcher.backend.version_key() is None):
+            _refresh_milvus(root, settings, mode)
         searcher.refresh()
-        if mode == "dense":
-            probe = searcher.search("probe", limit=1, mode="dense")
-            if probe.degraded or embedder is None:
-                why = probe.degraded_reason or emb_err or "none configured"
-                err(f"--mode dense needs a working embedder: {why}")
-                return 1
-        elif embedder is not None and hasattr(embedder, "load"):
-            try:
-                embedder.load()
-            except Exception:  # noqa: BLE001 - reported as degraded by the search itself
-                pass
+        code = _ready_for_mode(searcher, mode, embedder, emb_err)
+        if code:
+            return code
         for q in queries:
             q = q.rstrip("\r")
             resp = SearchResponse(query=q, results=[], mode=mode) if not q.strip() else searcher.search(
@@ -224,6 +215,19 @@ def _search_milvus(
     finally:
         searcher.store.close()
     return 0
+
+
+def _refresh_milvus(root: Path, settings: Any, mode: str) -> None:
+    """Bring this workspace's rows in the Milvus store up to date (vectors computed inline)."""
+    from aide_tui.core.store import LockTimeout
+
+    idx_embedder, idx_err = make_embedder(settings, for_indexing=True)
+    try:
+        report = run_index(root, settings, idx_embedder, idx_err)
+        if report.degraded and mode != "bm25":
+            err(f"degraded (BM25 only): {report.degraded_reason}")
+    except LockTimeout as exc:
+        err(f"{exc}; searching the store as it is")
 
 
 def _write(answer: dict[str, Any], as_json: bool) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,24 @@ class Cand:
     symbol: str | None
     text: str
     defines: tuple[str, ...]
+
+
+@dataclass
+class _Query:
+    """One query's parts and what the lists found (candidates by chunk row id)."""
+
+    parsed: ParsedQuery
+    parts: Any
+    code_like: bool
+    terms: list[str]
+    qtext: str
+    flt: str
+    post: bool
+    cands: dict[str, Cand] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
+    lists: dict[str, list[str]] = field(default_factory=dict)
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    explicit_path: bool = False
 
 
 @dataclass
@@ -190,89 +208,115 @@ class MilvusSearcher:
         t0 = time.perf_counter()
         if not self.metas:
             self.refresh()
-        s = self.settings.search
         resp = SearchResponse(query=query, results=[], mode=mode)
         resp.vectors_missing = self.vectors_missing
         parsed = parse_query(query[:20_000])
         if parsed.error is not None:
             resp.error = parsed.error
-            resp.took_ms = (time.perf_counter() - t0) * 1000
-            return resp
-        flt, post = self._base_filter(parsed)
-        if parsed.has_filters and not parsed.text:
+        elif parsed.has_filters and not parsed.text:
             resp.results = self._file_finder(parsed, limit)
-            resp.took_ms = (time.perf_counter() - t0) * 1000
-            return resp
+        else:
+            q = self._query(parsed)
+            if mode in ("hybrid", "bm25"):
+                self._lexical_lists(q)
+            if mode in ("hybrid", "dense") and parsed.text:
+                self._dense_into(q, resp)
+            self._fetch(q.cands, [i for lst in q.lists.values() for i in lst])
+            if mode in ("hybrid", "bm25"):
+                quoted_in = q.parts.prose_without_frames() if q.parts.long else parsed.text
+                q.lists["phrase"] = self._phrase_list(
+                    quoted_in, q.cands, q.scores, self.settings.search.top_n
+                )
+            resp.results = self._hits(q, self._ranked(q, limit), limit)
+        resp.took_ms = (time.perf_counter() - t0) * 1000
+        return resp
+
+    def _query(self, parsed: ParsedQuery) -> _Query:
+        """A query's terms (a pasted text keeps its identifiers weighted double) and engine filter."""
         parts = analyze(parsed.text)
-        code_like = _looks_like_code(parsed.text)
         terms = list(dict.fromkeys(tokenize(parsed.text)))
         weights: dict[str, float] | None = None
-        if parts.long:  # a pasted text keeps its identifiers, weighted double (see Searcher._query_terms)
+        if parts.long:  # see Searcher._query_terms
             code = {t for w in identifiers(parsed.text) if _CODE_LIKE.search(w) for t in tokenize(w)}
             weights = {t: 2.0 for t in code}
-        cands: dict[str, Cand] = {}
-        lists: dict[str, list[str]] = {}
-        scores: dict[str, float] = {}
-        explicit_path = False
-        qtext = query_text(terms, weights)
-        if mode in ("hybrid", "bm25") and qtext:
-            found = self._search(self.store.chunks, qtext, "sparse", s.top_n, flt, CHUNK_FIELDS, "BM25")
-            for ent, dist in found:
-                cand = self._cand(ent)
-                cands[cand.id] = cand
-                scores[cand.id] = abs(dist)
-            lists["bm25"] = [str(e["id"]) for e, _ in found]
-            pieces = self._search(self.store.pieces, qtext, "sparse", 4 * s.top_n, flt, PIECE_FIELDS, "BM25")
-            lists["piece"] = list(dict.fromkeys(str(e["chunk_id"]) for e, _ in pieces))[: s.top_n]
-            lists["symbol"] = self._symbol_list(parsed.text, parts, flt, cands, scores, s.top_n)
-            if not parts.long:
-                lists["path"], explicit_path = self._path_list(parsed.text, qtext, flt, cands, scores,
-                                                               s.top_n, code_like)  # fmt: skip
-            else:
-                lists["path"] = self._mention_list(parts, flt, cands, scores, s.top_n)
-        spans: dict[str, tuple[int, int]] = {}
-        if mode in ("hybrid", "dense") and parsed.text:
-            dense, reason, spans = self._dense_list(parsed.text, flt, s.top_n)
-            if dense is not None:
-                lists["dense"] = dense
-            elif reason is not None:
-                resp.degraded, resp.degraded_reason = True, reason
-        self._fetch(cands, [i for lst in lists.values() for i in lst])
-        if mode in ("hybrid", "bm25"):
-            quoted_in = parts.prose_without_frames() if parts.long else parsed.text
-            lists["phrase"] = self._phrase_list(quoted_in, cands, scores, s.top_n)
-        if post:
-            lists = {
-                k: [i for i in v if i in cands and parsed.accepts_path(cands[i].path)]
-                for k, v in lists.items()
-            }
-        lists = {k: [i for i in v if i in cands] for k, v in lists.items()}
-        keys = sorted(cands, key=lambda i: (cands[i].workspace, cands[i].path, cands[i].start_line, i))
-        order = {k: n for n, k in enumerate(keys)}
-        num = {k: n for n, k in enumerate(keys)}  # rrf fuses ints
-        weights_by_list = {
+        flt, post = self._base_filter(parsed)
+        return _Query(
+            parsed, parts, _looks_like_code(parsed.text), terms, query_text(terms, weights), flt, post
+        )
+
+    def _lexical_lists(self, q: _Query) -> None:
+        """BM25 over chunks and pieces, the chunks defining the names, the files the query names."""
+        if not q.qtext:
+            return
+        n = self.settings.search.top_n
+        found = self._search(self.store.chunks, q.qtext, "sparse", n, q.flt, CHUNK_FIELDS, "BM25")
+        for ent, dist in found:
+            cand = self._cand(ent)
+            q.cands[cand.id] = cand
+            q.scores[cand.id] = abs(dist)
+        q.lists["bm25"] = [str(e["id"]) for e, _ in found]
+        pieces = self._search(self.store.pieces, q.qtext, "sparse", 4 * n, q.flt, PIECE_FIELDS, "BM25")
+        q.lists["piece"] = list(dict.fromkeys(str(e["chunk_id"]) for e, _ in pieces))[:n]
+        q.lists["symbol"] = self._symbol_list(q.parsed.text, q.parts, q.flt, q.cands, q.scores, n)
+        if q.parts.long:
+            q.lists["path"] = self._mention_list(q.parts, q.flt, q.cands, q.scores, n)
+        else:
+            q.lists["path"], q.explicit_path = self._path_list(
+                q.parsed.text, q.qtext, q.flt, q.cands, q.scores, n, q.code_like
+            )
+
+    def _dense_into(self, q: _Query, resp: SearchResponse) -> None:
+        dense, reason, q.spans = self._dense_list(q.parsed.text, q.flt, self.settings.search.top_n)
+        if dense is not None:
+            q.lists["dense"] = dense
+        elif reason is not None:
+            resp.degraded, resp.degraded_reason = True, reason
+
+    def _list_weights(self, q: _Query) -> dict[str, float]:
+        s = self.settings.search
+        weights = {
             "bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
             "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight,
         }  # fmt: skip
-        if parts.long:
-            weights_by_list.update(symbol=s.long_symbol_weight, path=s.mention_weight,
-                                   phrase=s.long_phrase_weight, dense=s.long_dense_weight)  # fmt: skip
-        elif not code_like:
-            weights_by_list["symbol"] *= PROSE_SYMBOL_FACTOR
-            if not explicit_path:
-                weights_by_list["path"] *= PROSE_PATH_FACTOR
-        fused = rrf({k: [num[i] for i in v] for k, v in lists.items()}, k=s.rrf_k, weights=weights_by_list,
-                    order=lambda d: d)  # fmt: skip
+        if q.parts.long:
+            weights.update(symbol=s.long_symbol_weight, path=s.mention_weight,
+                           phrase=s.long_phrase_weight, dense=s.long_dense_weight)  # fmt: skip
+        elif not q.code_like:
+            weights["symbol"] *= PROSE_SYMBOL_FACTOR
+            if not q.explicit_path:
+                weights["path"] *= PROSE_PATH_FACTOR
+        return weights
+
+    def _ranked(self, q: _Query, limit: int) -> list[tuple[Any, Cand]]:
+        """The candidates fused by RRF, with the test-file, file-kind and file-aggregation priors."""
+        s = self.settings.search
+        cands = q.cands
+        lists = {k: [i for i in v if i in cands] for k, v in q.lists.items()}
+        if q.post:
+            lists = {k: [i for i in v if q.parsed.accepts_path(cands[i].path)] for k, v in lists.items()}
+        keys = sorted(cands, key=lambda i: (cands[i].workspace, cands[i].path, cands[i].start_line, i))
+        num = {k: n for n, k in enumerate(keys)}  # rrf fuses ints, numbered in (workspace, path, line) order
+        fused = rrf({k: [num[i] for i in v] for k, v in lists.items()}, k=s.rrf_k,
+                    weights=self._list_weights(q), order=lambda d: d)  # fmt: skip
         row = {n: cands[k] for k, n in num.items()}
-        low_text = parsed.text.lower()
+        self._priors(q, fused, row)
+        fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), f.doc))
+        if s.per_file_cap > 0:
+            fused = diversify(fused, [f"{row[f.doc].workspace}\0{row[f.doc].path}" for f in fused],
+                              s.per_file_cap, limit)  # fmt: skip
+        return [(f, row[f.doc]) for f in fused]
+
+    def _priors(self, q: _Query, fused: list, row: dict[int, Cand]) -> None:
+        s = self.settings.search
+        parts, text = q.parts, q.parsed.text
         test_weight = s.long_test_weight if parts.long else s.test_weight
-        if test_weight != 1 and "test" not in (parts.title.lower() if parts.long else low_text):
+        if test_weight != 1 and "test" not in (parts.title.lower() if parts.long else text.lower()):
             for f in fused:
                 if _TEST_PATH.search(row[f.doc].path):
                     f.score *= test_weight
-        strength = s.kind_prior if parts.long else (0.0 if code_like else s.prose_kind_prior)
+        strength = s.kind_prior if parts.long else (0.0 if q.code_like else s.prose_kind_prior)
         if strength > 0:
-            about = parts.title if parts.long else parsed.text
+            about = parts.title if parts.long else text
             exempt = filekinds.kinds_asked_about(set(re.findall(r"[\w.-]+", about.lower())))
             for f in fused:
                 f.score *= filekinds.prior(row[f.doc].path, exempt, strength)
@@ -285,24 +329,17 @@ class MilvusSearcher:
                 if len(items) > 1:
                     items.sort(key=lambda f: -f.score)
                     items[0].score += agg * sum(f.score / i for i, f in enumerate(items[1:], start=1))
-        fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), order[keys[f.doc]]))
-        if s.per_file_cap > 0:
-            fused = diversify(fused, [f"{row[f.doc].workspace}\0{row[f.doc].path}" for f in fused],
-                              s.per_file_cap, limit)  # fmt: skip
-        for f in fused:
-            c = row[f.doc]
+
+    def _hits(self, q: _Query, ranked: list[tuple[Any, Cand]], limit: int) -> list[Hit]:
+        out: list[Hit] = []
+        for f, c in ranked[:limit]:
             ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-            for extra in ("symbol", "path", "piece", "phrase"):
-                if extra in f.ranks:
-                    ranks[extra] = f.ranks[extra]
-            args = (c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text)
-            hit: Hit = (WorkspaceHit(*args, best_piece=spans.get(c.id), workspace=c.workspace)
-                        if self.all_workspaces else Hit(*args, best_piece=spans.get(c.id)))  # fmt: skip
-            resp.results.append(hit)
-            if len(resp.results) >= limit:
-                break
-        resp.took_ms = (time.perf_counter() - t0) * 1000
-        return resp
+            ranks.update({k: f.ranks[k] for k in ("symbol", "path", "piece", "phrase") if k in f.ranks})
+            args = (c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, q.terms, c.text)
+            best = q.spans.get(c.id)
+            out.append(WorkspaceHit(*args, best_piece=best, workspace=c.workspace) if self.all_workspaces
+                       else Hit(*args, best_piece=best))  # fmt: skip
+        return out
 
     # -- lists -------------------------------------------------------------------------------------
 
