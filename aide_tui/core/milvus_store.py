@@ -686,13 +686,59 @@ class MilvusIndexer:
 
     def _run(self, state: Path, report: Any, emit: Callable[[Event], None], rebuild: bool,
              cancel: threading.Event | None) -> None:  # fmt: skip
-        from aide_tui.core.indexer import diff, index_settings_key
+        from aide_tui.core.indexer import diff
         from aide_tui.core.scan import Scanner
 
         ws = self.backend.ws
         store = self.backend.store(create=True)
         embedder, emb_id, dim, emb_error = self._embedder_state(report)
         store.ensure(dim)
+        meta = self._start(store, ws, rebuild, report, dim)
+        col_dim = store.vector_dim()
+        col_emb = _collection_embedder(store)
+        if embedder is not None and (col_dim != dim or (col_emb not in (None, emb_id))):
+            emb_error = (
+                f"collection {store.name} holds "
+                f"{'no vectors' if not col_dim else f'{col_dim}-d vectors of {col_emb}'}"
+                f"; embedder {emb_id} gives {dim}-d: use another store.collection or rebuild it"
+            )
+            embedder, emb_id, dim = None, "none", 0
+        if embedder is not None and col_emb is None:
+            _set_collection_record(store, embedder=emb_id)
+        emit(Progress("scanning", message="walking the workspace"))
+        s = self.settings.index
+        scan = Scanner(self.root, s.max_file_kb * 1024, s.exclude, s.include_sensitive).scan()
+        report.skipped = {**scan.skipped, **scan.errors}
+        report.warnings.extend(scan.warnings)
+        records = store.records(ws)
+        plan = diff(scan.files, cast(Any, _Files(records)))
+        to_read = list(plan.to_read)
+        if embedder is not None:  # files whose vectors are missing (an embedder that failed before)
+            seen = {e.rel for e in to_read}
+            to_read += [e for e in scan.files if e.rel not in seen and e.rel in plan.unchanged
+                        and plan.unchanged[e.rel].vectors < plan.unchanged[e.rel].pieces]  # fmt: skip
+        if plan.removed:
+            meta["pending"] = sorted(plan.removed)
+            store.put_meta(ws, meta)
+            store.delete_paths(ws, plan.removed)
+            report.wrote = True
+        report.removed = len(plan.removed)
+        cache = None
+        if embedder is not None:
+            from aide_tui.core.embcache import EmbeddingCache
+
+            cache = EmbeddingCache(state, emb_id, dim)
+        degraded = self._batches(store, ws, meta, to_read, records, (embedder, col_dim, cache), emb_error,
+                                 report, emit, cancel)  # fmt: skip
+        if cache is not None:
+            cache.save()
+        self._finish(store, ws, meta, emb_id, col_dim or dim, degraded, report, emit)
+
+    def _start(self, store: MilvusStore, ws: str, rebuild: bool, report: Any, dim: int) -> dict[str, Any]:
+        """The workspace's record after any rebuild (settings or layout changed, or asked for) and after
+        purging the files of a batch a killed run left unfinished."""
+        from aide_tui.core.indexer import index_settings_key
+
         key = index_settings_key(self.settings)
         meta = store.meta(ws)
         if meta is not None and not rebuild and meta.get("settings") != key:
@@ -720,44 +766,17 @@ class MilvusIndexer:
         if pending:  # a run was killed mid-batch: those files are purged and redone
             report.messages.append(f"resuming: redoing {len(pending)} files of an interrupted batch")
             store.delete_paths(ws, pending)
-        col_dim = store.vector_dim()
-        col_emb = meta.get("collection_embedder") or _collection_embedder(store)
-        if embedder is not None and (col_dim != dim or (col_emb not in (None, emb_id))):
-            emb_error = (
-                f"collection {store.name} holds "
-                f"{'no vectors' if not col_dim else f'{col_dim}-d vectors of {col_emb}'}"
-                f"; embedder {emb_id} gives {dim}-d: use another store.collection or rebuild it"
-            )
-            embedder, emb_id, dim = None, "none", 0
-        if embedder is not None and col_emb is None:
-            _set_collection_record(store, embedder=emb_id)
-        emit(Progress("scanning", message="walking the workspace"))
-        s = self.settings.index
-        scan = Scanner(self.root, s.max_file_kb * 1024, s.exclude, s.include_sensitive).scan()
-        report.skipped = {**scan.skipped, **scan.errors}
-        report.warnings.extend(scan.warnings)
-        records = store.records(ws)
-        plan = diff(scan.files, cast(Any, _Files(records)))
-        to_read = list(plan.to_read)
-        if embedder is not None:  # files whose vectors are missing (an embedder that failed before)
-            seen = {e.rel for e in to_read}
-            to_read += [e for e in scan.files if e.rel not in seen and e.rel in plan.unchanged
-                        and plan.unchanged[e.rel].vectors < plan.unchanged[e.rel].pieces]  # fmt: skip
         meta.update(root=str(self.root), settings=key, schema=SCHEMA_VERSION, workspace=ws)
-        if plan.removed:
-            meta["pending"] = sorted(plan.removed)
-            store.put_meta(ws, meta)
-            store.delete_paths(ws, plan.removed)
-            report.wrote = True
-        report.removed = len(plan.removed)
-        cache = None
-        if embedder is not None:
-            from aide_tui.core.embcache import EmbeddingCache
+        return meta
 
-            cache = EmbeddingCache(state, emb_id, dim)
-        degraded: str | None = emb_error
+    def _batches(
+        self, store: MilvusStore, ws: str, meta: dict[str, Any], to_read: list[Any],
+        records: dict[str, FileRecord], vectors: tuple[Any, int, Any], degraded: str | None, report: Any,
+        emit: Callable[[Event], None], cancel: threading.Event | None,
+    ) -> str | None:  # fmt: skip
+        """Replace the changed files' rows, a journalled batch at a time; returns why vectors are missing."""
+        embedder, col_dim, cache = vectors
         total = len(to_read)
-        done = 0
         for start in range(0, total, FILE_BATCH):
             if cancel is not None and cancel.is_set():
                 report.cancelled = True
@@ -781,15 +800,21 @@ class MilvusIndexer:
                 store.put_records(ws, batch.records)
                 report.changed += len(batch.records)
                 report.wrote = True
-            done += len(group)
-            emit(Progress("indexing", done, total, message=f"{report.changed} changed"))
-        if cache is not None:
-            cache.save()
+            emit(
+                Progress(
+                    "indexing", min(start + FILE_BATCH, total), total, message=f"{report.changed} changed"
+                )
+            )
+        return degraded
+
+    def _finish(self, store: MilvusStore, ws: str, meta: dict[str, Any], emb_id: str, dim: int,
+                degraded: str | None, report: Any, emit: Callable[[Event], None]) -> None:  # fmt: skip
+        """Clear the journal, record the run in the workspace's record and fill the report."""
         records = store.records(ws)
         meta["pending"] = []
         if emb_id != "none" or not meta.get("embedder"):
             meta["embedder"] = emb_id if dim else "none"
-        meta["dim"] = col_dim or dim
+        meta["dim"] = dim
         meta["degraded_reason"] = degraded
         meta["skipped"] = len(report.skipped)
         if report.wrote or meta.get("version") is None:
