@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,20 @@ def err(message: str) -> None:
     print(f"aide-tui: {printable(message)}", file=sys.stderr)
 
 
-def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
-    """(resolved root, settings), or None after printing why (the caller exits 2)."""
+def setup(root_arg: str, args: argparse.Namespace, local_only: str = "") -> tuple[Path, Any] | None:
+    """(resolved root, settings), or None after printing why (the caller exits 2). ``local_only`` names a
+    front end that reads the local store only (it refuses a Milvus store instead of half working)."""
+    ready = _setup(root_arg, args)
+    if ready is not None and local_only and ready[1].store.backend == "milvus":
+        err(
+            f'{local_only} reads the local store only, but store.backend is "milvus": use '
+            "`aide-tui search` / `index` / `status` with Milvus, or --store local"
+        )
+        return None
+    return ready
+
+
+def _setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
     from aide_tui.cli.parser import flags
     from aide_tui.core.config import ConfigError, Settings, apply_mapping, load_settings
 
@@ -33,11 +46,27 @@ def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
         return None
     try:
         if getattr(args, "settings_json", None):  # already resolved by the parent process (TUI)
-            return root.resolve(), apply_mapping(Settings(), json.loads(args.settings_json), "settings")
-        return root.resolve(), load_settings(root.resolve(), flags(args))
+            data = json.loads(args.settings_json)
+            token = os.environ.get("AIDE_STORE_TOKEN")
+            if token and isinstance(data, dict) and isinstance(data.get("store"), dict):
+                data["store"]["token"] = token  # never passed on a command line (see settings_json)
+            return _checked(root.resolve(), apply_mapping(Settings(), data, "settings"))
+        return _checked(root.resolve(), load_settings(root.resolve(), flags(args)))
     except ConfigError as exc:
         err(f"config error: {exc}")
         return None
+
+
+def _checked(root: Path, settings: Any) -> tuple[Path, Any] | None:
+    """The milvus store needs its extra installed: else one line with the install command (exit 2)."""
+    if settings.store.backend == "milvus":
+        from aide_tui.core.milvus_store import milvus_missing
+
+        missing = milvus_missing(settings)
+        if missing:
+            err(missing)
+            return None
+    return root, settings
 
 
 def make_embedder(settings: Any, for_indexing: bool = False) -> tuple[Any, str | None]:

@@ -42,6 +42,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="allow a non-loopback embedding URL (your code is sent there)",
     )
     p.add_argument("--lock-timeout", type=float, help="seconds to wait for another indexer (default 30)")
+    p.add_argument("--store", choices=["local", "milvus"], help="where the index lives (default local)")
+    p.add_argument("--store-uri", help="milvus: a Milvus Lite file (*.db) or http(s)://host:port of a server")
+    p.add_argument("--collection", help="milvus: the collection (share one between workspaces by naming it)")
+    p.add_argument("--workspace-id", help="milvus: this workspace's id in the collection")
+    p.add_argument("--read-only", action="store_true", default=None, help="never write to the store")
     p.add_argument("--max-file-kb", type=int, help="skip files larger than this (default 512)")
 
 
@@ -114,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--rrf-k", type=int, help="RRF constant (default 10)")
     p.add_argument("--no-server", action="store_true", help="work in-process even when `serve` runs")
+    p.add_argument(
+        "--all-workspaces",
+        action="store_true",
+        help="milvus: search every workspace of the collection (each result says which)",
+    )
     _common(p)
 
     p = sub.add_parser("status", help="show the state of ROOT's index")
@@ -156,7 +166,7 @@ def tui_parser() -> argparse.ArgumentParser:
 
 def flags(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Map parsed flags onto config sections (only the ones given)."""
-    out: dict[str, dict[str, Any]] = {"embedding": {}, "index": {}, "search": {}}
+    out: dict[str, dict[str, Any]] = {"embedding": {}, "index": {}, "search": {}, "store": {}}
     pairs = [
         ("embedder", "embedding", "backend"),
         ("embedding_url", "embedding", "url"),
@@ -166,6 +176,11 @@ def flags(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         ("max_file_kb", "index", "max_file_kb"),
         ("mode", "search", "mode"),
         ("rrf_k", "search", "rrf_k"),
+        ("store", "store", "backend"),
+        ("store_uri", "store", "uri"),
+        ("collection", "store", "collection"),
+        ("workspace_id", "store", "workspace"),
+        ("read_only", "store", "read_only"),
     ]
     for attr, section, key in pairs:
         value = getattr(args, attr, None)

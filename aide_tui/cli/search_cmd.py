@@ -38,18 +38,35 @@ def _shown_path(root: Path, rel: str) -> str:
         return str(full)
 
 
-def _write_locations(out: Any, root: Path, resp: Any, fmt: str) -> None:
-    """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: distinct files in rank order."""
+def _write_locations(out: Any, root: Path, resp: Any, fmt: str, roots: dict[str, Path] | None = None) -> None:
+    """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: distinct files in rank order.
+    ``roots``: each workspace's root, for the hits of ``--all-workspaces`` (they carry their workspace)."""
     from aide_tui.core.hitlines import vimgrep_line
+
+    def base(h: Any) -> Path:
+        ws = getattr(h, "workspace", None)
+        return (roots or {}).get(ws, root) if ws else root
 
     if resp.degraded:
         err(f"degraded (BM25 only): {resp.degraded_reason}")
     if fmt == "paths":
-        for rel in dict.fromkeys(h.path for h in resp.results):
-            out.write(_shown_path(root, rel) + "\n")
+        for shown in dict.fromkeys(_shown_path(base(h), h.path) for h in resp.results):
+            out.write(shown + "\n")
         return
     for h in resp.results:
-        out.write(vimgrep_line(_shown_path(root, h.path), h) + "\n")
+        out.write(vimgrep_line(_shown_path(base(h), h.path), h) + "\n")
+
+
+def _queries(args: argparse.Namespace) -> list[str] | None:
+    """The query, or the batch file's lines (None after saying why there are none)."""
+    if args.batch is None and not args.query:
+        err("search needs a QUERY or --batch FILE")
+        return None
+    try:
+        return _read_batch(args.batch) if args.batch is not None else [" ".join(args.query)]
+    except OSError as exc:
+        err(f"cannot read batch file: {exc}")
+        return None
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -59,13 +76,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 2
     root, settings = ready
     mode = settings.search.mode
-    if args.batch is None and not args.query:
-        err("search needs a QUERY or --batch FILE")
-        return 2
-    try:
-        queries = _read_batch(args.batch) if args.batch is not None else [" ".join(args.query)]
-    except OSError as exc:
-        err(f"cannot read batch file: {exc}")
+    queries = _queries(args)
+    if queries is None:
         return 2
     fmt = args.format or ("json" if args.json else "text")
     failed = False
@@ -82,6 +94,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         _write(answer, fmt == "json")
         return True
 
+    if settings.store.backend == "milvus" or getattr(args, "all_workspaces", False):
+        return max(_search_milvus(args, root, settings, queries, fmt, mode, emit), 2 * int(failed))
     # a running `aide-tui serve` answers from its warm index (vimgrep/paths need the chunk text: local)
     if not args.no_server and fmt in ("text", "json"):
         from aide_tui.cli.served import served_search
@@ -165,6 +179,57 @@ def _ready_for_mode(searcher: Any, mode: str, embedder: Any, emb_err: str | None
     return 0
 
 
+def _search_milvus(
+    args: argparse.Namespace, root: Path, settings: Any, queries: list[str], fmt: str, mode: str, emit: Any
+) -> int:
+    """The same answers from a Milvus store (``--all-workspaces``: every workspace of the collection)."""
+    from aide_tui.core.milvus_search import MilvusSearcher
+    from aide_tui.core.search import SearchResponse
+    from aide_tui.core.store import IndexError_
+
+    if settings.store.backend != "milvus":
+        err('--all-workspaces needs a shared store: set store.backend = "milvus" (see the README)')
+        return 2
+    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
+    searcher = MilvusSearcher(root, settings, embedder, emb_err, all_workspaces=args.all_workspaces)
+    try:
+        if not settings.store.read_only and (not args.no_update or searcher.backend.version_key() is None):
+            _refresh_milvus(root, settings, mode)
+        searcher.refresh()
+        code = _ready_for_mode(searcher, mode, embedder, emb_err)
+        if code:
+            return code
+        for q in queries:
+            q = q.rstrip("\r")
+            resp = SearchResponse(query=q, results=[], mode=mode) if not q.strip() else searcher.search(
+                q, limit=args.limit, mode=mode)  # fmt: skip
+            if fmt in ("vimgrep", "paths") and resp.error is None:
+                roots = {ws: Path(m["root"]) for ws, m in searcher.metas.items() if m.get("root")}
+                _write_locations(sys.stdout, root, resp, fmt, roots)
+                sys.stdout.flush()
+            elif not emit(resp.to_json()):
+                return 2
+    except IndexError_ as exc:
+        err(str(exc))
+        return 1
+    finally:
+        searcher.store.close()
+    return 0
+
+
+def _refresh_milvus(root: Path, settings: Any, mode: str) -> None:
+    """Bring this workspace's rows in the Milvus store up to date (vectors computed inline)."""
+    from aide_tui.core.store import LockTimeout
+
+    idx_embedder, idx_err = make_embedder(settings, for_indexing=True)
+    try:
+        report = run_index(root, settings, idx_embedder, idx_err)
+        if report.degraded and mode != "bm25":
+            err(f"degraded (BM25 only): {report.degraded_reason}")
+    except LockTimeout as exc:
+        err(f"{exc}; searching the store as it is")
+
+
 def _write(answer: dict[str, Any], as_json: bool) -> None:
     """One query's answer (its ``search --json`` object) on stdout: that JSON line, or
     ``path:start-end  symbol  score`` rows. The same for in-process and served answers."""
@@ -176,6 +241,8 @@ def _write(answer: dict[str, Any], as_json: bool) -> None:
             err(f"degraded (BM25 only): {answer['degraded_reason']}")
         for h in answer["results"]:
             path, symbol = printable(h["path"]), printable(h["symbol"] or "")
+            if "workspace" in h:
+                path = f"[{printable(str(h['workspace']))}] {path}"
             out.write(f"{path}:{h['start_line']}-{h['end_line']}  {symbol}  {h['score']:.4f}\n")
         if not answer["results"]:
             out.write("no results\n")
@@ -233,6 +300,8 @@ def _start_background_indexer(root: Path, settings: Any) -> None:
     env = dict(os.environ)
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
+    if settings.store.token:
+        env["AIDE_STORE_TOKEN"] = settings.store.token  # not on the command line
     cmd = [sys.executable, "-P", "-m", "aide_tui", "index", str(root), "--background",
            "--settings-json", settings_json(settings)]  # fmt: skip
     try:

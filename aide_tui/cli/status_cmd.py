@@ -17,7 +17,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 2
     root, settings = ready
     served = None
-    if not args.no_server:  # a running `aide-tui serve` answers with the same object
+    # a running `aide-tui serve` answers with the same object (it serves the local store)
+    if not args.no_server and settings.store.backend == "local":
         from aide_tui.cli.served import served_status
 
         served = served_status(root, settings)
@@ -29,6 +30,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"{printable(str(root))}: {st.state}, {st.files} files, {st.chunks} chunks, "
         f"{st.embedded} embedded [{st.embedder}], last indexed {st.last_indexed or 'never'}"
     )
+    if st.extra.get("store") == "milvus":
+        x = st.extra
+        print(
+            f"store: milvus {printable(x['uri'])}, collection {x['collection']}, workspace {x['workspace']}"
+        )
     if st.vectors_missing:
         print(f"{st.vectors_missing} vectors still to compute")
     if st.degraded_reason:

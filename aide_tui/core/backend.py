@@ -68,5 +68,9 @@ class LocalBackend:
 
 
 def backend_for(root: Path, settings: Settings) -> Backend:
-    """The store the settings choose for ``root`` (today: the local one)."""
+    """The store the settings choose for ``root``: the local segments, or a Milvus collection."""
+    if settings.store.backend == "milvus":
+        from aide_tui.core.milvus_store import MilvusBackend
+
+        return MilvusBackend(root, settings)
     return LocalBackend(root, settings)

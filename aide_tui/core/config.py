@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 import stat
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -86,6 +87,21 @@ class TuiSettings:
 
 
 @dataclass(frozen=True)
+class StoreSettings:
+    """Where the index lives (``[store]``): the local segments, or a Milvus collection."""
+
+    backend: str = "local"  # local | milvus
+    # milvus: a path ending in .db = Milvus Lite (empty: <state dir>/milvus.db); http(s)://host:port = a
+    # server. The workspace config may only name a local file (a cloned repository must not be able
+    # to send your code to a server); a network URI comes from the user config, AIDE_STORE_URI or a flag.
+    uri: str = ""
+    collection: str = ""  # empty: aide_<hash of the resolved workspace root>; share one by naming it
+    workspace: str = ""  # this workspace's id inside the collection (empty: <folder name>-<hash of root>)
+    token: str = ""  # server credentials: never read from the workspace config
+    read_only: bool = False  # never write to the store (no index, no refresh before searching)
+
+
+@dataclass(frozen=True)
 class Settings:
     """All settings, grouped by section."""
 
@@ -93,13 +109,47 @@ class Settings:
     embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     tui: TuiSettings = field(default_factory=TuiSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
 
 
 class ConfigError(Exception):
     """A config file or variable is invalid; the message names the source and the key."""
 
 
-_WORKSPACE_FORBIDDEN = {("embedding", "allow_remote")}
+_WORKSPACE_FORBIDDEN = {("embedding", "allow_remote"), ("store", "token")}
+STORE_BACKENDS = ("local", "milvus")
+_NETWORK_SCHEMES = ("http://", "https://", "tcp://", "grpc://", "grpcs://", "unix://", "unix:")
+
+
+def is_network_uri(uri: str) -> bool:
+    """Whether a store URI names a server (anything but a local Milvus Lite file path)."""
+    low = uri.strip().lower()
+    if not low:
+        return False
+    if low.startswith(_NETWORK_SCHEMES) or "://" in low:
+        return True
+    # host:port without a scheme (pymilvus would refuse it, but never treat it as a file)
+    head = low.split("/", 1)[0]
+    return ":" in head and not (len(head) == 2 and head[1] == ":")  # C: is a drive, not a host
+
+
+def _check_store(settings: Settings) -> None:
+    st = settings.store
+    if st.backend not in STORE_BACKENDS:
+        raise ConfigError(f"unknown store backend {st.backend!r} ({', '.join(STORE_BACKENDS)})")
+    uri = st.uri.strip()
+    if uri and not is_network_uri(uri) and not uri.endswith(".db"):
+        raise ConfigError(
+            f"store.uri {_show(uri)}: a Milvus Lite file must end in .db (or use http(s)://host:port)"
+        )
+    if st.collection and not _COLLECTION.fullmatch(st.collection):
+        raise ConfigError(
+            f"store.collection {_show(st.collection)}: letters, digits and _ only, starting with a letter "
+            "or _, at most 200 characters"
+        )
+
+
+_COLLECTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 
 
 def user_config_path() -> Path:
@@ -326,12 +376,26 @@ def load_settings(
     """Resolve settings for a workspace through every layer, lowest precedence first."""
     settings = Settings()
     settings = apply_mapping(settings, _read_toml(user_config or user_config_path()), "user config")
+    ws_uri: str | None = None  # a network URI that only the workspace config asked for
     if root is not None:
         ws = workspace_config_path(root)
+        before = settings.store.uri
         settings = apply_mapping(settings, _read_toml(ws), str(ws), workspace=True)
-    settings = apply_mapping(settings, env_overrides(environ), "environment")
+        if settings.store.uri != before and is_network_uri(settings.store.uri):
+            ws_uri = settings.store.uri
+    env = env_overrides(environ)
+    settings = apply_mapping(settings, env, "environment")
     if flags:
         settings = apply_mapping(settings, flags, "command line")
+    overridden = "uri" in env.get("store", {}) or "uri" in (flags or {}).get("store", {})
+    if ws_uri is not None and not overridden:
+        raise ConfigError(
+            f"{workspace_config_path(root) if root is not None else 'workspace config'}: store.uri "
+            f"{_show(ws_uri)} is a network address, which a workspace config may not choose (your code "
+            "would be sent there); set it in the user config, AIDE_STORE_URI or --store-uri, or use a "
+            "local Milvus Lite file (a path ending in .db)"
+        )
+    _check_store(settings)
     if settings.embedding.backend not in ("builtin", "openai", "ollama", "none"):
         raise ConfigError(f"unknown embedder {settings.embedding.backend!r} (builtin, openai, ollama, none)")
     if settings.embedding.runtime not in EMBEDDING_RUNTIMES:

@@ -26,8 +26,11 @@ from aide_tui.core.events import Cancelled, Done, Event, Failed, event_from_json
 
 
 def settings_json(settings: Settings) -> str:
-    """Serialise resolved settings for the indexing process."""
-    return json.dumps(asdict(settings))
+    """Serialise resolved settings for the indexing process (without the store token: a command line is
+    visible to every user of the machine; the child reads it from AIDE_STORE_TOKEN)."""
+    data = asdict(settings)
+    data.get("store", {}).pop("token", None)
+    return json.dumps(data)
 
 
 class IndexService:
@@ -156,6 +159,8 @@ class IndexService:
         env = dict(os.environ)
         pkg_parent = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
+        if self.settings.store.token:
+            env["AIDE_STORE_TOKEN"] = self.settings.store.token  # not on the command line
         # -P: the current folder must not shadow the installed package (it may be another checkout)
         cmd = [
             sys.executable,

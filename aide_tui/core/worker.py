@@ -53,6 +53,10 @@ def main(argv: list[str]) -> int:
 
     root = Path(argv[0])
     settings = apply_mapping(Settings(), json.loads(argv[1]), "settings")
+    if os.environ.get("AIDE_STORE_TOKEN"):  # the store token never travels on a command line
+        from dataclasses import replace
+
+        settings = replace(settings, store=replace(settings.store, token=os.environ["AIDE_STORE_TOKEN"]))
     from aide_tui.core.embed.pool import die_with_parent
 
     # the service starts this process from a thread that ends when it is idle: watch the parent process

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Index and query benchmark (a script, not a test): medians over several runs, with baselines.
 
-    python tests/benchmarks/bench_index.py [--runs 3] [--embedder none|builtin] [ROOT ...]
+    python tests/benchmarks/bench_index.py [--runs 3] [--embedder none|builtin] [--store local|milvus] [ROOT]
 
 Default targets: the four public-eval corpora copied into one folder (from /tmp/aide-eval) and the
 source of the textual==8.2.8 sdist (downloaded with pip into /tmp if missing). For each target:
@@ -47,8 +47,11 @@ def peak_rss(cmd: list[str]) -> tuple[float, int, str]:
     return wall, ru.ru_maxrss // 1024, out
 
 
+STORE: list[str] = []  # --store milvus: every command uses the Milvus store (Milvus Lite in ROOT/.aide)
+
+
 def aide(*args: str) -> list[str]:
-    return [sys.executable, "-m", "aide_tui", *args]
+    return [sys.executable, "-m", "aide_tui", *args, *STORE]
 
 
 def prepare_targets(tmp: Path) -> list[Path]:
@@ -148,12 +151,14 @@ def main() -> int:
     ap.add_argument("roots", nargs="*")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--embedder", default="none")
+    ap.add_argument("--store", default="local", choices=["local", "milvus"])
     args = ap.parse_args()
+    STORE[:] = ["--store", args.store]
     with tempfile.TemporaryDirectory(prefix="aide-bench-") as tmp:
         targets = [Path(r) for r in args.roots] or prepare_targets(Path(tmp))
         for root in targets:
             res = bench_target(root, args.runs, args.embedder)
-            print(json.dumps({"embedder": args.embedder, **res}), flush=True)
+            print(json.dumps({"embedder": args.embedder, "store": args.store, **res}), flush=True)
     return 0
 
 

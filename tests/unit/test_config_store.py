@@ -1,0 +1,137 @@
+"""The [store] settings: the workspace config may choose a local Milvus Lite file, never a server or a
+token; a missing milvus extra is one line with the install command (exit 2). No pymilvus needed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aide_tui.core.config import ConfigError, is_network_uri, load_settings
+
+
+def _ws_config(root: Path, body: str) -> Path:
+    (root / ".aide").mkdir(parents=True, exist_ok=True)
+    (root / ".aide" / "config.toml").write_text(body)
+    return root
+
+
+def test_store_defaults_and_environment(tmp_path: Path) -> None:
+    s = load_settings(tmp_path, environ={}, user_config=tmp_path / "none.toml")
+    assert (s.store.backend, s.store.uri, s.store.read_only) == ("local", "", False)
+    env = {
+        "AIDE_STORE_BACKEND": "milvus",
+        "AIDE_STORE_URI": "http://db.example:19530",
+        "AIDE_STORE_TOKEN": "root:Milvus",
+        "AIDE_STORE_READ_ONLY": "1",
+        "AIDE_STORE_COLLECTION": "team",
+    }
+    s = load_settings(tmp_path, environ=env, user_config=tmp_path / "none.toml")
+    assert s.store.backend == "milvus" and s.store.uri == "http://db.example:19530"
+    assert s.store.token == "root:Milvus" and s.store.read_only and s.store.collection == "team"
+
+
+@pytest.mark.parametrize(
+    "uri", ["http://db.example:19530", "https://x.example", "tcp://10.0.0.1:19530", "db.example:19530",
+            "unix:/run/milvus.sock", "HTTP://LOUD.example"],
+)  # fmt: skip
+def test_workspace_config_may_not_choose_a_network_uri(tmp_path: Path, uri: str) -> None:
+    assert is_network_uri(uri)
+    root = _ws_config(tmp_path / "ws", f'[store]\nbackend = "milvus"\nuri = "{uri}"\n')
+    with pytest.raises(ConfigError, match="network address"):
+        load_settings(root, environ={}, user_config=tmp_path / "none.toml")
+    # the user's own choice (environment, flag or user config) is honoured
+    s = load_settings(root, environ={"AIDE_STORE_URI": "http://mine.example:19530"},
+                      user_config=tmp_path / "none.toml")  # fmt: skip
+    assert s.store.uri == "http://mine.example:19530"
+    s = load_settings(
+        root, flags={"store": {"uri": "/tmp/x.db"}}, environ={}, user_config=tmp_path / "n.toml"
+    )
+    assert s.store.uri == "/tmp/x.db"
+    user = tmp_path / "user.toml"
+    user.write_text(f'[store]\nuri = "{uri}"\n')
+    assert load_settings(root, environ={}, user_config=user).store.uri == uri  # the same one: it is yours
+
+
+def test_workspace_config_may_choose_milvus_lite_but_not_a_token(tmp_path: Path) -> None:
+    root = _ws_config(
+        tmp_path / "ws", '[store]\nbackend = "milvus"\nuri = "team.db"\ntoken = "stolen:creds"\n'
+    )
+    s = load_settings(root, environ={}, user_config=tmp_path / "none.toml")
+    assert (s.store.backend, s.store.uri, s.store.token) == ("milvus", "team.db", "")
+    s = load_settings(root, environ={"AIDE_STORE_TOKEN": "mine"}, user_config=tmp_path / "none.toml")
+    assert s.store.token == "mine"
+
+
+def test_bad_store_values(tmp_path: Path) -> None:
+    for env, msg in [
+        ({"AIDE_STORE_BACKEND": "sqlite"}, "unknown store backend"),
+        ({"AIDE_STORE_URI": "/tmp/milvus"}, "must end in .db"),
+        ({"AIDE_STORE_COLLECTION": "bad-name"}, "letters, digits and _"),
+    ]:
+        with pytest.raises(ConfigError, match=msg):
+            load_settings(tmp_path, environ=env, user_config=tmp_path / "none.toml")
+
+
+def test_settings_json_never_carries_the_token() -> None:
+    from dataclasses import replace
+
+    from aide_tui.core.config import Settings
+    from aide_tui.core.service import settings_json
+
+    s = Settings()
+    s = replace(s, store=replace(s.store, backend="milvus", token="secret-token"))
+    assert "secret-token" not in settings_json(s)
+
+
+def _cli(
+    args: list[str], tmp_path: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIDE_")}
+    env.update(extra_env or {})
+    return subprocess.run([sys.executable, "-m", "aide_tui", *args], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)  # fmt: skip
+
+
+def test_missing_extra_exits_2_with_the_install_command(tmp_path: Path, workspace: Path) -> None:
+    stub = tmp_path / "no-pymilvus"
+    (stub / "pymilvus").mkdir(parents=True)
+    (stub / "pymilvus" / "__init__.py").write_text("raise ImportError('No module named pymilvus')\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(stub), str(Path(__file__).resolve().parents[2])])}
+    for args in (["search", "--path", str(workspace), "--store", "milvus", "--embedder", "none", "client"],
+                 ["index", str(workspace), "--store", "milvus", "--embedder", "none"],
+                 ["status", str(workspace)]):  # fmt: skip
+        extra = {**env, "AIDE_STORE_BACKEND": "milvus"} if args[0] == "status" else env
+        proc = _cli(args, tmp_path, extra)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "pip install 'aide-tui[milvus]'" in lines[0], proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not (workspace / ".aide" / "index").exists() or not any((workspace / ".aide" / "index").iterdir())
+
+
+def test_all_workspaces_needs_the_milvus_store(tmp_path: Path, workspace: Path) -> None:
+    proc = _cli(
+        ["search", "--path", str(workspace), "--embedder", "none", "--all-workspaces", "client"], tmp_path
+    )
+    assert proc.returncode == 2 and "store.backend" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["."], ["serve", "."], ["mcp", "."]])
+def test_local_only_front_ends_refuse_a_milvus_store(
+    tmp_path: Path,
+    workspace: Path,
+    args: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aide_tui.cli import main
+
+    monkeypatch.chdir(workspace)
+    monkeypatch.setenv("AIDE_STORE_BACKEND", "milvus")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "local store only" in err or "pip install 'aide-tui[milvus]'" in err
