@@ -389,9 +389,6 @@ class _Run:
         delta = Delta()
         if not plan.to_read:
             return delta
-        from aide_tui.core.chunk import chunk_file_multi  # the chunkers load only when there is work
-        from aide_tui.core.secrets import mask_secrets
-
         s = self.settings.index
         total = len(plan.to_read)
         for n, entry in enumerate(plan.to_read, 1):
@@ -407,6 +404,11 @@ class _Run:
             if old is not None and old.sha1 == digest:
                 delta.same[entry.rel] = replace(old, size=len(raw), mtime_ns=entry.mtime_ns)
                 continue
+            # the chunkers load only when a file needs them (a no-op run that re-reads a binary
+            # file it skipped before must not pay their import)
+            from aide_tui.core.chunk import chunk_file_multi
+            from aide_tui.core.secrets import mask_secrets
+
             try:
                 file_chunks, small = chunk_file_multi(
                     entry.rel, mask_secrets(text), (s.chunk_budget, PIECE_BUDGET), self.report.fallbacks

@@ -12,6 +12,7 @@ import contextlib
 import mmap
 import os
 import stat
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +92,67 @@ def load_npy(path: Path | str, *, expect_size: int, mmap_mode: bool = False) -> 
     if offset + count * dtype.itemsize != expect_size:
         raise ValueError(".npy header disagrees with the file size")
     return np.ndarray(shape, dtype=dtype, buffer=mm, offset=offset, order="F" if fortran else "C")
+
+
+def release_pages(arr: np.ndarray) -> None:
+    """Drop a memory-mapped array's pages from this process's resident set (they stay in the page cache).
+
+    After a pass over the whole file (a checksum, a projection), the pages would otherwise count in the
+    reader's RSS for as long as it lives, though queries touch only a few rows; the next access maps
+    them back from the page cache. A no-op for arrays in ordinary memory.
+    """
+    base = _mapping(arr)
+    if base is not None and hasattr(mmap, "MADV_DONTNEED"):
+        with contextlib.suppress(OSError, ValueError):
+            base.madvise(mmap.MADV_DONTNEED)
+
+
+WINDOW_BYTES = 16 << 20  # passes over a memory-mapped file release its pages every 16 MB
+
+
+def crc32_mapped(arr: np.ndarray) -> int:
+    """CRC-32 of the whole file under a memory-mapped array, without leaving it in the resident set."""
+    base = _mapping(arr)
+    if base is None:
+        return zlib.crc32(memoryview(arr.base if arr.base is not None else arr))  # type: ignore[arg-type]
+    crc = 0
+    view = memoryview(base)
+    try:
+        for off in range(0, len(base), WINDOW_BYTES):
+            crc = zlib.crc32(view[off : off + WINDOW_BYTES], crc)
+            release_pages(arr)
+    finally:
+        view.release()
+    return crc
+
+
+def mapped_row_windows(arr: np.ndarray) -> Iterator[slice]:
+    """Row slices of about ``WINDOW_BYTES`` each; after each one a memory-mapped ``arr`` drops its pages."""
+    n = len(arr)
+    step = max(1, WINDOW_BYTES // max(1, arr.strides[0] if arr.ndim else 1))
+    for lo in range(0, n, step):
+        yield slice(lo, min(n, lo + step))
+        release_pages(arr)
+
+
+def gather_rows(arr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``arr[rows]`` for ascending ``rows``; a memory-mapped ``arr`` is read window by window, dropping
+    each window's pages after it (a few rows fault in whole neighbourhoods of the file)."""
+    if _mapping(arr) is None:
+        return arr[rows]
+    parts = []
+    for win in mapped_row_windows(arr):
+        a, z = np.searchsorted(rows, [win.start, win.stop])
+        if z > a:
+            parts.append(arr[rows[a:z]])
+    return np.concatenate(parts) if parts else arr[rows]
+
+
+def _mapping(arr: np.ndarray) -> mmap.mmap | None:
+    base: object = arr
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return base if isinstance(base, mmap.mmap) else None
 
 
 def parse_npy(blob: bytes) -> np.ndarray:

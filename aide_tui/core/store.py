@@ -43,7 +43,7 @@ from aide_tui.core.bm25 import DocTerms, Postings, concat, term_order
 from aide_tui.core.chunktable import ChunkTable
 from aide_tui.core.model import Chunk
 from aide_tui.core.paths import MANIFEST
-from aide_tui.core.safeio import UnsafeFile, load_npy, parse_npy, read_bounded
+from aide_tui.core.safeio import UnsafeFile, crc32_mapped, load_npy, parse_npy, read_bounded
 from aide_tui.core.view import IndexView, Part, VectorBlock
 
 T = TypeVar("T")
@@ -575,7 +575,7 @@ def _vectors(seg_dir: Path, entry: SegmentEntry, block: str, mmap: bool) -> Vect
             matrix = load_npy(seg_dir / name, expect_size=size, mmap_mode=True)
         except (UnsafeFile, ValueError, OSError) as exc:
             raise IndexCorrupt(f"index file {entry.name}/{name} cannot be read ({exc}); rebuilding") from None
-        if zlib.crc32(memoryview(matrix.base if matrix.base is not None else matrix)) != crc:  # type: ignore[arg-type]
+        if crc32_mapped(matrix) != crc:
             raise IndexCorrupt(f"index file {entry.name}/{name} is damaged (checksum mismatch); rebuilding")
     rows = _npy(seg_dir, entry, f"{block}.rows.npy").astype(np.int64)
     if matrix.ndim != 2 or len(rows) != len(matrix) or matrix.dtype != np.float32:

@@ -20,6 +20,7 @@ import numpy as np
 from aide_tui.core.bm25 import MultiBM25, Postings
 from aide_tui.core.chunktable import ConcatChunks, defines_all, paths_of
 from aide_tui.core.model import Chunk
+from aide_tui.core.safeio import gather_rows, mapped_row_windows
 
 
 class VectorDimensionMismatch(Exception):
@@ -45,7 +46,10 @@ class VectorBlock:
         """``matrix @ projection``, computed once per projection and kept with the (immutable) block."""
         cached = self.__dict__.get("_projected")
         if cached is None or cached[0] is not projection:
-            cached = (projection, np.ascontiguousarray(self.matrix @ projection, np.float32))
+            out = np.empty((len(self.matrix), projection.shape[1]), np.float32)
+            for rows in mapped_row_windows(self.matrix):  # a mapped file is not left resident
+                out[rows] = self.matrix[rows] @ projection
+            cached = (projection, out)
             self.__dict__["_projected"] = cached
         return cached[1]
 
@@ -103,11 +107,7 @@ class Part:
         """The prefilter's projection, learnt once from this part's vectors (kept while the part lives)."""
         cached = self.__dict__.get("_projection")
         if cached is None or cached.shape[0] != dim:
-            rng = np.random.default_rng(0)
-            mats = [b.matrix[b.piece_rows()] if b.rows is None else b.matrix for b in self.blocks]
-            sample = np.concatenate(mats) if mats else np.zeros((0, dim), np.float32)
-            if len(sample) > 20_000:
-                sample = sample[np.sort(rng.choice(len(sample), 20_000, replace=False))]
+            sample = self._sample(20_000, dim)
             cached = (
                 pca_projection(sample, min(PREFILTER_DIM, dim))
                 if len(sample)
@@ -115,6 +115,22 @@ class Part:
             )
             self.__dict__["_projection"] = cached
         return cached
+
+    def _sample(self, k: int, dim: int) -> np.ndarray:
+        """Up to ``k`` of this part's vectors (all blocks' rows in order, a seeded sorted draw), gathered
+        window by window so that a memory-mapped block is never resident as a whole."""
+        sources = [b.piece_rows() if b.rows is None else np.arange(len(b.matrix)) for b in self.blocks]
+        total = sum(len(s) for s in sources)
+        pick = np.arange(total)
+        if total > k:
+            pick = np.sort(np.random.default_rng(0).choice(total, k, replace=False))
+        out, start = [], 0
+        for b, src in zip(self.blocks, sources, strict=True):
+            lo, hi = np.searchsorted(pick, [start, start + len(src)])
+            rows = src[pick[lo:hi] - start]  # ascending matrix rows
+            start += len(src)
+            out.append(np.asarray(gather_rows(b.matrix, rows), np.float32))
+        return np.concatenate(out) if out else np.zeros((0, dim), np.float32)
 
     def has_vector(self) -> np.ndarray:
         """(p,) bool: pieces with a vector in some block."""
@@ -365,7 +381,10 @@ class IndexView:
                 pick = cand[lo:hi] - start
                 start += len(gids)
                 local, gids = local[pick], gids[pick]
-            mats.append(b.matrix[local] @ q if len(local) != len(keep) else b.matrix @ q)
+            if cand is not None:  # a few rows of a big (mapped) block, not left resident
+                mats.append(gather_rows(b.matrix, local) @ q)
+            else:
+                mats.append(b.matrix[local] @ q if len(local) != len(keep) else b.matrix @ q)
             ids.append(gids)
         sims, all_ids = np.concatenate(mats).astype(np.float32, copy=False), np.concatenate(ids)
         if allowed is not None and sims.size:

@@ -100,10 +100,12 @@ def main() -> None:
         "root": str(root),
         "edits": len(lexical),
         "lexical_s": {"p50": round(statistics.median(lexical), 3), "p95": round(pct(lexical, 0.95), 3)},
+        "lexical_each_s": [round(x, 3) for x in lexical],
         "load": os.getloadavg()[0],
     }
     if vectors:
         out["vectors_s"] = {"p50": round(statistics.median(vectors), 3), "p95": round(pct(vectors, 0.95), 3)}
+        out["vectors_each_s"] = [round(x, 3) for x in vectors]
     print(json.dumps(out))
 
 

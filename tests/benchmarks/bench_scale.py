@@ -6,7 +6,8 @@
 Builds the workspace from textual 8.2.8, rich 13.9.4, Django 5.1.4 and sympy 1.13.3 (pip download
 --no-binary, cached in /tmp/corpora), then reports for BM25-only and hybrid: cold index, no-op reindex
 and one-file edit (in-process seconds, medians), query took_ms p50/p95 over a fixed query list and the
-peak RSS of the process doing it. Hybrid uses a fast synthetic 384-d embedder (random projection of
+peak RSS of the process doing it, then the peak RSS of a process that only opens the index and answers
+the queries (query-bm25 / query-hybrid). Hybrid uses a fast synthetic 384-d embedder (random projection of
 hashed terms) so that embedding 200k+ pieces takes minutes, not hours: it measures the index and the
 vector search, not the encoder (bench_embed.py measures that). The exact-vs-prefilter recall@10 of
 dense search is reported on the same vectors. ripgrep per-query wall time is the baseline measured in
@@ -189,19 +190,36 @@ def bench(root: Path, hybrid: bool, runs: int) -> dict[str, object]:
     return out
 
 
+def query_only(root: Path, hybrid: bool) -> dict[str, object]:
+    """Open the index the last run left and answer the query list: the peak RSS of a search process."""
+    settings = load_settings(root, {"embedding": {"backend": "openai" if hybrid else "none"}})
+    searcher = Searcher(root, settings, SyntheticEmbedder() if hybrid else None)
+    t0 = time.perf_counter()
+    searcher.refresh()
+    out: dict[str, object] = {"load_s": round(time.perf_counter() - t0, 2)}
+    out["hybrid_ms" if hybrid else "bm25_ms"] = query_times(searcher, "hybrid" if hybrid else "bm25")
+    out["peak_rss_mb"] = rss_mb()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", default="/tmp/aide-scale")
-    ap.add_argument("--mode", choices=["bm25", "hybrid", "both"], default="both")
+    modes = ["bm25", "hybrid", "both", "query-bm25", "query-hybrid"]
+    ap.add_argument("--mode", choices=modes, default="both")
     args = ap.parse_args()
     root = prepare(Path(args.work))
     if args.mode == "both":
         print(json.dumps({"lines": line_count(root), "rg_query_ms_p50": rg_baseline(root)}), flush=True)
     if args.mode == "both":  # each mode in its own process, so each peak RSS is that mode's own
-        for mode in ("bm25", "hybrid"):
+        for mode in ("bm25", "hybrid", "query-bm25", "query-hybrid"):  # query-*: a search process alone
             cmd = [sys.executable, __file__, "--runs", str(args.runs), "--work", args.work, "--mode", mode]
             subprocess.run(cmd, check=True)
+        return
+    if args.mode.startswith("query-"):
+        result = query_only(root, args.mode == "query-hybrid")
+        print(json.dumps({"mode": args.mode, **result, "load": os.getloadavg()[0]}), flush=True)
         return
     result = bench(root, args.mode == "hybrid", args.runs)
     print(json.dumps({"mode": args.mode, **result, "load": os.getloadavg()[0]}), flush=True)

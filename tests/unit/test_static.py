@@ -40,3 +40,20 @@ def test_search_does_not_load_the_indexing_side() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_no_op_run_with_a_binary_file_does_not_load_the_chunkers(tmp_path: Path) -> None:
+    """A binary file is read again on every run (it has no record): that must not import the chunkers."""
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "blob.dat").write_bytes(b"\x00\x01binary\x00" * 100)
+    code = (
+        "import sys\nfrom aide_tui.cli import main\n"
+        "try:\n    main(['index', sys.argv[1], '--embedder', 'none'])\nexcept SystemExit:\n    pass\n"
+        "print('LOADED', [m for m in ('aide_tui.core.chunk', 'aide_tui.core.secrets') if m in sys.modules])"
+    )
+    cmd = [sys.executable, "-c", code, str(tmp_path)]
+    runs = [subprocess.run(cmd, capture_output=True, text=True, timeout=120) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    assert "blob.dat" in runs[1].stdout  # still reported as skipped
+    assert runs[0].stdout.strip().endswith("LOADED ['aide_tui.core.chunk', 'aide_tui.core.secrets']")
+    assert runs[1].stdout.strip().endswith("LOADED []")
