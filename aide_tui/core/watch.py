@@ -75,6 +75,16 @@ def changed_paths(filt: ChangeFilter, changes: Iterable[tuple[Change, str]]) -> 
     return out
 
 
+def only_own_writes(filt: ChangeFilter, changes: Iterable[tuple[Change, str]]) -> bool:
+    """Whether every change is under the workspace's ``.aide/`` (our commits, merges and cache saves):
+    those are not the user's activity and must not turn the next lone edit into a storm."""
+    for _, path in changes:
+        rel = filt.relative(path)
+        if rel is None or not (rel == ".aide" or rel.startswith(".aide/")):
+            return False
+    return True
+
+
 def watch_batches(root: Path, settings: Settings, stop: threading.Event) -> Iterator[set[str]]:
     """Yield the workspace-relative paths worth reindexing, batch by batch, until ``stop`` is set.
 
@@ -97,7 +107,7 @@ def watch_batches(root: Path, settings: Settings, stop: threading.Event) -> Iter
         raise_interrupt=False,
     ):
         now = time.monotonic()
-        if changes:
+        if changes and not only_own_writes(filt, changes):
             paths = changed_paths(filt, changes)
             quiet_before = (now - last_activity) * 1000 >= QUIET_BEFORE_MS
             last_activity = now

@@ -192,3 +192,60 @@ def test_new_change_preempts_embedding_and_no_vector_is_lost(tmp_path: Path) -> 
     pieces = read_manifest(index_dir_for(root)).counts["pieces"]
     assert len([t for t in sent if t != "dim probe"]) == pieces
     assert dones[0].newly_embedded + dones[1].newly_embedded == pieces
+
+
+def test_own_index_writes_do_not_hold_back_a_lone_edit(workspace: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Writes under .aide/ (commits, merges, cache saves) are not user activity: an edit made while
+    they go on is reported as a lone edit, not held in a storm's coalescing window."""
+    import queue
+
+    from aide_tui.core import watch as watch_mod
+
+    monkeypatch.setattr(watch_mod, "QUIET_MS", 5_000)  # coalesced batches wait for 5 s of quiet
+    monkeypatch.setattr(watch_mod, "MAX_GROUP_MS", 600_000)
+    settings = load_settings(workspace, {"embedding": {"backend": "none"}})
+    stop, writing = threading.Event(), threading.Event()
+    got: queue.Queue[set[str]] = queue.Queue()
+
+    def watch() -> None:
+        for batch in watch_mod.watch_batches(workspace, settings, stop):
+            got.put(batch)
+
+    own = workspace / ".aide" / "index"
+    own.mkdir(parents=True, exist_ok=True)
+
+    def index_writes() -> None:  # our own folder changing every 50 ms, as a long run's commits do
+        i = 0
+        while writing.is_set():
+            (own / "scratch.tmp").write_text(str(i))
+            i += 1
+            time.sleep(0.05)
+
+    threading.Thread(target=watch, daemon=True).start()
+    writing.set()
+    threading.Thread(target=index_writes, daemon=True).start()
+    try:
+        sentinel, first = workspace / "sentinel.py", None
+        for i in range(40):  # the watcher is live once it reports the sentinel
+            sentinel.write_text(f"X = {i}\n")
+            try:
+                first = got.get(timeout=1.5)
+                break
+            except queue.Empty:
+                continue
+        assert first is not None, "watcher never reported a change"
+        time.sleep(1.5)  # the user pauses; only the index folder changes meanwhile
+        target = next(workspace.rglob("*.py"))
+        target.write_text(target.read_text() + "\n# edited\n")
+        rel = target.relative_to(workspace).as_posix()
+        deadline = time.monotonic() + 30
+        seen: set[str] = set()
+        while rel not in seen and time.monotonic() < deadline:
+            try:
+                seen |= got.get(timeout=1)
+            except queue.Empty:
+                pass
+        assert rel in seen, "the edit was held back while the index folder kept changing"
+    finally:
+        writing.clear()
+        stop.set()

@@ -113,7 +113,12 @@ class PooledEmbedder:
         return np.vstack(results).astype(np.float32, copy=False)
 
     def close(self) -> None:
-        """Shut the worker processes down."""
+        """Shut the worker processes down and wait for them (and the executor's manager thread).
+
+        ``wait=False`` raced the interpreter's exit hook on Python 3.11: the manager thread closed its
+        wake-up pipe while the hook still wrote to it, printing an ``OSError`` traceback after a
+        finished ``aide-tui index`` (seen once on textual's sdist). Workers are idle here, or dead.
+        """
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
