@@ -429,17 +429,11 @@ class MilvusSearcher:
         paths), each file leading with the chunk defining the frame's function or holding its line."""
         from types import SimpleNamespace
 
-        from aide_tui.core.search import Searcher
+        from aide_tui.core.search import Searcher, mentioned_files
 
         shim: Any = SimpleNamespace(path_parts=self._path_parts)
-        files: dict[str, list[tuple[str | None, int]]] = {}
-        for f in reversed(parts.frames):
-            for p in Searcher._resolve_path(shim, f.path):
-                files.setdefault(p, []).append((f.func, f.line))
-        for written in parts.paths:
-            for p in Searcher._resolve_path(shim, written):
-                files.setdefault(p, [])
-        if not files or len(files) > 30:
+        files = mentioned_files(parts, lambda written: Searcher._resolve_path(shim, written))
+        if not files:
             return []
         expr = f"path in [{', '.join(map(_lit, sorted(files)))}]"
         c = self.store.client()

@@ -6,6 +6,7 @@ import fnmatch
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -227,6 +228,21 @@ def _fuzzy_score(needle: str, path: str) -> float | None:
     return 500.0 - 10 * gaps + (50 if in_name else 0) - len(p) / 100
 
 
+def mentioned_files(
+    parts: QueryParts, resolve: Callable[[str], list[str]]
+) -> dict[str, list[tuple[str | None, int]]]:
+    """Indexed files a pasted text names, in order (traceback frames innermost first, then written
+    paths), each with its frames' (function, line); empty when none or more than 30 are named."""
+    files: dict[str, list[tuple[str | None, int]]] = {}
+    for f in reversed(parts.frames):
+        for p in resolve(f.path):
+            files.setdefault(p, []).append((f.func, f.line))
+    for written in parts.paths:
+        for p in resolve(written):
+            files.setdefault(p, [])
+    return files if len(files) <= 30 else {}
+
+
 class Searcher:
     """Answers queries over a workspace's current index; reloads when a new version lands."""
 
@@ -402,14 +418,8 @@ class Searcher:
     ) -> list[int]:
         """Chunks of the files a pasted text names: traceback frames innermost first, then written
         paths. Each file leads with the chunk defining the frame's function (or holding its line)."""
-        files: dict[str, list[tuple[str | None, int]]] = {}
-        for f in reversed(parts.frames):
-            for p in self._resolve_path(ix, f.path):
-                files.setdefault(p, []).append((f.func, f.line))
-        for written in parts.paths:
-            for p in self._resolve_path(ix, written):
-                files.setdefault(p, [])
-        if not files or len(files) > 30:
+        files = mentioned_files(parts, lambda written: self._resolve_path(ix, written))
+        if not files:
             return []
         by_file: dict[str, list[int]] = {p: [] for p in files}
         paths = ix.paths
