@@ -550,3 +550,31 @@ async def test_an_unknown_language_is_named_in_the_status_line(workspace: Path) 
         await search(pilot, app, "parse lang:py")
         await wait_for(pilot, lambda: "klingon" not in app.status.plain, "the error cleared")
         assert app.results.hits
+
+
+async def test_editing_keys_in_a_burst_act_in_the_order_typed(workspace: Path) -> None:
+    """Keys that arrive together (a fast typist, a paste-like burst over SSH) edit the query in order:
+    backspace, ctrl+u and the arrows act where they were typed, not after the letters that followed."""
+    from textual import events
+
+    def burst(*keys: tuple[str, str | None]) -> None:
+        assert app._driver is not None
+        for key, char in keys:  # delivered the way the terminal driver delivers them, no pause between
+            event = events.Key(key, char)
+            event.set_sender(app)
+            app._driver.send_message(event)
+
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        burst(("a", "a"), ("b", "b"), ("backspace", None), ("c", "c"))
+        await wait_for(pilot, lambda: app.query_input.value in ("ac", "ab"), "the burst")
+        await pilot.pause(0.1)
+        assert app.query_input.value == "ac"
+        burst(("ctrl+u", None), ("k", "k"), ("l", "l"), ("left", None), ("x", "x"))
+        await wait_for(pilot, lambda: app.query_input.value in ("kxl", "", "kl"), "the second burst")
+        await pilot.pause(0.1)
+        assert app.query_input.value == "kxl"
+        burst(("home", None), ("z", "z"), ("end", None), ("ctrl+w", None), ("q", "q"))
+        await pilot.pause(0.3)
+        assert app.query_input.value == "q"

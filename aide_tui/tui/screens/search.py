@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from textual import events, on, work
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import BindingType, NoBinding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
@@ -237,6 +237,11 @@ class SearchScreen(Screen[None]):
         if zone != "query" and key in ("backspace", "ctrl+h"):
             self.set_focus(query)
             query.action_delete_left()
+            return True
+        if zone == "query" and (action := _input_action(query, key)) is not None:
+            # the query box's own editing keys (backspace, ctrl+u, arrows, ...) run here too: left to
+            # Textual they would wait in the box's queue while the letters typed after them went in
+            await query.run_action(action)
             return True
         return False
 
@@ -743,3 +748,12 @@ class SearchScreen(Screen[None]):
     def action_help(self) -> None:
         """Show the keys."""
         self.app.push_screen(HelpScreen())
+
+
+def _input_action(box: Input, key: str) -> str | None:
+    """The action ``box`` binds to ``key`` (cursor moves and edits), or None."""
+    try:
+        bindings = box._bindings.get_bindings_for_key(key)
+    except NoBinding:
+        return None
+    return bindings[0].action if bindings else None
