@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,14 +44,13 @@ def _setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
         err(f"{root_arg}: not a directory")
         return None
     try:
-        if getattr(args, "settings_json", None):  # already resolved by the parent process (TUI)
-            data = json.loads(args.settings_json)
-            token = os.environ.get("AIDE_STORE_TOKEN")
-            if token and isinstance(data, dict) and isinstance(data.get("store"), dict):
-                data["store"]["token"] = token  # never passed on a command line (see settings_json)
+        if getattr(args, "settings_json", None):  # already resolved by the parent process
+            from aide_tui.core.service import settings_from_child_env
+
+            data = settings_from_child_env(args.settings_json)
             return _checked(root.resolve(), apply_mapping(Settings(), data, "settings"))
         return _checked(root.resolve(), load_settings(root.resolve(), flags(args)))
-    except ConfigError as exc:
+    except (ConfigError, ValueError) as exc:  # ValueError: settings handed over by a parent process
         err(f"config error: {exc}")
         return None
 

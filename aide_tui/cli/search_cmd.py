@@ -291,19 +291,24 @@ def _refresh(root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild
 def _start_background_indexer(root: Path, settings: Any) -> None:
     """Compute the missing vectors in a detached, low-priority ``aide-tui index`` (unless one runs)."""
     from aide_tui.core.paths import state_dir
-    from aide_tui.core.service import settings_json
+    from aide_tui.core.service import child_env
     from aide_tui.core.store import lock_is_held
 
     state = state_dir(root)
     if lock_is_held(state / "index"):
         return  # an indexer is already at work; it will commit the vectors
-    env = dict(os.environ)
-    pkg_parent = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
-    if settings.store.token:
-        env["AIDE_STORE_TOKEN"] = settings.store.token  # not on the command line
-    cmd = [sys.executable, "-P", "-m", "aide_tui", "index", str(root), "--background",
-           "--settings-json", settings_json(settings)]  # fmt: skip
+    env = child_env(settings)  # the settings travel in the environment, not on the command line
+    cmd = [
+        sys.executable,
+        "-P",
+        "-m",
+        "aide_tui",
+        "index",
+        str(root),
+        "--background",
+        "--settings-json",
+        "env",
+    ]
     try:
         log = os.open(state / "index.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     except OSError:

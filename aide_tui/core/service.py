@@ -24,13 +24,39 @@ from typing import IO
 from aide_tui.core.config import Settings
 from aide_tui.core.events import Cancelled, Done, Event, Failed, event_from_json
 
+SETTINGS_ENV = "AIDE_CHILD_SETTINGS"  # resolved settings handed to a child process (``env`` on its argv)
+
 
 def settings_json(settings: Settings) -> str:
-    """Serialise resolved settings for the indexing process (without the store token: a command line is
-    visible to every user of the machine; the child reads it from AIDE_STORE_TOKEN)."""
+    """Serialise resolved settings without the store token (which travels as AIDE_STORE_TOKEN)."""
     data = asdict(settings)
     data.get("store", {}).pop("token", None)
     return json.dumps(data)
+
+
+def child_env(settings: Settings) -> dict[str, str]:
+    """The environment of a child aide-tui process: this package first on its path, the resolved
+    settings in ``SETTINGS_ENV`` and the store token in ``AIDE_STORE_TOKEN``. Settings never go on a
+    command line: every user of the machine can read those (``ps``), an environment only its owner,
+    and a URI may carry credentials."""
+    env = dict(os.environ)
+    pkg_parent = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
+    env[SETTINGS_ENV] = settings_json(settings)
+    if settings.store.token:
+        env["AIDE_STORE_TOKEN"] = settings.store.token
+    return env
+
+
+def settings_from_child_env(arg: str) -> dict[str, object]:
+    """The settings mapping a parent handed over: ``arg`` is ``env`` (read ``SETTINGS_ENV``) or JSON."""
+    data = json.loads(os.environ.get(SETTINGS_ENV, "") if arg == "env" else arg)
+    if not isinstance(data, dict):
+        raise ValueError("settings are not a JSON object")
+    token = os.environ.get("AIDE_STORE_TOKEN")
+    if token and isinstance(data.get("store"), dict):
+        data["store"]["token"] = token
+    return data
 
 
 class IndexService:
@@ -156,20 +182,9 @@ class IndexService:
         if not self.root.is_dir():
             self.on_event(Failed(f"cannot index {self.root}: not a directory"))
             return None
-        env = dict(os.environ)
-        pkg_parent = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
-        if self.settings.store.token:
-            env["AIDE_STORE_TOKEN"] = self.settings.store.token  # not on the command line
+        env = child_env(self.settings)
         # -P: the current folder must not shadow the installed package (it may be another checkout)
-        cmd = [
-            sys.executable,
-            "-P",
-            "-m",
-            "aide_tui.core.worker",
-            str(self.root),
-            settings_json(self.settings),
-        ]
+        cmd = [sys.executable, "-P", "-m", "aide_tui.core.worker", str(self.root), "env"]
         try:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env

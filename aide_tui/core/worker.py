@@ -49,14 +49,11 @@ def main(argv: list[str]) -> int:
     from aide_tui.core.embed.base import EmbedderError
     from aide_tui.core.embed.factory import make_embedder
     from aide_tui.core.events import Cancelled, Event, Failed, event_to_json
+    from aide_tui.core.service import settings_from_child_env
     from aide_tui.core.store import IndexError_
 
     root = Path(argv[0])
-    settings = apply_mapping(Settings(), json.loads(argv[1]), "settings")
-    if os.environ.get("AIDE_STORE_TOKEN"):  # the store token never travels on a command line
-        from dataclasses import replace
-
-        settings = replace(settings, store=replace(settings.store, token=os.environ["AIDE_STORE_TOKEN"]))
+    settings = apply_mapping(Settings(), settings_from_child_env(argv[1]), "settings")
     from aide_tui.core.embed.pool import die_with_parent
 
     # the service starts this process from a thread that ends when it is idle: watch the parent process

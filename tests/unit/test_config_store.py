@@ -135,3 +135,27 @@ def test_local_only_front_ends_refuse_a_milvus_store(
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "local store only" in err or "pip install 'aide-tui[milvus]'" in err
+
+
+def test_child_processes_get_settings_in_their_environment_not_on_the_command_line(tmp_path: Path) -> None:
+    """The indexing process's command line (readable by every user through ps) holds no settings: a
+    store or embedding URI may carry credentials."""
+    from aide_tui.core.service import IndexService
+
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    marker = "zz-marker-*.private"
+    settings = load_settings(tmp_path, {"embedding": {"backend": "none"}, "index": {"exclude": [marker]}})
+    events: list[object] = []
+    svc = IndexService(tmp_path, settings, events.append)
+    try:
+        svc.request()
+        assert svc.wait(120)
+        proc = svc._proc
+        assert proc is not None and proc.poll() is None  # the long-lived indexing process
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode()
+        environ = Path(f"/proc/{proc.pid}/environ").read_bytes().decode()
+        assert marker not in cmdline and "{" not in cmdline
+        assert marker in environ  # it did receive the settings, through its environment
+        assert any(type(e).__name__ == "Done" for e in events)
+    finally:
+        svc.close()
