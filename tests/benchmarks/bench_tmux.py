@@ -239,7 +239,7 @@ def run(args: argparse.Namespace) -> None:
                         else:
                             paint.append(painted_at * 1000)
                     previous = want
-                    time.sleep(0.05)
+                    time.sleep(args.pause)
             state = screen()[-3].strip()
         finally:
             CONTROL.close()
@@ -260,6 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--while-embedding", action="store_true")
     p.add_argument("--size", default="120x40")
     p.add_argument("--verbose", action="store_true", help="print the keys whose paint was not seen")
+    p.add_argument(
+        "--pause",
+        type=float,
+        default=0.05,
+        help="seconds from a key's paint to the next key (0.2: a preview renders between keys)",
+    )
     args = p.parse_args(argv)
     if shutil.which("tmux") is None:
         print("tmux is not installed (apt-get install tmux)", file=sys.stderr)

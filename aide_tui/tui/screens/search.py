@@ -57,7 +57,7 @@ from aide_tui.tui.widgets import HelpScreen, IndexBar, Preview, PreviewBody, Res
 from aide_tui.tui.widgets.preview import PreviewData, preview_key, render_preview
 
 MODES = ("hybrid", "bm25", "dense")
-PREVIEW_SETTLE = 0.05  # seconds without new results before a typing-driven preview is rendered
+PREVIEW_SETTLE = 0.12  # seconds without new results before a typing-driven preview is rendered
 
 
 class PreviewReady(Message):
