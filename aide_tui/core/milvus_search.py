@@ -27,10 +27,8 @@ from aide_tui.core.milvus_store import META_PATH, MilvusBackend, _lit, check_lay
 from aide_tui.core.query import analyze
 from aide_tui.core.search import (
     _CODE_LIKE,
-    _FILE_NAME,
     _QUOTED,
     _TEST_PATH,
-    MAX_PATH_WORDS,
     MAX_SYMBOL_DEFS,
     PROSE_PATH_FACTOR,
     PROSE_SYMBOL_FACTOR,
@@ -392,22 +390,10 @@ class MilvusSearcher:
     def _path_list(self, text: str, qtext: str, flt: str, cands: dict[str, Cand], scores: dict[str, float],
                    limit: int, bare_words: bool) -> tuple[list[str], bool]:  # fmt: skip
         """Chunks of files the query names, best BM25 first (the engine searches just those files)."""
-        hits: dict[str, int] = {}
-        explicit = False
-        words = dict.fromkeys(raw.lower().strip("./-") for raw in re.findall(r"[\w./-]+", text))
-        for word in list(words)[:MAX_PATH_WORDS]:
-            if len(word) < 3 or word in STOPWORDS:
-                continue
-            if "/" in word or _FILE_NAME.fullmatch(word):
-                for p in self._path_parts.get(word.rsplit("/", 1)[-1], ()):
-                    low = p.lower()
-                    if low == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}":
-                        hits[p] = hits.get(p, 0) + 2
-                        explicit = True
-            elif bare_words:
-                for p in self._path_parts.get(word, ()):
-                    hits[p] = hits.get(p, 0) + 1
-        if not hits or len(hits) > 50 or not qtext:
+        from aide_tui.core.search import named_files
+
+        hits, explicit = named_files(text, self._path_parts, bare_words)
+        if not hits or not qtext:
             return [], False
         expr = f"path in [{', '.join(map(_lit, sorted(hits)))}]"
         found = self._search(self.store.chunks, qtext, "sparse", limit, f"{flt} and {expr}" if flt else expr,

@@ -6,7 +6,7 @@ import fnmatch
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -226,6 +226,30 @@ def _fuzzy_score(needle: str, path: str) -> float | None:
         pos = last = nxt
     in_name = pos >= len(p) - len(name)
     return 500.0 - 10 * gaps + (50 if in_name else 0) - len(p) / 100
+
+
+def named_files(
+    text: str, path_parts: Mapping[str, Iterable[str]], bare_words: bool
+) -> tuple[dict[str, int], bool]:
+    """Indexed files the query names, each with a weight (2 per explicit path or file name, 1 per bare
+    word when ``bare_words``), and whether any was explicit; empty when none or more than 50 match.
+    ``path_parts`` maps a lower-cased path component to the files having it."""
+    hits: dict[str, int] = {}
+    explicit = False
+    words = dict.fromkeys(raw.lower().strip("./-") for raw in re.findall(r"[\w./-]+", text))
+    for word in list(words)[:MAX_PATH_WORDS]:
+        if len(word) < 3 or word in STOPWORDS:
+            continue
+        if "/" in word or _FILE_NAME.fullmatch(word):
+            for p in path_parts.get(word.rsplit("/", 1)[-1], ()):  # files named, or under, the last part
+                low = p.lower()
+                if low == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}":
+                    hits[p] = hits.get(p, 0) + 2
+                    explicit = True
+        elif bare_words:
+            for p in path_parts.get(word, ()):
+                hits[p] = hits.get(p, 0) + 1
+    return (hits, explicit) if len(hits) <= 50 else ({}, False)
 
 
 def mentioned_files(
@@ -457,24 +481,8 @@ class Searcher:
         Explicit paths (``cli/main.go``, ``server.py``, as in a stack trace) always count; bare words
         (``routing``) only when ``bare_words`` (identifier-like queries).
         """
-        hits: dict[str, int] = {}
-        explicit = False
-        words = dict.fromkeys(raw.lower().strip("./-") for raw in re.findall(r"[\w./-]+", text))
-        for word in list(words)[:MAX_PATH_WORDS]:
-            if len(word) < 3 or word in STOPWORDS:
-                continue
-            if "/" in word or _FILE_NAME.fullmatch(word):
-                for p in ix.path_parts.get(
-                    word.rsplit("/", 1)[-1], ()
-                ):  # files named, or under, the last part
-                    low = p.lower()
-                    if low == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}":
-                        hits[p] = hits.get(p, 0) + 2
-                        explicit = True
-            elif bare_words:
-                for p in ix.path_parts.get(word, ()):
-                    hits[p] = hits.get(p, 0) + 1
-        if not hits or len(hits) > 50:
+        hits, explicit = named_files(text, ix.path_parts, bare_words)
+        if not hits:
             return [], False
         paths = ix.paths
         rows = [i for i in np.flatnonzero(bm25_scores > 0) if paths[i] in hits]
