@@ -22,17 +22,9 @@ def err(message: str) -> None:
     print(f"aide-tui: {printable(message)}", file=sys.stderr)
 
 
-def setup(root_arg: str, args: argparse.Namespace, local_only: str = "") -> tuple[Path, Any] | None:
-    """(resolved root, settings), or None after printing why (the caller exits 2). ``local_only`` names a
-    front end that reads the local store only (it refuses a Milvus store instead of half working)."""
-    ready = _setup(root_arg, args)
-    if ready is not None and local_only and ready[1].store.backend == "milvus":
-        err(
-            f'{local_only} reads the local store only, but store.backend is "milvus": use '
-            "`aide-tui search` / `index` / `status` with Milvus, or --store local"
-        )
-        return None
-    return ready
+def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
+    """(resolved root, settings), or None after printing why (the caller exits 2)."""
+    return _setup(root_arg, args)
 
 
 def _setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:

@@ -14,7 +14,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if missing:
         err(f"mcp needs the optional 'serve' extra ({', '.join(missing)} missing): {INSTALL_HINT}")
         return 2
-    ready = setup(args.root, args, local_only="`aide-tui mcp`")
+    ready = setup(args.root, args)
     if ready is None:
         return 2
     root, settings = ready

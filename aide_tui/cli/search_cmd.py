@@ -94,17 +94,18 @@ def cmd_search(args: argparse.Namespace) -> int:
         _write(answer, fmt == "json")
         return True
 
-    if settings.store.backend == "milvus" or getattr(args, "all_workspaces", False):
+    everywhere = bool(getattr(args, "all_workspaces", False))
+    if everywhere and settings.store.backend != "milvus":
+        err('--all-workspaces needs a shared store: set store.backend = "milvus" (see the README)')
+        return 2
+    # a running `aide-tui serve` answers from its warm index (vimgrep/paths need the chunk text: local);
+    # with a Milvus Lite store it is the only way in while the server holds the store
+    done = _served(args, root, settings, queries, fmt, mode, emit, everywhere)
+    if done == len(queries) or (failed and args.batch is None):
+        return 2 if failed else 0
+    queries = queries[done:]
+    if settings.store.backend == "milvus":
         return max(_search_milvus(args, root, settings, queries, fmt, mode, emit), 2 * int(failed))
-    # a running `aide-tui serve` answers from its warm index (vimgrep/paths need the chunk text: local)
-    if not args.no_server and fmt in ("text", "json"):
-        from aide_tui.cli.served import served_search
-
-        limit = max(args.limit, 0)
-        done = served_search(root, settings, queries, limit, mode, emit)
-        if done == len(queries) or (failed and args.batch is None):
-            return 2 if failed else 0
-        queries = queries[done:]
     from aide_tui.core.search import SearchResponse
 
     embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
@@ -126,6 +127,16 @@ def cmd_search(args: argparse.Namespace) -> int:
         elif not emit(resp.to_json()):
             return 2
     return 2 if failed else 0
+
+
+def _served(args: argparse.Namespace, root: Path, settings: Any, queries: list[str], fmt: str, mode: str,
+            emit: Any, everywhere: bool) -> int:  # fmt: skip
+    """How many of ``queries`` a running server answered (0: none runs, or it cannot give this format)."""
+    if args.no_server or fmt not in ("text", "json"):
+        return 0
+    from aide_tui.cli.served import served_search
+
+    return served_search(root, settings, queries, max(args.limit, 0), mode, emit, everywhere)
 
 
 def _open_searcher(
@@ -187,9 +198,6 @@ def _search_milvus(
     from aide_tui.core.search import SearchResponse
     from aide_tui.core.store import IndexError_
 
-    if settings.store.backend != "milvus":
-        err('--all-workspaces needs a shared store: set store.backend = "milvus" (see the README)')
-        return 2
     embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
     searcher = MilvusSearcher(root, settings, embedder, emb_err, all_workspaces=args.all_workspaces)
     try:

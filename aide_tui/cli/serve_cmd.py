@@ -19,7 +19,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.port is not None and not 0 <= args.port <= 65535:
         err(f"--port {args.port}: not a port number")
         return 2
-    ready = setup(args.root, args, local_only="`aide-tui serve`")
+    ready = setup(args.root, args)
     if ready is None:
         return 2
     root, settings = ready

@@ -25,6 +25,7 @@ def served_search(
     limit: int,
     mode: str,
     write: Callable[[dict[str, Any]], object],
+    all_workspaces: bool = False,
 ) -> int:
     """Answer ``queries`` in order through a server; returns how many were answered (0: none running).
 
@@ -44,7 +45,11 @@ def served_search(
             return 0
         for q in queries:
             q = q.rstrip("\r")
-            resp = client.search(q, limit, mode) if q.strip() else dict(BLANK, query=q)
+            resp = (
+                client.search(q, limit, mode, all_workspaces=all_workspaces)
+                if q.strip()
+                else dict(BLANK, query=q)
+            )
             write(resp)
             done += 1
     except ServeUnavailable:

@@ -10,7 +10,7 @@ from aide_tui.cli.common import err, setup
 
 def cmd_tui(args: argparse.Namespace) -> int:
     """Open the Textual app on PATH."""
-    ready = setup(args.path, args, local_only="the app")
+    ready = setup(args.path, args)
     if ready is None:
         return 2
     root, settings = ready

@@ -74,3 +74,18 @@ def backend_for(root: Path, settings: Settings) -> Backend:
 
         return MilvusBackend(root, settings)
     return LocalBackend(root, settings)
+
+
+def searcher_for(root: Path, settings: Settings, all_workspaces: bool = False) -> Any:
+    """The searcher for ``root``'s store: :class:`~aide_tui.core.search.Searcher` over the local segments,
+    or :class:`~aide_tui.core.milvus_search.MilvusSearcher` (``all_workspaces``: every workspace of the
+    collection). Both have ``refresh``, ``search``, ``version``, ``backend`` and the embedder fields."""
+    if settings.store.backend == "milvus":
+        from aide_tui.core.milvus_search import MilvusSearcher
+
+        return MilvusSearcher(root, settings, all_workspaces=all_workspaces)
+    if all_workspaces:
+        raise ValueError('searching all workspaces needs a shared store: store.backend = "milvus"')
+    from aide_tui.core.search import Searcher
+
+    return Searcher(root, settings)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 from aide_tui.core.tokens import _CAMEL, _WORD, _fold
 
@@ -144,3 +145,31 @@ def vimgrep_line(path: str, hit: object) -> str:
     best = hit_best_line(hit)
     text = line_text(hit, best.line).strip().replace("\r", "")
     return f"{path}:{best.line}:{best.column}:{text}"
+
+
+def shown_path(hit: object) -> str:
+    """The hit's path as shown: ``[workspace] path`` for a hit of a search over several workspaces (as
+    ``search`` prints it)."""
+    path = str(getattr(hit, "path", ""))
+    ws = getattr(hit, "workspace", "")
+    return f"[{ws}] {path}" if ws else path
+
+
+def workspace_label(hit: object) -> str:
+    """A short name for the workspace of a hit of a search over several workspaces ("" otherwise): its id
+    without the root-hash suffix of a derived id (``alpha-1a2b3c4d`` -> ``alpha``)."""
+    ws = str(getattr(hit, "workspace", "") or "")
+    return re.sub(r"-[0-9a-f]{8}$", "", ws)
+
+
+def hit_root(hit: object, root: Path) -> Path | None:
+    """The folder ``hit``'s path is relative to: ``root``, or for a hit of another workspace of a shared
+    collection the root it was indexed from (None when that is unknown or the path climbs out of it:
+    show the indexed text instead of reading a file)."""
+    other = str(getattr(hit, "root", "") or "")
+    if not getattr(hit, "workspace", "") or other == str(root):
+        return root
+    path = str(getattr(hit, "path", ""))
+    if not other or path.startswith("/") or ".." in PurePosixPath(path).parts:
+        return None
+    return Path(other)

@@ -1,5 +1,7 @@
 """A live workspace: the searcher, the query embedder, the indexing service and the file watcher behind
-one object, shared by every long-running front end (the app, ``serve``, ``mcp``).
+one object, shared by every long-running front end (the app, ``serve``, ``mcp``), over either store:
+the local segments or a Milvus collection (whose other workspaces it can search too; a Milvus Lite
+file's engine runs in this process and the indexing process connects to it).
 
 Front ends call :meth:`LiveWorkspace.search` from their own worker threads and receive
 :data:`LiveEvent` objects through ``on_event`` (called from background threads: a front end hands
@@ -15,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aide_tui.core.backend import searcher_for
 from aide_tui.core.config import Settings
-from aide_tui.core.events import Committed, Done, Event
-from aide_tui.core.search import Searcher, SearchResponse
+from aide_tui.core.events import Committed, Done, Event, Failed
+from aide_tui.core.search import SearchResponse
 from aide_tui.core.service import IndexService
 from aide_tui.core.status import IndexStatus
 from aide_tui.core.store import IndexError_, IndexMissing
@@ -69,6 +72,8 @@ class WatchFailed:
     message: str
 
 
+RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # seconds before a shared store's failed run is tried again
+
 LiveEvent = Event | Opened | Reloaded | ReloadFailed | EmbedderReady | FilesChanged | WatchFailed
 
 
@@ -88,8 +93,10 @@ class LiveWorkspace:
         self.settings = settings
         self.on_event = on_event
         self.watch_enabled = watch
-        self.index_enabled = index
-        self.searcher = Searcher(self.root, settings)
+        self.shared = settings.store.backend == "milvus"
+        self.index_enabled = index and not (self.shared and settings.store.read_only)
+        self.searcher: Any = searcher_for(self.root, settings)
+        self._everywhere: Any = None  # the searcher over every workspace of a shared collection
         self.embedder: Any = None
         self.embedder_error: str | None = None
         self.status: IndexStatus = IndexStatus("missing")
@@ -99,6 +106,7 @@ class LiveWorkspace:
         self.embedder_ready = threading.Event()  # the query encoder loaded (or failed)
         self._stop = threading.Event()
         self._reload_wanted = threading.Event()
+        self._retry_delay = 0.0  # a shared store's failed run is retried after this (doubling, ≤ 60 s)
         self._threads: list[threading.Thread] = []
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -107,7 +115,7 @@ class LiveWorkspace:
         """Open the index and load the embedder (in the background), start indexing and watching."""
         self._spawn(self._open, "aide-open")
         self._spawn(self._reloader, "aide-reload")
-        if self.index_enabled:
+        if self.index_enabled and not self.shared:  # a shared store asks once its engine is reachable
             self.service.request(priority=self.priority())
         if self.watch_enabled:
             self._spawn(self._watch, "aide-watch")
@@ -121,6 +129,8 @@ class LiveWorkspace:
             t.join(timeout=2.0)
         if hasattr(self.embedder, "close"):
             self.embedder.close()
+        if self.shared:
+            self.searcher.backend.release()
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         t = threading.Thread(target=target, name=name, daemon=True)
@@ -143,7 +153,10 @@ class LiveWorkspace:
         except EmbedderError as exc:
             embedder, error = None, str(exc)
         self.searcher.embedder_error = error
+        hosted = self._host_engine()
         try:
+            if hosted is not None:
+                raise hosted
             self.searcher.refresh()
             opened = Opened(self._read_status())
             self.index_ready.set()
@@ -164,27 +177,60 @@ class LiveWorkspace:
             return
         self._set_embedder(embedder, None, emb_id)
 
+    def _host_engine(self) -> IndexError_ | None:
+        """A shared store: give the indexing process its settings (for a Lite file, the address of the
+        engine this process starts) and ask for the first run. Returns why the store cannot be opened."""
+        if not self.shared:
+            return None
+        try:
+            if self.index_enabled:
+                self.service.settings = self.searcher.backend.settings_for_children()
+        except IndexError_ as exc:
+            return exc
+        if self.index_enabled:
+            self.service.request(priority=self.priority())
+        return None
+
     def _set_embedder(self, embedder: Any, error: str | None, emb_id: str | None) -> None:
         self.embedder, self.embedder_error = embedder, error
-        self.searcher.embedder, self.searcher.embedder_error = embedder, error
+        for s in (self.searcher, self._everywhere):
+            if s is not None:
+                s.embedder, s.embedder_error = embedder, error
         self.embedder_ready.set()
         self._emit(EmbedderReady(emb_id, error))
 
     # -- searching ---------------------------------------------------------------------------------
 
-    def search(self, query: str, limit: int = 20, mode: str | None = None) -> SearchResponse:
+    def search(
+        self, query: str, limit: int = 20, mode: str | None = None, all_workspaces: bool = False
+    ) -> SearchResponse:
         """Answer ``query`` from the loaded version (thread-safe). Raises IndexMissing before the first
         index exists, IndexError_ when it cannot be read. While the query encoder is still loading, a
-        hybrid answer is lexical only and says so (``degraded``, "the encoder is loading")."""
-        resp = self.searcher.search(query, limit=limit, mode=mode)
+        hybrid answer is lexical only and says so (``degraded``, "the encoder is loading").
+        ``all_workspaces``: every workspace of a shared (Milvus) collection, each hit labelled with
+        its workspace; ValueError for the local store."""
+        searcher = self._all_searcher() if all_workspaces else self.searcher
+        resp: SearchResponse = searcher.search(query, limit=limit, mode=mode)
         loading = not self.embedder_ready.is_set() and self.settings.embedding.backend != "none"
         if loading and resp.mode != "bm25" and not resp.degraded:
             resp.degraded, resp.degraded_reason = True, "the encoder is loading"
         return resp
 
+    def _all_searcher(self) -> Any:
+        if self._everywhere is None:
+            searcher = searcher_for(self.root, self.settings, all_workspaces=True)
+            searcher.embedder, searcher.embedder_error = self.embedder, self.embedder_error
+            searcher.backend = self.searcher.backend  # one connection (a Lite engine serves one process)
+            self._everywhere = searcher
+        return self._everywhere
+
     def _read_status(self) -> IndexStatus:
         self.status = self.searcher.backend.status()
         return self.status
+
+    def current_status(self) -> IndexStatus:
+        """What the index holds now (read from the store)."""
+        return self._read_status()
 
     # -- indexing ----------------------------------------------------------------------------------
 
@@ -202,6 +248,17 @@ class LiveWorkspace:
         self._emit(event)
         if isinstance(event, Committed | Done):
             self._reload_wanted.set()
+        if isinstance(event, Done):
+            self._retry_delay = 0.0
+        elif isinstance(event, Failed) and self.shared and self.index_enabled:
+            self._retry_later()
+
+    def _retry_later(self) -> None:
+        """A Milvus server can be down or restarting: try the run again later (2 s, doubling up to 60 s)."""
+        self._retry_delay = min(RETRY_MAX, max(RETRY_FIRST, self._retry_delay * 2))
+        timer = threading.Timer(self._retry_delay, lambda: None if self._stop.is_set() else self.reindex())
+        timer.daemon = True
+        timer.start()
 
     def _reloader(self) -> None:
         """Load every committed version as it lands (coalesced: one reload covers several commits)."""
@@ -212,13 +269,13 @@ class LiveWorkspace:
             self._reload_wanted.clear()
             try:
                 self.searcher.refresh()
+                if self._everywhere is not None:
+                    self._everywhere.refresh()
             except IndexError_ as exc:
                 self._emit(ReloadFailed(str(exc)))
                 continue
-            view = self.searcher.view
-            version = str(view.meta.get("generation", "")) if view is not None else ""
             self.index_ready.set()
-            self._emit(Reloaded(self._read_status(), version))
+            self._emit(Reloaded(self._read_status(), self.searcher.version))
 
     # -- watching ----------------------------------------------------------------------------------
 

@@ -85,6 +85,7 @@ class WorkspaceHit(Hit):
     """A hit of a search over several workspaces: says which one."""
 
     workspace: str = ""
+    root: str = ""  # the workspace's root where it was indexed (not serialised: it may be another machine's)
 
     def to_json(self) -> dict[str, object]:
         out = super().to_json()
@@ -109,6 +110,7 @@ class MilvusSearcher:
         self.files: dict[str, set[str]] = {}  # workspace -> its files
         self.vectors_missing = 0
         self._path_parts: dict[str, set[str]] = {}
+        self.version = ""  # this workspace's committed version when last refreshed
 
     @property
     def store(self) -> Any:
@@ -139,6 +141,7 @@ class MilvusSearcher:
                 if metas[ws].get("embedder", "none") != "none":
                     missing += sum(r.pieces - r.vectors for r in recs.values())
             self.metas, self.files, self.vectors_missing = metas, files, missing
+            self.version = str((metas.get(self.ws) or {}).get("version", ""))
             parts: dict[str, set[str]] = {}
             for ws_files in files.values():
                 for p in ws_files:
@@ -335,8 +338,14 @@ class MilvusSearcher:
             ranks.update({k: f.ranks[k] for k in ("symbol", "path", "piece", "phrase") if k in f.ranks})
             args = (c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, q.terms, c.text)
             best = q.spans.get(c.id)
-            out.append(WorkspaceHit(*args, best_piece=best, workspace=c.workspace) if self.all_workspaces
-                       else Hit(*args, best_piece=best))  # fmt: skip
+            if self.all_workspaces:
+                out.append(
+                    WorkspaceHit(
+                        *args, best_piece=best, workspace=c.workspace, root=self._root_of(c.workspace)
+                    )
+                )
+            else:
+                out.append(Hit(*args, best_piece=best))
         return out
 
     # -- lists -------------------------------------------------------------------------------------
@@ -518,8 +527,12 @@ class MilvusSearcher:
                 detect_language(p),
                 {"bm25": None, "dense": None, "path": rank},
             )
-            out.append(WorkspaceHit(*args, workspace=ws) if self.all_workspaces else Hit(*args))
+            out.append(WorkspaceHit(*args, workspace=ws, root=self._root_of(ws)) if self.all_workspaces
+                       else Hit(*args))  # fmt: skip
         return out
+
+    def _root_of(self, ws: str) -> str:
+        return str(self.root) if ws == self.ws else str((self.metas.get(ws) or {}).get("root") or "")
 
 
 __all__ = ["META_PATH", "MilvusSearcher", "WorkspaceHit"]

@@ -188,6 +188,9 @@ def _message(exc: BaseException) -> str:
     return " ".join(str(text).split())[:400]
 
 
+CONNECT_ATTEMPTS = 3
+
+
 class MilvusStore:
     """The three collections behind one name, over one connection; every failure is a StoreUnavailable."""
 
@@ -228,22 +231,26 @@ class MilvusStore:
                     )
             else:
                 folder.parent.mkdir(parents=True, exist_ok=True)
-            _quiet_engine_logs()
             if not _wait_for_lite(folder, self.lock_wait):
                 raise StoreUnavailable(
                     f"Milvus Lite store {self.uri} is in use by another process (Milvus Lite opens a store "
                     "in one process at a time: share a collection between machines or concurrent users "
                     "through a Milvus server, store.uri = http(s)://host:port)"
                 )
-        try:
-            from pymilvus import MilvusClient
+        from pymilvus import MilvusClient
 
-            kwargs: dict[str, Any] = {"uri": self.uri, "timeout": self.timeout}
-            if self.token:
-                kwargs["token"] = self.token
-            client = MilvusClient(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - pymilvus and the engine raise many kinds
-            raise self._fail(exc, "connect") from None
+        _quiet_engine_logs()  # pymilvus logs every failed call with a traceback; we say it in one line
+        kwargs: dict[str, Any] = {"uri": self.uri, "timeout": self.timeout}
+        if self.token:
+            kwargs["token"] = self.token
+        for attempt in range(CONNECT_ATTEMPTS):
+            try:
+                client = MilvusClient(**kwargs)
+                break
+            except Exception as exc:  # noqa: BLE001 - pymilvus and the engine raise many kinds
+                if attempt + 1 == CONNECT_ATTEMPTS:
+                    raise self._fail(exc, "connect") from None
+                time.sleep(0.25 * (attempt + 1))  # a busy engine can refuse the handshake once
         self._client = client
         for name in (self.chunks, self.pieces, self.files):  # a reopened collection starts released
             if self.call("list collections", client.has_collection, name):
@@ -297,11 +304,21 @@ class MilvusStore:
         return self._dim
 
     def ensure(self, dim: int) -> None:
-        """Create the collections when missing (the pieces get a ``dim``-d vector field when dim > 0)."""
+        """Create the collections when missing (the pieces get a ``dim``-d vector field when dim > 0).
+        Several writers may start at once on a server: each collection is created by whoever gets
+        there first, and a writer that finds them mid-creation waits for the layout record."""
         c = self.client(create=True)
         if self.call("list collections", c.has_collection, self.files):
+            self._await_record()
             return
         from pymilvus import DataType, Function, FunctionType
+
+        def create(doing: str, name: str, **kwargs: Any) -> None:
+            try:
+                c.create_collection(name, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - "already exists" when another writer won the race
+                if not self.call("list collections", c.has_collection, name):
+                    raise self._fail(exc, doing) from None
 
         def text_fields(s: Any, source: str = "tokens", sparse: str = "sparse") -> None:
             s.add_field(source, DataType.VARCHAR, max_length=MAX_VARCHAR, enable_analyzer=True,
@@ -343,8 +360,7 @@ class MilvusStore:
         def names_index(ip: Any) -> None:
             ip.add_index(field_name="names_sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
 
-        self.call("create the chunk collection", c.create_collection, self.chunks, schema=s,
-                  index_params=bm25_index(names_index))  # fmt: skip
+        create("create the chunk collection", self.chunks, schema=s, index_params=bm25_index(names_index))
 
         s = c.create_schema(auto_id=False, enable_dynamic_field=False)
         base(s)
@@ -360,8 +376,7 @@ class MilvusStore:
             if dim:
                 ip.add_index(field_name="vec", index_type="FLAT", metric_type="IP")
 
-        self.call("create the piece collection", c.create_collection, self.pieces, schema=s,
-                  index_params=bm25_index(vec_index))  # fmt: skip
+        create("create the piece collection", self.pieces, schema=s, index_params=bm25_index(vec_index))
 
         s = c.create_schema(auto_id=False, enable_dynamic_field=False)
         base(s)
@@ -372,9 +387,16 @@ class MilvusStore:
         s.add_field("_v", DataType.FLOAT_VECTOR, dim=2)  # Milvus wants a vector field in every collection
         ip = c.prepare_index_params()
         ip.add_index(field_name="_v", index_type="FLAT", metric_type="L2")
-        self.call("create the file collection", c.create_collection, self.files, schema=s, index_params=ip)
-        self._dim = dim
-        _set_collection_record(self, schema=SCHEMA_VERSION)
+        create("create the file collection", self.files, schema=s, index_params=ip)
+        self._dim = None  # the winner's schema decides
+        if not collection_record(self).get("schema"):
+            _set_collection_record(self, schema=SCHEMA_VERSION)
+
+    def _await_record(self, wait: float = 15.0) -> None:
+        """Collections without their layout record are still being created by another writer."""
+        deadline = time.monotonic() + wait
+        while not collection_record(self).get("schema") and time.monotonic() < deadline:
+            time.sleep(0.2)
 
     def drop(self) -> None:
         c = self.client()
@@ -482,7 +504,7 @@ def _quiet_engine_logs() -> None:
     """Milvus Lite logs its own failures with tracebacks on stderr; we report them in one line instead."""
     import logging
 
-    for name in ("milvus_lite", "pymilvus"):
+    for name in ("milvus_lite", "pymilvus", "grpc"):  # grpc: the engine's server logs unimplemented calls
         logger = logging.getLogger(name)
         if not logger.handlers:
             logger.addHandler(logging.NullHandler())
@@ -562,6 +584,35 @@ class MilvusBackend:
             )  # fmt: skip
         return self._store
 
+    def settings_for_children(self) -> Settings:
+        """The settings for a front end's indexing process: this store's collection and workspace named
+        explicitly, and for a Lite file the loopback address of its engine, which this process starts
+        and hosts (Milvus Lite opens a store in one process at a time; the child connects to ours)."""
+        from dataclasses import replace
+
+        st = replace(self.settings.store, collection=self.name, workspace=self.ws)
+        store = self.store(create=not st.read_only)
+        if store.local:
+            store.client(create=not st.read_only)  # starts the engine here (or raises why it cannot)
+            from milvus_lite.server_manager import server_manager_instance
+
+            served = server_manager_instance.start_and_get_uri(store.uri)
+            if not served:
+                raise StoreUnavailable(f"Milvus Lite store {store.uri}: the engine did not start")
+            st = replace(st, uri=served)
+        return replace(self.settings, store=st)
+
+    def release(self) -> None:
+        """Close the connection and stop a Lite engine this process hosts (the file is free again)."""
+        store = self._store
+        if store is None:
+            return
+        store.close()
+        if store.local and os.path.abspath(store.uri) in _served_here():
+            from milvus_lite.server_manager import server_manager_instance
+
+            server_manager_instance.release_server(store.uri)
+
     def version_key(self) -> object | None:
         try:
             meta = self.store().meta(self.ws)
@@ -570,10 +621,7 @@ class MilvusBackend:
         return None if meta is None else meta.get("version")
 
     def load_view(self, previous: Any) -> Any:
-        raise IndexError_(
-            "the Milvus store answers `aide-tui search` (and --all-workspaces); this front end reads the "
-            'local store only: set store.backend = "local"'
-        )
+        raise IndexError_("a Milvus store is searched through MilvusSearcher, not an index view")
 
     def make_indexer(self, embedder: Any, embedder_error: str | None) -> MilvusIndexer:
         return MilvusIndexer(self, embedder, embedder_error)
@@ -584,7 +632,7 @@ class MilvusBackend:
             if not store.exists():
                 return IndexStatus("missing")
             meta = store.meta(self.ws)
-            if meta is None:
+            if meta is None or meta.get("version") is None:  # no run has finished yet
                 return IndexStatus("missing")
             records = store.records(self.ws)
         except IndexMissing:

@@ -288,6 +288,12 @@ class Searcher:
         """The loaded index version (None before the first refresh)."""
         return self._view
 
+    @property
+    def version(self) -> str:
+        """The loaded version's generation ("" before the first refresh)."""
+        view = self._view
+        return str(view.meta.get("generation", "")) if view is not None else ""
+
     # -- loading -----------------------------------------------------------------------------------
 
     def refresh(self) -> bool:

@@ -1,7 +1,8 @@
 """The HTTP routes of ``aide-tui serve``: a thin Starlette layer over one LiveWorkspace.
 
     GET  /status   the ``status --json`` object
-    POST /search   {"query", "limit", "mode"} -> one ``search --json`` line (CONTRACT.md)
+    POST /search   {"query", "limit", "mode", "text", "all_workspaces"} -> one ``search --json`` line
+                   (CONTRACT.md; with all_workspaces each result also names its workspace)
     POST /reindex  {"rebuild": bool} -> 202; the run shows up in /events
     GET  /events   Server-Sent Events: the ``index --progress`` objects (progress, commit, done, error,
                    cancelled), one ``data:`` line each
@@ -19,6 +20,7 @@ import os
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -165,8 +167,26 @@ def _int_field(obj: dict[str, Any], key: str, default: int, lo: int, hi: int) ->
     return value
 
 
-def parse_search(body: Any, default_mode: str) -> tuple[str, int, str, bool]:
-    """(query, limit, mode, with_text) from a /search body, or ApiError(400)."""
+@dataclass(frozen=True)
+class SearchRequest:
+    """A parsed /search body."""
+
+    query: str
+    limit: int
+    mode: str
+    with_text: bool = False
+    all_workspaces: bool = False
+
+
+def _bool_field(obj: dict[str, Any], key: str) -> bool:
+    value = obj.get(key, False)
+    if not isinstance(value, bool):
+        raise ApiError(400, f"{key} must be true or false")
+    return value
+
+
+def parse_search(body: Any, default_mode: str) -> SearchRequest:
+    """The /search body's fields, or ApiError(400)."""
     if not isinstance(body, dict):
         raise ApiError(400, "expected a JSON object with a query")
     query = body.get("query")
@@ -178,10 +198,7 @@ def parse_search(body: Any, default_mode: str) -> tuple[str, int, str, bool]:
         mode = default_mode
     if mode not in MODES:
         raise ApiError(400, f"unknown mode {mode!r} (hybrid, bm25 or dense)")
-    text = body.get("text", False)
-    if not isinstance(text, bool):
-        raise ApiError(400, "text must be true or false")
-    return query, limit, mode, text
+    return SearchRequest(query, limit, mode, _bool_field(body, "text"), _bool_field(body, "all_workspaces"))
 
 
 class Service:
@@ -221,23 +238,29 @@ class Service:
     # -- routes --------------------------------------------------------------------------------------
 
     async def status(self, request: Request) -> Response:
-        st = await anyio.to_thread.run_sync(backend_for(self.root, self.settings).status)
+        live = self.live
+        read = live.current_status if live is not None else backend_for(self.root, self.settings).status
+        st = await anyio.to_thread.run_sync(read)
         return JSONResponse(st.to_json())
 
     async def search(self, request: Request) -> Response:
-        query, limit, mode, with_text = parse_search(await read_json(request), self.settings.search.mode)
+        req = parse_search(await read_json(request), self.settings.search.mode)
+        if req.all_workspaces and self.settings.store.backend != "milvus":
+            raise ApiError(400, 'all_workspaces needs a shared store: store.backend = "milvus"')
         await self._wait_index()
-        if mode != "bm25" and self.settings.embedding.backend != "none":
+        if req.mode != "bm25" and self.settings.embedding.backend != "none":
             await self._wait(self.hub.embedder_ready, "the embedder")
         live = self.live
         assert live is not None
         try:
-            resp = await anyio.to_thread.run_sync(live.search, query, limit, mode)
+            resp = await anyio.to_thread.run_sync(
+                live.search, req.query, req.limit, req.mode, req.all_workspaces
+            )
         except IndexMissing as exc:
             raise ApiError(503, str(exc)) from None
         except IndexError_ as exc:
             raise ApiError(503, f"index unreadable: {exc}") from None
-        return JSONResponse(search_json(resp, with_text))
+        return JSONResponse(search_json(resp, req.with_text))
 
     async def reindex(self, request: Request) -> Response:
         body = await read_json(request)

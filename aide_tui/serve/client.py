@@ -120,11 +120,16 @@ class ServeClient:
         """``GET /status``: the ``status --json`` object."""
         return self._request("GET", "/status")
 
-    def search(self, query: str, limit: int, mode: str, text: bool = False) -> dict[str, Any]:
-        """``POST /search``: one ``search --json`` object (``text``: each result also carries its chunk)."""
+    def search(
+        self, query: str, limit: int, mode: str, text: bool = False, all_workspaces: bool = False
+    ) -> dict[str, Any]:
+        """``POST /search``: one ``search --json`` object (``text``: each result also carries its chunk;
+        ``all_workspaces``: every workspace of a shared collection, each result naming its workspace)."""
         body: dict[str, Any] = {"query": query, "limit": limit, "mode": mode}
         if text:
             body["text"] = True
+        if all_workspaces:
+            body["all_workspaces"] = True
         return self._request("POST", "/search", body)
 
     def reindex(self, rebuild: bool = False) -> dict[str, Any]:

@@ -84,8 +84,8 @@ class Backend:
                 self._start_live()
                 return None
 
-    def search(self, query: str, limit: int, mode: str) -> dict[str, Any]:
-        served = self._served("search", query, limit, mode, True)
+    def search(self, query: str, limit: int, mode: str, all_workspaces: bool = False) -> dict[str, Any]:
+        served = self._served("search", query, limit, mode, True, all_workspaces)
         if served is not None:
             return served
         assert self.live is not None
@@ -94,7 +94,7 @@ class Backend:
         if mode != "bm25" and self.settings.embedding.backend != "none":
             self._embedder_ready.wait(READY_TIMEOUT)
         try:
-            resp = self.live.search(query, limit=limit, mode=mode)
+            resp = self.live.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces)
         except IndexError_ as exc:
             raise ToolError(f"index unavailable: {exc}") from None
         return search_json(resp, with_text=True)
@@ -103,6 +103,8 @@ class Backend:
         served = self._served("status")
         if served is not None:
             return served
+        if self.live is not None:
+            return self.live.current_status().to_json()
         return backend_for(self.root, self.settings).status().to_json()
 
 
@@ -120,13 +122,20 @@ def build_server(backend: Backend) -> MCPServer:
 
     @server.tool()
     async def search_code(
-        query: str, limit: int = 10, mode: str = "hybrid", path: str | None = None, lang: str | None = None
+        query: str,
+        limit: int = 10,
+        mode: str = "hybrid",
+        path: str | None = None,
+        lang: str | None = None,
+        all_workspaces: bool = False,
     ) -> dict[str, Any]:
         """Search the workspace's code. Returns ranked results, each with its file path, line range,
         enclosing symbol, fused score and the chunk's text (trimmed to 40 lines; use read_span for more).
 
         query: identifiers or a description in words. mode: hybrid (default), bm25 or dense.
         path: a glob or folder to restrict results to (e.g. "src/*.py", "tests"). lang: e.g. "python".
+        all_workspaces: search every workspace sharing the index (a Milvus store); each result then
+        names its workspace (read_span reads this workspace's files only).
         """
         if not query.strip():
             raise ToolError("query is empty")
@@ -134,9 +143,13 @@ def build_server(backend: Backend) -> MCPServer:
             raise ToolError(f"unknown mode {mode!r}: hybrid, bm25 or dense")
         if not 1 <= limit <= MAX_LIMIT:
             raise ToolError(f"limit must be between 1 and {MAX_LIMIT}")
+        if all_workspaces and backend.settings.store.backend != "milvus":
+            raise ToolError('all_workspaces needs a shared store: store.backend = "milvus"')
         full = " ".join(query.split()) + _filter_value("path", path) + _filter_value("lang", lang)
-        answer = await anyio.to_thread.run_sync(backend.search, full, limit, mode)
-        keep = ("path", "start_line", "end_line", "symbol", "score", "text", "truncated")
+        answer = await anyio.to_thread.run_sync(backend.search, full, limit, mode, all_workspaces)
+        keep: tuple[str, ...] = ("path", "start_line", "end_line", "symbol", "score", "text", "truncated")
+        if all_workspaces:
+            keep = ("workspace", *keep)
         return {
             "query": answer["query"],
             "degraded": answer["degraded"],

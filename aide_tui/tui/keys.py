@@ -58,6 +58,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("f2", "cycle_mode", "mode", "search mode: hybrid → bm25 → dense (remembered)",
             palette="Search mode: cycle"),
     Command("m", "cycle_mode", "mode", "search mode", where="browse", show=False),
+    Command("f6", "toggle_scope", "scope",
+            "search this workspace / every workspace of the shared collection (Milvus store)",
+            show=False, palette="Scope: this workspace / all workspaces"),
+    Command("a", "toggle_scope", "scope", "this workspace / all workspaces", where="browse", show=False),
     Command("f3", "toggle_preview", "layout", "hide / show the preview; the list gets the width (remembered)",
             palette="Layout: toggle preview"),
     Command("p", "toggle_preview", "layout", "hide / show the preview", where="browse", show=False),
@@ -80,6 +84,8 @@ BROWSE_KEYS: dict[str, Command] = {k: c for c in COMMANDS if c.where == "browse"
 BROWSE_ACTIONS = frozenset(c.action for c in COMMANDS if c.where == "browse") - frozenset(
     c.action for c in COMMANDS if c.where == "any"
 )
+
+SHARED_STORE_ACTIONS = frozenset({"toggle_scope"})  # their letters go to the query without a Milvus store
 
 _DISPLAY = {"down": "↓", "up": "↑", "enter": "⏎", "escape": "esc", "question_mark": "?", "slash": "/"}
 
@@ -114,7 +120,7 @@ def help_rows() -> list[tuple[str, str]]:
     letters after its everywhere keys."""
     rows = [
         ("type", 'search as you type: path:GLOB lang:NAME "phrase"'),
-        ("letters", "commands while the list or the preview has focus (e y n N j k m p w R ? /); "
+        ("letters", "commands while the list or the preview has focus (e y n N j k m a p w R ? /); "
          "any other letter goes to the query"),
     ]  # fmt: skip
     by_action: dict[str, list[Command]] = {}

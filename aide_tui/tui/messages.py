@@ -113,6 +113,7 @@ class SearchDone(Message):
     response: SearchResponse
     error: str | None = None
     missing: bool = False
+    everywhere: bool = False  # searched every workspace of a shared collection
 
 
 _WRAP: dict[type, type[Message]] = {

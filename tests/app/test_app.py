@@ -397,6 +397,21 @@ async def test_letters_typed_in_the_list_go_to_the_query(workspace: Path) -> Non
         assert not app.main_screen.live.service.running
 
 
+async def test_the_scope_key_is_a_letter_without_a_shared_store(workspace: Path) -> None:
+    """``a`` switches to all workspaces of a Milvus collection; on the local store it is just a letter."""
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "return")
+        app.results.focus()
+        await pilot.pause()
+        await pilot.press("a")
+        assert app.query_input.value == "returna"
+        await pilot.press("f6")
+        await pilot.pause()
+        assert not app.main_screen.everywhere and "all workspaces" not in app.status.plain
+
+
 async def test_R_asks_before_rebuilding(workspace: Path) -> None:
     from aide_tui.tui.screens.modals import ConfirmScreen
 

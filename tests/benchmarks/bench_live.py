@@ -2,7 +2,7 @@
 """Live-index benchmark (a script, not a test): edit a file in a watched workspace, time until the
 running service answers with it.
 
-    python tests/benchmarks/bench_live.py ROOT [--edits 10] [--embedder builtin|none]
+    python tests/benchmarks/bench_live.py ROOT [--edits 10] [--embedder builtin|none] [--store local|milvus]
 
 Uses :class:`~aide_tui.core.live.LiveWorkspace`, the service the app runs (watcher → long-lived
 low-priority indexing process → commit → reload). For each edit (a new function with a unique name
@@ -51,9 +51,12 @@ def main() -> None:
     ap.add_argument("root")
     ap.add_argument("--edits", type=int, default=10)
     ap.add_argument("--embedder", default="builtin")
+    ap.add_argument("--store", choices=["local", "milvus"], default="local")
     args = ap.parse_args()
     root = Path(args.root).resolve()
-    settings = load_settings(root, {"embedding": {"backend": args.embedder}})
+    settings = load_settings(
+        root, {"embedding": {"backend": args.embedder}, "store": {"backend": args.store}}
+    )
     events: queue.Queue[LiveEvent] = queue.Queue()
     live = LiveWorkspace(root, settings, events.put)
     live.start()

@@ -1,7 +1,7 @@
 """Benchmark of the Textual app, headless (a script; not collected by pytest).
 
 Usage: python tests/benchmarks/bench_tui.py [CORPUS] [--embedder none|builtin] [--while-embedding]
-       [--screenshot FILE]
+       [--store local|milvus] [--screenshot FILE]
 
 CORPUS defaults to the largest eval corpus, /tmp/aide-eval/rich-13.9.4. It is copied to a temporary
 folder (without its ``.aide``) so the index is cold. Reports:
@@ -119,11 +119,12 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
-async def bench(corpus: Path, embedder: str, screenshot: Path | None, while_embedding: bool = False) -> None:
+async def bench(corpus: Path, embedder: str, screenshot: Path | None, while_embedding: bool = False,
+                store: str = "local") -> None:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="aide-bench-tui-") as tmp:
         root = Path(tmp) / corpus.name
         shutil.copytree(corpus, root, ignore=shutil.ignore_patterns(".aide"))
-        settings = load_settings(root, {"embedding": {"backend": embedder}})
+        settings = load_settings(root, {"embedding": {"backend": embedder}, "store": {"backend": store}})
         os.environ.setdefault("XDG_STATE_HOME", str(Path(tmp) / "state"))
         app = AideApp(root, settings, watch=False, **({"calm_gc": True} if CALM_GC else {}))
         async with app.run_test(size=(120, 40)) as pilot:
@@ -211,11 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embedder", choices=["none", "builtin"], default="none")
     p.add_argument("--screenshot", type=Path, help="save an SVG of the main screen with results")
     p.add_argument("--while-embedding", action="store_true", help="type while the indexer embeds")
+    p.add_argument("--store", choices=["local", "milvus"], default="local",
+                   help="milvus: a Milvus Lite store in the copy's .aide (hosted by the app)")  # fmt: skip
     args = p.parse_args(argv)
     if not args.corpus.is_dir():
         print(f"{args.corpus}: not found (generate /tmp/aide-eval first or pass a folder)", file=sys.stderr)
         return 2
-    asyncio.run(bench(args.corpus, args.embedder, args.screenshot, args.while_embedding))
+    asyncio.run(bench(args.corpus, args.embedder, args.screenshot, args.while_embedding, args.store))
     return 0
 
 

@@ -121,20 +121,21 @@ def test_all_workspaces_needs_the_milvus_store(tmp_path: Path, workspace: Path) 
 
 
 @pytest.mark.parametrize("args", [["."], ["serve", "."], ["mcp", "."]])
-def test_local_only_front_ends_refuse_a_milvus_store(
-    tmp_path: Path,
-    workspace: Path,
-    args: list[str],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+def test_long_running_front_ends_on_milvus_need_the_extra(
+    tmp_path: Path, workspace: Path, args: list[str]
 ) -> None:
-    from aide_tui.cli import main
-
-    monkeypatch.chdir(workspace)
-    monkeypatch.setenv("AIDE_STORE_BACKEND", "milvus")
-    assert main(args) == 2
-    err = capsys.readouterr().err
-    assert "local store only" in err or "pip install 'aide-tui[milvus]'" in err
+    """The app, serve and mcp use a Milvus store like the CLI does: without the extra, one line (exit 2)."""
+    stub = tmp_path / "no-pymilvus"
+    (stub / "pymilvus").mkdir(parents=True)
+    (stub / "pymilvus" / "__init__.py").write_text("raise ImportError('No module named pymilvus')\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(stub), str(Path(__file__).resolve().parents[2])]),
+           "AIDE_STORE_BACKEND": "milvus"}  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "aide_tui", *args], capture_output=True, text=True,
+                          cwd=workspace,
+                          env={**{k: v for k, v in os.environ.items() if not k.startswith("AIDE_")}, **env},
+                          timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'aide-tui[milvus]'" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_child_processes_get_settings_in_their_environment_not_on_the_command_line(tmp_path: Path) -> None:

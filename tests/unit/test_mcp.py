@@ -48,6 +48,7 @@ async def test_tools_answer_from_their_own_index(tmp_path: Path) -> None:
             "mode",
             "path",
             "lang",
+            "all_workspaces",
         }
 
         err, got = await call(s, "search_code", query="parse_header", limit=3)

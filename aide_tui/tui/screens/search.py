@@ -32,7 +32,7 @@ from textual.widgets import Footer, Input
 
 from aide_tui.core.appstate import AppState
 from aide_tui.core.config import Settings
-from aide_tui.core.hitlines import hit_best_line, vimgrep_line
+from aide_tui.core.hitlines import hit_best_line, hit_root, shown_path, vimgrep_line
 from aide_tui.core.live import LiveWorkspace
 from aide_tui.core.search import Hit, SearchResponse
 from aide_tui.core.status import IndexStatus
@@ -71,15 +71,15 @@ class PreviewReady(Message):
 class SearchThread:
     """One long-lived thread that runs searches handed to it (no thread start per keystroke)."""
 
-    def __init__(self, run: Callable[[int, str, str], None]) -> None:
+    def __init__(self, run: Callable[[int, str, str, bool], None]) -> None:
         self.run = run
-        self.jobs: queue.SimpleQueue[tuple[int, str, str] | None] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[tuple[int, str, str, bool] | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._loop, name="aide-search", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
 
-    def submit(self, job: tuple[int, str, str]) -> None:
+    def submit(self, job: tuple[int, str, str, bool]) -> None:
         self.jobs.put(job)
 
     def stop(self) -> None:
@@ -123,6 +123,7 @@ class SearchScreen(Screen[None]):
         mode = state.workspace.mode or settings.search.mode
         self.mode = mode if mode in self.modes else "bm25"
         self.preview_visible = state.workspace.preview
+        self.everywhere = False  # search every workspace of the shared collection (Milvus store)
         # Observable search state (tests and benchmarks read it).
         self.painted_query: str | None = None  # the query whose results are on screen
         self.response: SearchResponse | None = None
@@ -221,6 +222,8 @@ class SearchScreen(Screen[None]):
         command = keys.ANY_KEYS.get(key)
         if command is None and zone != "query":
             command = keys.BROWSE_KEYS.get(key)
+            if command is not None and command.action in keys.SHARED_STORE_ACTIONS and not self.live.shared:
+                command = None  # a letter for the query when there is no shared store to act on
         if command is not None:
             await self.run_action(command.action)
             return True
@@ -289,24 +292,29 @@ class SearchScreen(Screen[None]):
             self._wanted = True
             return
         self._in_flight, self._wanted = True, False
-        self._searcher.submit((self._seq, query, self.mode))
+        self._searcher.submit((self._seq, query, self.mode, self.everywhere))
 
-    def _search(self, seq: int, query: str, mode: str) -> None:
+    def _search(self, seq: int, query: str, mode: str, everywhere: bool) -> None:
         """Answer one query (the search thread) and post the answer to the screen."""
         try:
-            resp = self.live.search(query, limit=self.limit, mode=mode)
-            done = SearchDone(seq, query, mode, resp)
+            resp = self.live.search(query, limit=self.limit, mode=mode, all_workspaces=everywhere)
+            done = SearchDone(seq, query, mode, resp, everywhere=everywhere)
         except IndexMissing:
             empty = SearchResponse(query=query, results=[], mode=mode)
-            done = SearchDone(seq, query, mode, empty, "no index yet: indexing…", missing=True)
+            done = SearchDone(seq, query, mode, empty, "no index yet: indexing…", True, everywhere)
         except IndexError_ as exc:
-            done = SearchDone(seq, query, mode, SearchResponse(query=query, results=[], mode=mode), str(exc))
+            empty = SearchResponse(query=query, results=[], mode=mode)
+            done = SearchDone(seq, query, mode, empty, str(exc), everywhere=everywhere)
         self.post_message(done)
 
     @on(SearchDone)
     def _search_done(self, message: SearchDone) -> None:
         self._in_flight = False
-        if message.query == self.query_input.value and message.mode == self.mode:
+        if (message.query, message.mode, message.everywhere) == (
+            self.query_input.value,
+            self.mode,
+            self.everywhere,
+        ):
             self._paint(message)
         if self._wanted or (self.query_input.value != self.painted_query and self.query_input.value.strip()):
             self._wanted = False
@@ -400,7 +408,7 @@ class SearchScreen(Screen[None]):
 
     @work(thread=True, group="preview")
     def _render_preview(self, hit: Hit, styles: Any, width: int, current: int | None, window: Any) -> None:
-        root: Path = self.live.root
+        root = hit_root(hit, self.live.root)
         self.post_message(PreviewReady(render_preview(root, hit, styles, width, current, window)))
 
     @on(PreviewReady)
@@ -428,7 +436,7 @@ class SearchScreen(Screen[None]):
         self.status.degraded_reason = self.embedder_error or self._resp_degraded or self._index_degraded
 
     def _show_mode(self) -> None:
-        self.status.mode = self.mode
+        self.status.mode = f"{self.mode} · all workspaces" if self.everywhere else self.mode
 
     @on(IndexOpened)
     def _opened(self, message: IndexOpened) -> None:
@@ -631,9 +639,13 @@ class SearchScreen(Screen[None]):
         if hit is None:
             self.notify("nothing selected", severity="warning")
             return
+        root = hit_root(hit, self.live.root)
+        if root is None or not (root / hit.path).is_file():
+            self.notify(f"{shown_path(hit)} is not on this machine", severity="warning")
+            return
         self.record_query()
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-        cmd = [*shlex.split(editor), f"+{self.current_line(hit)}", str(self.live.root / hit.path)]
+        cmd = [*shlex.split(editor), f"+{self.current_line(hit)}", str(root / hit.path)]
         try:
             with self.app.suspend():
                 subprocess.run(cmd, check=False)
@@ -653,7 +665,9 @@ class SearchScreen(Screen[None]):
             self.notify("nothing selected", severity="warning")
             return
         self.record_query()
-        text = f"{hit.path}:{self.current_line(hit)}"
+        root = hit_root(hit, self.live.root)
+        path = hit.path if root == self.live.root else str(root / hit.path) if root else shown_path(hit)
+        text = f"{path}:{self.current_line(hit)}"
         self.app.copy_to_clipboard(text)
         self.notify(f"copied {text}", timeout=2)
 
@@ -679,6 +693,18 @@ class SearchScreen(Screen[None]):
         self.state.workspace.mode = self.mode
         self._save_state()
         self.notify(f"search mode: {self.mode}", timeout=2)
+        self.painted_query = None
+        self.request_search()
+
+    def action_toggle_scope(self) -> None:
+        """Search this workspace or every workspace of the shared collection (Milvus store)."""
+        if not self.live.shared:
+            self.notify('all workspaces needs a shared store: store.backend = "milvus" (see the README)',
+                        severity="warning")  # fmt: skip
+            return
+        self.everywhere = not self.everywhere
+        self._show_mode()
+        self.notify("searching all workspaces" if self.everywhere else "searching this workspace", timeout=2)
         self.painted_query = None
         self.request_search()
 
@@ -713,8 +739,10 @@ class SearchScreen(Screen[None]):
             self.notify("no results to write", severity="warning")
             return
         self.record_query()
-        root = self.live.root
-        lines = [vimgrep_line(str(root / h.path), h) for h in hits]
+        roots = [hit_root(h, self.live.root) for h in hits]
+        lines = [
+            vimgrep_line(str(r / h.path) if r else shown_path(h), h) for r, h in zip(roots, hits, strict=True)
+        ]
         text = "\n".join(lines) + "\n"
         target = self.state.results_file()
         try:

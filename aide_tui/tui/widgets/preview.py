@@ -27,7 +27,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from aide_tui.core.hitlines import best_line, term_spans
+from aide_tui.core.hitlines import best_line, shown_path, term_spans
 from aide_tui.core.search import Hit
 from aide_tui.tui.widgets.results import location
 
@@ -95,7 +95,7 @@ class PreviewData:
 
 def preview_key(hit: Hit) -> tuple[str, int, int, tuple[str, ...]]:
     """What makes two previews the same: location and query terms."""
-    return (hit.path, hit.start_line, hit.end_line, tuple(hit.query_terms))
+    return (shown_path(hit), hit.start_line, hit.end_line, tuple(hit.query_terms))
 
 
 def why(hit: Hit) -> str:
@@ -118,14 +118,14 @@ _LEX_LOCK = threading.Lock()
 LEX_CACHE_SIZE = 16
 
 
-def lex_window(root: Path, hit: Hit, theme: str) -> LexedWindow:
+def lex_window(root: Path | None, hit: Hit, theme: str) -> LexedWindow:
     """:func:`read_and_lex`, cached per file, window, theme and modification time: refining a query
     usually keeps the same hits, and their previews then skip the lexer."""
     try:
-        mtime = (root / hit.path).stat().st_mtime
+        mtime = (root / hit.path).stat().st_mtime if root is not None else -1.0
     except OSError:
         mtime = -1.0
-    key = (hit.path, hit.start_line, hit.end_line, theme, mtime)
+    key = (f"{root}/{shown_path(hit)}", hit.start_line, hit.end_line, theme, mtime)
     with _LEX_LOCK:
         cached = _LEX_CACHE.get(key)
         if cached is not None:
@@ -139,11 +139,14 @@ def lex_window(root: Path, hit: Hit, theme: str) -> LexedWindow:
     return window
 
 
-def read_and_lex(root: Path, hit: Hit, theme: str) -> LexedWindow:
-    """Read ``hit``'s file (or fall back to the indexed chunk text) and highlight the lines around it."""
+def read_and_lex(root: Path | None, hit: Hit, theme: str) -> LexedWindow:
+    """Read ``hit``'s file (or fall back to the indexed chunk text: the file is gone or, for another
+    workspace's hit, not on this machine) and highlight the lines around it."""
     first_line = 1
     from_disk = True
     try:
+        if root is None:
+            raise OSError("the file's workspace is not on this machine")
         lines = (root / hit.path).read_text(encoding="utf-8", errors="replace").splitlines()
         if len(lines) < hit.end_line:
             raise OSError("file shorter than the indexed chunk")
@@ -159,7 +162,7 @@ def read_and_lex(root: Path, hit: Hit, theme: str) -> LexedWindow:
     rows = code.split("\n", allow_blank=True)[: len(plain)]
     while len(rows) < len(plain):
         rows.append(Text(""))
-    return LexedWindow(hit.path, lo, hi, list(rows), plain, from_disk)
+    return LexedWindow(shown_path(hit), lo, hi, list(rows), plain, from_disk)
 
 
 def landing_line(hit: Hit, window: LexedWindow) -> int:
@@ -201,7 +204,7 @@ def compose_body(
 
 
 def render_preview(
-    root: Path,
+    root: Path | None,
     hit: Hit,
     styles: PreviewStyles,
     width: int = 200,
@@ -210,12 +213,12 @@ def render_preview(
 ) -> PreviewData:
     """Build the preview of ``hit`` (worker thread): lex (unless ``window`` is given), land on the best
     line (or ``current``), mark terms. ``width`` is the pane width: hit lines are padded to it."""
-    if window is None or window.path != hit.path:
+    if window is None or window.path != shown_path(hit):
         window = lex_window(root, hit, styles.theme)
     line = current if current is not None else landing_line(hit, window)
     body, matches = compose_body(hit, window, styles, width, line)
     title = Text(no_wrap=True, overflow="ellipsis")
-    title.append(f"{hit.path}:{line}", "bold")
+    title.append(f"{shown_path(hit)}:{line}", "bold")
     title.append(f"  ({location(hit).rpartition(':')[2]})", "dim")
     if hit.symbol:
         title.append(f"  {hit.symbol}", "italic")

@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from aide_tui.core.hitlines import workspace_label
 from aide_tui.core.search import Hit
 
 RANK_TAGS = (("bm25", "B"), ("dense", "D"), ("symbol", "S"), ("path", "P"))
@@ -34,7 +35,13 @@ def span(hit: Hit) -> str:
 
 def location(hit: Hit) -> str:
     """``path:start-end``."""
-    return f"{hit.path}:{span(hit)}"
+    return f"{_label(hit)}{hit.path}:{span(hit)}"
+
+
+def _label(hit: Hit) -> str:
+    """``[workspace] `` before the path of a hit from a search over several workspaces."""
+    label = workspace_label(hit)
+    return f"[{label}] " if label else ""
 
 
 def rank_tags(hit: Hit) -> str:
@@ -100,7 +107,8 @@ def columns(hits: list[Hit], width: int) -> Columns:
 def row_parts(hit: Hit, cols: Columns) -> list[tuple[str, str]]:
     """The cells of one row as (text, role) pairs; roles name component classes."""
     rng = ":" + span(hit)
-    path = middle_path(hit.path, max(1, cols.loc - len(rng)))
+    label = _label(hit)[: max(0, cols.loc - len(rng) - 8)]  # the file name keeps at least 8 cells
+    path = label + middle_path(hit.path, max(1, cols.loc - len(rng) - len(label)))
     parts = [(" ", ""), (path, "path"), (rng, "span"), (" " * max(0, cols.loc - len(path) - len(rng)), "")]
     parts.append(("  " + rank_tags(hit).ljust(cols.tags), "tags"))
     parts.append((f"  {hit.score:.3f}"[: SCORE_W + 2].ljust(SCORE_W + 2), "score"))

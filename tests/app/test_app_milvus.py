@@ -1,0 +1,75 @@
+"""The app on a shared Milvus store (Milvus Lite, the real engine): it indexes its workspace through its
+indexing process, searches it, and one key widens the search to every workspace of the collection, each
+row and preview saying which workspace a hit comes from."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pymilvus", reason="the milvus extra is not installed (pip install 'aide-tui[milvus]')")
+pytest.importorskip("milvus_lite", reason="milvus-lite is not installed (pip install 'aide-tui[milvus]')")
+
+from apphelpers import indexed, make_app, screen_text, search, wait_for  # noqa: E402
+from conftest import write_workspace  # noqa: E402
+
+from aide_tui.core.config import Settings  # noqa: E402
+from aide_tui.core.milvus_store import MilvusBackend, workspace_id  # noqa: E402
+
+OTHER = {
+    "lib/render.py": '''
+        def render_template(name: str, context: dict) -> str:
+            """Render a template by name with the given context."""
+            return name.format(**context)
+    ''',
+}
+
+
+def _settings(db: Path) -> Settings:
+    s = Settings()
+    return replace(
+        s,
+        embedding=replace(s.embedding, backend="none"),
+        store=replace(s.store, backend="milvus", uri=str(db), collection="team"),
+    )
+
+
+async def test_the_app_searches_its_workspace_then_all_of_the_collection(tmp_path: Path) -> None:
+    alpha = write_workspace(tmp_path / "alpha")
+    beta = write_workspace(tmp_path / "beta", OTHER)
+    db = tmp_path / "team.db"
+    other = MilvusBackend(beta, _settings(db))
+    other.make_indexer(None, None).run()
+    other.release()
+    beta_id = workspace_id(beta, _settings(db))
+    (beta / "lib" / "render.py").unlink()  # not on this machine any more: the preview shows the indexed text
+
+    app = make_app(alpha, _settings(db))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "parse_header")
+        assert app.results.hits[0].path == "src/httpclient/headers.py"
+        await search(pilot, app, "render_template")
+        assert "lib/render.py" not in {h.path for h in app.results.hits}
+
+        await pilot.press("f6")
+        await wait_for(pilot, lambda: bool(app.results.hits) and app.results.hits[0].path == "lib/render.py",
+                       "results from every workspace")  # fmt: skip
+        await wait_for(pilot, lambda: app.main_screen.preview.shown is not None, "the preview")
+        await pilot.pause(0.3)
+        text = "\n".join(screen_text(app))
+        assert "[beta] lib/render.py:1-3" in text and "[alpha] web/app.ts" in text  # rows: short labels
+        assert f"[{beta_id}] lib/render.py:2" in text  # the preview title: the workspace's id
+        assert "bm25 · all workspaces" in text  # the status line says the scope
+        assert "def render_template(name: str, context: dict)" in text
+        shown = app.main_screen.preview.shown
+        assert shown is not None and not shown.window.from_disk  # beta's file is gone: the indexed text
+
+        app.results.focus()
+        await pilot.pause()
+        await pilot.press("a")  # the same switch from the list
+        await wait_for(pilot, lambda: "lib/render.py" not in {h.path for h in app.results.hits},
+                       "back to this workspace")  # fmt: skip
+        assert app.query_input.value == "render_template" and "all workspaces" not in app.status.plain

@@ -1,0 +1,245 @@
+"""The long-running front ends on a Milvus store (Milvus Lite, the real engine): the live workspace the
+app, ``serve`` and ``mcp`` share indexes, watches and searches it, one workspace or all of a shared
+collection; ``serve`` answers the CLI while it holds the Lite store."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pymilvus", reason="the milvus extra is not installed (pip install 'aide-tui[milvus]')")
+pytest.importorskip("milvus_lite", reason="milvus-lite is not installed (pip install 'aide-tui[milvus]')")
+
+from conftest import write_workspace  # noqa: E402
+from serve_helpers import Served, _reap_servers, clean_env, cli  # noqa: E402, F401
+
+from aide_tui.core.config import Settings  # noqa: E402
+from aide_tui.core.live import LiveWorkspace, Opened  # noqa: E402
+from aide_tui.core.milvus_store import MilvusBackend, workspace_id  # noqa: E402
+
+OTHER = {
+    "lib/render.py": '''
+        def render_template(name: str, context: dict) -> str:
+            """Render a template by name with the given context."""
+            return name.format(**context)
+    ''',
+}
+
+
+def milvus_settings(db: Path, collection: str = "team", **store: Any) -> Settings:
+    s = Settings()
+    return replace(
+        s,
+        embedding=replace(s.embedding, backend="none"),
+        store=replace(s.store, backend="milvus", uri=str(db), collection=collection, **store),
+    )
+
+
+def index_and_release(root: Path, settings: Settings) -> None:
+    """Index ``root`` into the store, then stop the engine this process started (the file is free)."""
+    backend = MilvusBackend(root, settings)
+    backend.make_indexer(None, None).run()
+    backend.release()
+
+
+def until(cond: Any, what: str, timeout: float = 60.0) -> Any:
+    """Poll ``cond()`` until it returns something truthy (a hang fails instead of blocking)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> dict[str, Any]:
+    """Two workspaces and one Lite store; beta is already in the shared collection."""
+    alpha = write_workspace(tmp_path / "alpha")
+    beta = write_workspace(tmp_path / "beta", OTHER)
+    db = tmp_path / "team.db"
+    index_and_release(beta, milvus_settings(db))
+    return {"alpha": alpha, "beta": beta, "db": db, "home": tmp_path}
+
+
+def test_live_workspace_indexes_watches_and_searches_a_lite_store(team: dict[str, Any]) -> None:
+    alpha, beta, db = team["alpha"], team["beta"], team["db"]
+    events: list[object] = []
+    live = LiveWorkspace(alpha, milvus_settings(db), events.append, watch=True)
+    live.start()
+    try:
+        assert live.index_ready.wait(90), events
+        # the indexing process reached the engine this process hosts (Lite opens in one process only)
+        assert not any(isinstance(e, Opened) and e.error and "in use" in e.error for e in events)
+        top = live.search("parse_header", mode="bm25").results[0]
+        assert top.path == "src/httpclient/headers.py"
+        # beta's file is in the collection, not in this workspace's answers
+        assert "lib/render.py" not in {h.path for h in live.search("render_template", mode="bm25").results}
+
+        (alpha / "src" / "jitter.py").write_text(
+            "def quantize_jitter_window(attempt: int) -> float:\n    return min(30.0, 0.5 * 2**attempt)\n"
+        )
+        hits = until(lambda: live.search("quantize_jitter_window", mode="bm25").results, "the new file")
+        assert hits[0].path == "src/jitter.py"
+
+        everywhere = live.search("render_template", mode="bm25", all_workspaces=True).results
+        assert everywhere[0].path == "lib/render.py"
+        assert everywhere[0].workspace == workspace_id(beta, milvus_settings(db))  # type: ignore[attr-defined]
+        assert everywhere[0].root == str(beta)  # type: ignore[attr-defined]
+        mine = live.search("quantize_jitter_window", mode="bm25", all_workspaces=True).results[0]
+        assert (mine.path, mine.root) == ("src/jitter.py", str(alpha))  # type: ignore[attr-defined]
+
+        st = live.current_status()
+        assert st.extra["store"] == "milvus" and st.files == 6 and st.state == "ready"
+    finally:
+        live.close()
+    # closing stops the engine: the store is free for the next process (here the CLI, in-process)
+    index_and_release(alpha, milvus_settings(db))
+
+
+def test_all_workspaces_needs_the_shared_store(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    s = Settings()
+    live = LiveWorkspace(root, replace(s, embedding=replace(s.embedding, backend="none")), lambda e: None)
+    with pytest.raises(ValueError, match="shared store"):
+        live.search("x", all_workspaces=True)
+
+
+def test_a_damaged_lite_store_is_one_message_and_no_indexing(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    db = tmp_path / "team.db"
+    db.mkdir()  # a folder that is not a Lite store
+    events: list[object] = []
+    live = LiveWorkspace(root, milvus_settings(db), events.append, watch=False)
+    live.start()
+    try:
+        opened = until(lambda: next((e for e in events if isinstance(e, Opened)), None), "the open")
+        assert opened.error and "damaged" in opened.error and "Traceback" not in opened.error
+        time.sleep(0.5)
+        assert live.service.runs == 0 and not live.service.running
+    finally:
+        live.close()
+
+
+def test_serve_on_a_lite_store_answers_the_cli_for_every_workspace(team: dict[str, Any]) -> None:
+    alpha, beta, db, home = team["alpha"], team["beta"], team["db"], team["home"]
+    env = clean_env(
+        home, AIDE_STORE_BACKEND="milvus", AIDE_STORE_URI=str(db), AIDE_STORE_COLLECTION="team",
+        AIDE_INDEX_LOCK_TIMEOUT="1",
+    )  # fmt: skip
+    srv = Served(alpha, "--embedder", "none", env=env)
+    try:
+        try:
+            st = srv.wait_ready(timeout=60)
+        except AssertionError:
+            srv.kill()
+            raise AssertionError(f"no index; server said: {srv.proc.stderr.read()[-3000:]}") from None  # type: ignore[union-attr]
+        assert st["files"] == 5 and st["state"] == "ready"
+        got = srv.search("render_template", mode="bm25", all_workspaces=True)
+        assert got["results"][0]["path"] == "lib/render.py"
+        assert got["results"][0]["workspace"] == workspace_id(beta, Settings())
+        assert srv.http.post("/search", json={"query": "x", "all_workspaces": 1}).status_code == 400
+
+        # the CLI goes through the server, which holds the Lite store ...
+        proc = cli("search", "--path", str(alpha), "--embedder", "none", "--json", "--all-workspaces",
+                   "render_template", env=env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        rows = json.loads(proc.stdout)["results"]
+        assert rows[0]["path"] == "lib/render.py" and rows[0]["workspace"] == workspace_id(beta, Settings())
+        # ... without it the store is busy: one line saying so, no traceback
+        proc = cli(
+            "search", "--path", str(alpha), "--embedder", "none", "--no-server", "parse_header", env=env
+        )
+        assert proc.returncode == 1 and "in use by another process" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    finally:
+        assert srv.stop() == 0
+
+
+def test_two_workspaces_index_at_once_into_a_server_and_search_each_other(tmp_path: Path) -> None:
+    """A Milvus server (here Milvus Lite's own gRPC server in another process, spoken to over loopback
+    exactly like a standalone Milvus) takes writers from several processes at once."""
+    import subprocess
+    import sys
+
+    host = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from milvus_lite.server_manager import server_manager_instance as m\n"
+         f"print(m.start_and_get_uri({str(tmp_path / 'server.db')!r}), flush=True)\n"
+         "sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert host.stdout is not None
+        uri = host.stdout.readline().strip()
+        assert uri.startswith("http://127.0.0.1:")
+        alpha = write_workspace(tmp_path / "alpha")
+        beta = write_workspace(tmp_path / "beta", OTHER)
+        env = clean_env(
+            tmp_path, AIDE_STORE_BACKEND="milvus", AIDE_STORE_URI=uri, AIDE_STORE_COLLECTION="team"
+        )
+        cmd = [sys.executable, "-m", "aide_tui", "index", "--embedder", "none"]
+        pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+        writers = [subprocess.Popen([*cmd, str(root)], env=env, **pipes) for root in (alpha, beta)]  # type: ignore[call-overload]
+        for w in writers:
+            _, err = w.communicate(timeout=120)
+            assert w.returncode == 0, err
+        proc = cli("search", "--path", str(alpha), "--embedder", "none", "--json", "--all-workspaces",
+                   "--no-update", "render_template parse_header", env=env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        found = {(r["workspace"], r["path"]) for r in json.loads(proc.stdout)["results"]}
+        assert (workspace_id(beta, Settings()), "lib/render.py") in found
+        assert (workspace_id(alpha, Settings()), "src/httpclient/headers.py") in found
+    finally:
+        host.kill()
+        host.wait(20)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_server_that_comes_up_later_is_indexed_without_a_restart(tmp_path: Path) -> None:
+    """The app and serve keep running while the Milvus server is down (the open says why) and index
+    it once it answers: a failed run on a shared store is retried."""
+    import subprocess
+    import sys
+
+    port = _free_port()
+    root = write_workspace(tmp_path / "ws")
+    s = Settings()
+    settings = replace(s, embedding=replace(s.embedding, backend="none"),
+                       store=replace(s.store, backend="milvus", uri=f"http://127.0.0.1:{port}"))  # fmt: skip
+    events: list[object] = []
+    live = LiveWorkspace(root, settings, events.append, watch=False)
+    live.start()
+    host = None
+    try:
+        opened = until(lambda: next((e for e in events if isinstance(e, Opened)), None), "the open")
+        assert opened.error and "cannot connect" in opened.error
+        assert not live.index_ready.is_set()
+        host = subprocess.Popen(
+            [sys.executable, "-c", "import sys\n"
+             "from milvus_lite.adapter.grpc.server import start_server_in_thread\n"
+             f"server = start_server_in_thread({str(tmp_path / 'late.db')!r}, port={port})\n"
+             "print('up', flush=True)\nsys.stdin.read()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert host.stdout is not None and host.stdout.readline().strip() == "up"
+        assert live.index_ready.wait(90), [e for e in events if not isinstance(e, Opened)][-3:]
+        assert live.search("parse_header", mode="bm25").results[0].path == "src/httpclient/headers.py"
+    finally:
+        live.close()
+        if host is not None:
+            host.kill()
+            host.wait(20)
