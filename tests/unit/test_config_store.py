@@ -96,10 +96,24 @@ def _cli(
                           cwd=tmp_path, timeout=120)  # fmt: skip
 
 
-def test_missing_extra_exits_2_with_the_install_command(tmp_path: Path, workspace: Path) -> None:
+def _hide_pymilvus(tmp_path: Path) -> Path:
+    """A folder for PYTHONPATH whose sitecustomize makes pymilvus look not installed (to the import
+    system and to importlib.util.find_spec alike), as in an install without the extra."""
     stub = tmp_path / "no-pymilvus"
-    (stub / "pymilvus").mkdir(parents=True)
-    (stub / "pymilvus" / "__init__.py").write_text("raise ImportError('No module named pymilvus')\n")
+    stub.mkdir()
+    (stub / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.partition('.')[0] == 'pymilvus':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, _Hide())\n"
+    )
+    return stub
+
+
+def test_missing_extra_exits_2_with_the_install_command(tmp_path: Path, workspace: Path) -> None:
+    stub = _hide_pymilvus(tmp_path)
     env = {"PYTHONPATH": os.pathsep.join([str(stub), str(Path(__file__).resolve().parents[2])])}
     for args in (["search", "--path", str(workspace), "--store", "milvus", "--embedder", "none", "client"],
                  ["index", str(workspace), "--store", "milvus", "--embedder", "none"],
@@ -125,9 +139,7 @@ def test_long_running_front_ends_on_milvus_need_the_extra(
     tmp_path: Path, workspace: Path, args: list[str]
 ) -> None:
     """The app, serve and mcp use a Milvus store like the CLI does: without the extra, one line (exit 2)."""
-    stub = tmp_path / "no-pymilvus"
-    (stub / "pymilvus").mkdir(parents=True)
-    (stub / "pymilvus" / "__init__.py").write_text("raise ImportError('No module named pymilvus')\n")
+    stub = _hide_pymilvus(tmp_path)
     env = {"PYTHONPATH": os.pathsep.join([str(stub), str(Path(__file__).resolve().parents[2])]),
            "AIDE_STORE_BACKEND": "milvus"}  # fmt: skip
     proc = subprocess.run([sys.executable, "-m", "aide_tui", *args], capture_output=True, text=True,
