@@ -19,9 +19,9 @@ NONE = ("--embedder", "none")
 
 
 @asynccontextmanager
-async def session(root: Path, home: Path):  # type: ignore[no-untyped-def]
+async def session(root: Path, home: Path, **env: str):  # type: ignore[no-untyped-def]
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "aide_tui", "mcp", str(root), *NONE], env=clean_env(home)
+        command=sys.executable, args=["-m", "aide_tui", "mcp", str(root), *NONE], env=clean_env(home, **env)
     )
     with open(home / "mcp-stderr.log", "a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
@@ -65,6 +65,8 @@ async def test_tools_answer_from_their_own_index(tmp_path: Path) -> None:
         assert not err and {r["path"] for r in got["results"]} == {"docs/usage.md"}
         err, got = await call(s, "search_code", query="x", mode="fuzzy")
         assert err and "unknown mode" in got
+        err, got = await call(s, "search_code", query="x", all_workspaces=True)
+        assert err and "shared store" in got
 
         err, st = await call(s, "index_status")
         assert not err and st["state"] == "ready" and st["files"] == 5 and st["source"] == "in-process"
@@ -136,3 +138,31 @@ async def test_mcp_uses_a_running_server(tmp_path: Path) -> None:
             assert st["source"] == "in-process"
     finally:
         srv.stop()
+
+
+async def test_mcp_on_a_milvus_store_searches_every_workspace(tmp_path: Path) -> None:
+    """``mcp`` hosts a Milvus Lite store like the app does; ``all_workspaces`` labels each result."""
+    pytest.importorskip("milvus_lite")
+    from serve_helpers import cli
+
+    beta = write_workspace(
+        tmp_path / "beta", {"lib/render.py": "def render_template(name):\n    return name\n"}
+    )
+    alpha = write_workspace(tmp_path / "alpha")
+    env = {"AIDE_STORE_BACKEND": "milvus", "AIDE_STORE_URI": str(tmp_path / "team.db"),
+           "AIDE_STORE_COLLECTION": "team"}  # fmt: skip
+    done = cli("index", str(beta), *NONE, env=clean_env(tmp_path, **env))
+    assert done.returncode == 0, done.stderr
+    async with session(alpha, tmp_path, **env) as s:
+        err, got = await call(s, "search_code", query="render_template", limit=3, all_workspaces=True)
+        assert not err, got
+        top = got["results"][0]
+        assert top["path"] == "lib/render.py" and top["workspace"].startswith("beta-")
+        assert "def render_template" in top["text"]
+        err, got = await call(s, "search_code", query="parse_header", limit=3)
+        assert not err and got["results"][0]["path"] == "src/httpclient/headers.py"
+        assert "workspace" not in got["results"][0]
+        err, st = await call(s, "index_status")
+        assert not err and st["files"] == 5 and st["source"] == "in-process"
+        err, span = await call(s, "read_span", path="lib/render.py", start_line=1, end_line=2)
+        assert err  # read_span reads this workspace's files only
