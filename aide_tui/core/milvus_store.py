@@ -696,6 +696,7 @@ class MilvusIndexer:
         self.root = backend.root
         self.embedder = embedder
         self.embedder_error = embedder_error
+        self.computed = 0  # vectors the embedder computed in the current run (not from the cache)
 
     def run(
         self,
@@ -714,6 +715,7 @@ class MilvusIndexer:
             raise StoreReadOnly("the store is read-only (store.read_only / --read-only): not indexing")
         emit = on_progress or (lambda e: None)
         report = IndexReport()
+        self.computed = 0
         started = time.monotonic()
         state = state_dir(self.root)
         with writer_lock(state / "index", timeout=self.settings.index.lock_timeout):
@@ -860,6 +862,7 @@ class MilvusIndexer:
     def _finish(self, store: MilvusStore, ws: str, meta: dict[str, Any], emb_id: str, dim: int,
                 degraded: str | None, report: Any, emit: Callable[[Event], None]) -> None:  # fmt: skip
         """Clear the journal, record the run in the workspace's record and fill the report."""
+        report.newly_embedded = self.computed
         records = store.records(ws)
         meta["pending"] = []
         if emb_id != "none" or not meta.get("embedder"):
@@ -962,6 +965,7 @@ class MilvusIndexer:
                     cache.add([batch.pieces[i][1].embed_key for i in part], vecs)
                     vectors[part] = vecs
                     present[part] = True
+                    self.computed += len(part)
             except EmbedderError as exc:
                 degraded = str(exc)
         prow = []

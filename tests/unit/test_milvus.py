@@ -119,6 +119,8 @@ def test_escaped_terms_stay_one_word() -> None:
 def test_index_and_search_find_the_right_file(shared: dict) -> None:
     ra, rb = shared["reports"]
     assert ra.files == len(FILES) and ra.chunks > 0 and rb.files == len(OTHER)
+    assert ra.newly_embedded >= ra.chunks and rb.newly_embedded > 0  # `index` prints "N vectors computed"
+    assert _index(shared["a"], shared["sa"], HashEmbedder()).newly_embedded == 0  # nothing new
     searcher = MilvusSearcher(shared["a"], shared["sa"], HashEmbedder())
     resp = searcher.search("parse_header", limit=5)
     assert resp.results[0].path == "src/httpclient/headers.py"
