@@ -8,12 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aide_tui.core.textsafe import printable
 
-def printable(text: str) -> str:
-    """``text`` with control characters escaped (a file name must never drive the terminal)."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+__all__ = ["err", "make_embedder", "printable", "setup"]
 
 
 def err(message: str) -> None:

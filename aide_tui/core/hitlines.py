@@ -8,11 +8,15 @@ with code. Matching uses the index's own tokenizer, so ``parse`` meets ``parse_h
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from aide_tui.core.textsafe import printable
 from aide_tui.core.tokens import _CAMEL, _WORD, _fold
 
 _SPLIT = re.compile(r"[._]")
@@ -147,29 +151,68 @@ def vimgrep_line(path: str, hit: object) -> str:
     return f"{path}:{best.line}:{best.column}:{text}"
 
 
+MAX_PREVIEW_BYTES = 16 << 20  # a bigger file is previewed from its indexed text
+
+
 def shown_path(hit: object) -> str:
     """The hit's path as shown: ``[workspace] path`` for a hit of a search over several workspaces (as
-    ``search`` prints it)."""
-    path = str(getattr(hit, "path", ""))
-    ws = getattr(hit, "workspace", "")
+    ``search`` prints it), control characters escaped."""
+    path = printable(str(getattr(hit, "path", "")))
+    ws = printable(str(getattr(hit, "workspace", "") or ""))
     return f"[{ws}] {path}" if ws else path
 
 
 def workspace_label(hit: object) -> str:
     """A short name for the workspace of a hit of a search over several workspaces ("" otherwise): its id
     without the root-hash suffix of a derived id (``alpha-1a2b3c4d`` -> ``alpha``)."""
-    ws = str(getattr(hit, "workspace", "") or "")
+    ws = printable(str(getattr(hit, "workspace", "") or ""))
     return re.sub(r"-[0-9a-f]{8}$", "", ws)
+
+
+def clean_relpath(path: str) -> bool:
+    """Whether ``path`` is a plain relative path: not absolute, no ``..``, no NUL."""
+    return (
+        bool(path) and not path.startswith("/") and "\0" not in path and ".." not in PurePosixPath(path).parts
+    )
 
 
 def hit_root(hit: object, root: Path) -> Path | None:
     """The folder ``hit``'s path is relative to: ``root``, or for a hit of another workspace of a shared
-    collection the root it was indexed from (None when that is unknown or the path climbs out of it:
-    show the indexed text instead of reading a file)."""
+    collection the absolute root it was indexed from. None when the path is not a plain relative path
+    or the root is unknown (a shared collection is written by other people: show the indexed text)."""
+    if not clean_relpath(str(getattr(hit, "path", ""))):
+        return None
     other = str(getattr(hit, "root", "") or "")
     if not getattr(hit, "workspace", "") or other == str(root):
         return root
-    path = str(getattr(hit, "path", ""))
-    if not other or path.startswith("/") or ".." in PurePosixPath(path).parts:
+    return Path(other) if other.startswith("/") and "\0" not in other else None
+
+
+def hit_file(hit: object, root: Path) -> Path | None:
+    """The file to read for ``hit``: under :func:`hit_root`, resolving (links included) inside that
+    root to a regular file of at most MAX_PREVIEW_BYTES; for another workspace's hit, only while its
+    bytes are the ones that workspace indexed (its root and path come from a shared collection that
+    other people write: they must not be able to make the app show any file of this machine)."""
+    base = hit_root(hit, root)
+    if base is None:
         return None
-    return Path(other)
+    try:
+        real_base = os.path.realpath(base)
+        real = os.path.realpath(base / str(getattr(hit, "path", "")))
+        if not real.startswith(real_base.rstrip("/") + "/"):
+            return None
+        st = os.stat(real)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_PREVIEW_BYTES:
+            return None
+        if base != root and not _same_bytes(real, str(getattr(hit, "file_hash", "") or "")):
+            return None
+    except (OSError, ValueError):
+        return None
+    return Path(real)
+
+
+def _same_bytes(path: str, sha1: str) -> bool:
+    if len(sha1) != 40:
+        return False
+    with open(path, "rb", buffering=0) as fh:  # noqa: PTH123 - a regular file, checked above
+        return hashlib.sha1(fh.read(MAX_PREVIEW_BYTES + 1)).hexdigest() == sha1

@@ -12,6 +12,7 @@ what a front end shows is what is on disk.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from aide_tui.core.events import Committed, Done, Event, Failed
 from aide_tui.core.search import SearchResponse
 from aide_tui.core.service import IndexService
 from aide_tui.core.status import IndexStatus
-from aide_tui.core.store import IndexError_, IndexMissing
+from aide_tui.core.store import IndexCorrupt, IndexError_, IndexMissing
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Opened:
     status: IndexStatus
     error: str | None = None
     missing: bool = False
+    corrupt: bool = False  # the store holds something unreadable (not merely unreachable or busy)
 
 
 @dataclass
@@ -73,6 +75,7 @@ class WatchFailed:
 
 
 RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # seconds before a shared store's failed run is tried again
+EVERYWHERE_TTL = 10.0  # seconds an all-workspaces view is used before the workspace list is read again
 
 LiveEvent = Event | Opened | Reloaded | ReloadFailed | EmbedderReady | FilesChanged | WatchFailed
 
@@ -106,7 +109,16 @@ class LiveWorkspace:
         self.embedder_ready = threading.Event()  # the query encoder loaded (or failed)
         self._stop = threading.Event()
         self._reload_wanted = threading.Event()
+        self._lock = threading.Lock()
+        # A shared store is indexed only once its engine is reachable (a Lite file: hosted here); until
+        # then requests are queued, and after a failed attempt the next request tries again.
+        self._hosted = not self.shared
+        self._hosting = False
+        self._host_tried = False
+        self._queued_rebuild: bool | None = None
         self._retry_delay = 0.0  # a shared store's failed run is retried after this (doubling, ≤ 60 s)
+        self._retry_timer: threading.Timer | None = None
+        self._everywhere_at = 0.0
         self._threads: list[threading.Thread] = []
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -124,6 +136,10 @@ class LiveWorkspace:
         """Stop watching and indexing; wait briefly for the background threads."""
         self._stop.set()
         self._reload_wanted.set()
+        with self._lock:
+            timer = self._retry_timer
+        if timer is not None:
+            timer.cancel()
         self.service.close(timeout=3.0)
         for t in self._threads:
             t.join(timeout=2.0)
@@ -161,7 +177,15 @@ class LiveWorkspace:
             opened = Opened(self._read_status())
             self.index_ready.set()
         except IndexError_ as exc:
-            opened = Opened(self._read_status(), str(exc), isinstance(exc, IndexMissing))
+            if exc is hosted:  # reading the status would wait for the same store again
+                self.status = IndexStatus(
+                    "corrupt" if isinstance(exc, IndexCorrupt) else "missing", error=str(exc)
+                )
+            else:
+                self._read_status()
+            opened = Opened(
+                self.status, str(exc), isinstance(exc, IndexMissing), isinstance(exc, IndexCorrupt)
+            )
         self._emit(opened)
         if embedder is None:
             self._set_embedder(None, error, None)
@@ -179,17 +203,32 @@ class LiveWorkspace:
 
     def _host_engine(self) -> IndexError_ | None:
         """A shared store: give the indexing process its settings (for a Lite file, the address of the
-        engine this process starts) and ask for the first run. Returns why the store cannot be opened."""
-        if not self.shared:
-            return None
+        engine this process starts), then send the first run with whatever was asked meanwhile. The
+        indexing process never starts before (it would open the Lite file itself and keep it).
+        Returns why the store cannot be opened."""
+        with self._lock:
+            if self._hosted or self._hosting or not self.index_enabled or self._stop.is_set():
+                return None
+            self._hosting = True
         try:
-            if self.index_enabled:
-                self.service.settings = self.searcher.backend.settings_for_children()
+            settings = self.searcher.backend.settings_for_children()
         except IndexError_ as exc:
             return exc
-        if self.index_enabled:
-            self.service.request(priority=self.priority())
+        finally:
+            with self._lock:
+                self._hosting, self._host_tried = False, True
+        with self._lock:
+            self.service.settings = settings
+            self._hosted = True
+            rebuild, self._queued_rebuild = bool(self._queued_rebuild), None
+        self.service.request(rebuild=rebuild, priority=self.priority())
         return None
+
+    def _host_again(self) -> None:
+        """A request after hosting failed: try again (the other process may have let the store go)."""
+        failed = self._host_engine()
+        if failed is not None:
+            self._service_event(Failed(str(failed)))
 
     def _set_embedder(self, embedder: Any, error: str | None, emb_id: str | None) -> None:
         self.embedder, self.embedder_error = embedder, error
@@ -210,6 +249,9 @@ class LiveWorkspace:
         ``all_workspaces``: every workspace of a shared (Milvus) collection, each hit labelled with
         its workspace; ValueError for the local store."""
         searcher = self._all_searcher() if all_workspaces else self.searcher
+        if all_workspaces and time.monotonic() - self._everywhere_at > EVERYWHERE_TTL:
+            searcher.refresh()  # other workspaces change without this one committing
+            self._everywhere_at = time.monotonic()
         resp: SearchResponse = searcher.search(query, limit=limit, mode=mode)
         loading = not self.embedder_ready.is_set() and self.settings.embedding.backend != "none"
         if loading and resp.mode != "bm25" and not resp.degraded:
@@ -217,12 +259,14 @@ class LiveWorkspace:
         return resp
 
     def _all_searcher(self) -> Any:
-        if self._everywhere is None:
-            searcher = searcher_for(self.root, self.settings, all_workspaces=True)
-            searcher.embedder, searcher.embedder_error = self.embedder, self.embedder_error
-            searcher.backend = self.searcher.backend  # one connection (a Lite engine serves one process)
-            self._everywhere = searcher
-        return self._everywhere
+        with self._lock:
+            if self._everywhere is None:
+                searcher = searcher_for(self.root, self.settings, all_workspaces=True)
+                searcher.backend = self.searcher.backend  # one connection (a Lite engine serves one process)
+                self._everywhere = searcher
+            searcher = self._everywhere
+        searcher.embedder, searcher.embedder_error = self.embedder, self.embedder_error
+        return searcher
 
     def _read_status(self) -> IndexStatus:
         self.status = self.searcher.backend.status()
@@ -237,6 +281,17 @@ class LiveWorkspace:
     def reindex(self, rebuild: bool = False, paths: Iterable[str] | None = None) -> None:
         """Ask for a reindex (coalesced with a run in progress). ``paths``: files known to have changed
         (they are looked at alone, and their vectors come first); None walks the whole tree."""
+        if not self.index_enabled:
+            return
+        with self._lock:
+            queue_it = not self._hosted
+            if queue_it:
+                self._queued_rebuild = bool(self._queued_rebuild) or rebuild
+                host_now = self._host_tried and not self._hosting
+        if queue_it:  # the first run walks the whole tree anyway
+            if host_now:
+                self._spawn(self._host_again, "aide-host")
+            return
         changed = None if paths is None else list(paths)
         self.service.request(rebuild=rebuild, priority=[*(changed or ()), *self.priority()], paths=changed)
 
@@ -254,10 +309,17 @@ class LiveWorkspace:
             self._retry_later()
 
     def _retry_later(self) -> None:
-        """A Milvus server can be down or restarting: try the run again later (2 s, doubling up to 60 s)."""
-        self._retry_delay = min(RETRY_MAX, max(RETRY_FIRST, self._retry_delay * 2))
-        timer = threading.Timer(self._retry_delay, lambda: None if self._stop.is_set() else self.reindex())
-        timer.daemon = True
+        """A Milvus server can be down or restarting: try the run again later (2 s, doubling up to 60 s;
+        one pending retry at a time, cancelled by close)."""
+        with self._lock:
+            if self._stop.is_set() or (self._retry_timer is not None and self._retry_timer.is_alive()):
+                return
+            self._retry_delay = min(RETRY_MAX, max(RETRY_FIRST, self._retry_delay * 2))
+            timer = threading.Timer(
+                self._retry_delay, lambda: None if self._stop.is_set() else self.reindex()
+            )
+            timer.daemon = True
+            self._retry_timer = timer
         timer.start()
 
     def _reloader(self) -> None:
@@ -271,8 +333,12 @@ class LiveWorkspace:
                 self.searcher.refresh()
                 if self._everywhere is not None:
                     self._everywhere.refresh()
+                    self._everywhere_at = time.monotonic()
             except IndexError_ as exc:
                 self._emit(ReloadFailed(str(exc)))
+                continue
+            except Exception as exc:  # noqa: BLE001 - the reloader must outlive any bad version
+                self._emit(ReloadFailed(f"{exc.__class__.__name__}: {exc}"))
                 continue
             self.index_ready.set()
             self._emit(Reloaded(self._read_status(), self.searcher.version))

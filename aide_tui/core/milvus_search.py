@@ -42,7 +42,17 @@ from aide_tui.core.search import (
 from aide_tui.core.store import IndexMissing
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
 
-CHUNK_FIELDS = ["workspace", "path", "start_line", "end_line", "language", "symbol", "text", "defines"]
+CHUNK_FIELDS = [
+    "workspace",
+    "path",
+    "start_line",
+    "end_line",
+    "language",
+    "symbol",
+    "text",
+    "defines",
+    "file_hash",
+]
 PIECE_FIELDS = ["chunk_id", "start_line", "end_line"]
 MAX_FILTER_FILES = 2000  # path: filters become `path in [...]` up to this many files, else a post-filter
 
@@ -60,6 +70,7 @@ class Cand:
     symbol: str | None
     text: str
     defines: tuple[str, ...]
+    file_hash: str = ""
 
 
 @dataclass
@@ -86,6 +97,7 @@ class WorkspaceHit(Hit):
 
     workspace: str = ""
     root: str = ""  # the workspace's root where it was indexed (not serialised: it may be another machine's)
+    file_hash: str = ""  # sha1 of the file as indexed: another workspace's file is read only if it matches
 
     def to_json(self) -> dict[str, object]:
         out = super().to_json()
@@ -188,7 +200,8 @@ class MilvusSearcher:
     def _cand(ent: dict) -> Cand:
         return Cand(str(ent["id"]), ent.get("workspace", ""), ent["path"], int(ent["start_line"]),
                     int(ent["end_line"]), ent.get("language") or "text", ent.get("symbol") or None,
-                    ent.get("text") or "", tuple(ent.get("defines") or ()))  # fmt: skip
+                    ent.get("text") or "", tuple(ent.get("defines") or ()),
+                    str(ent.get("file_hash") or ""))  # fmt: skip
 
     def _fetch(self, cands: dict[str, Cand], ids: list[str]) -> None:
         need = [i for i in dict.fromkeys(ids) if i not in cands]
@@ -341,7 +354,11 @@ class MilvusSearcher:
             if self.all_workspaces:
                 out.append(
                     WorkspaceHit(
-                        *args, best_piece=best, workspace=c.workspace, root=self._root_of(c.workspace)
+                        *args,
+                        best_piece=best,
+                        workspace=c.workspace,
+                        root=self._root_of(c.workspace),
+                        file_hash=c.file_hash,
                     )
                 )
             else:
@@ -532,7 +549,10 @@ class MilvusSearcher:
         return out
 
     def _root_of(self, ws: str) -> str:
-        return str(self.root) if ws == self.ws else str((self.metas.get(ws) or {}).get("root") or "")
+        if ws == self.ws:
+            return str(self.root)
+        root = (self.metas.get(ws) or {}).get("root")  # written by whoever indexed that workspace
+        return root if isinstance(root, str) and root.startswith("/") and "\0" not in root else ""
 
 
 __all__ = ["META_PATH", "MilvusSearcher", "WorkspaceHit"]

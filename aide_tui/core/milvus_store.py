@@ -239,7 +239,10 @@ class MilvusStore:
                     "in one process at a time: share a collection between machines or concurrent users "
                     "through a Milvus server, store.uri = http(s)://host:port)"
                 )
-        from pymilvus import MilvusClient
+        try:
+            from pymilvus import MilvusClient
+        except ImportError as exc:  # installed but broken (a mismatched grpc, say)
+            raise StoreUnavailable(f"pymilvus cannot be imported ({exc}): {INSTALL_HINT}") from None
 
         _quiet_engine_logs()  # pymilvus logs every failed call with a traceback; we say it in one line
         kwargs: dict[str, Any] = {"uri": self.uri, "timeout": self.timeout}
@@ -440,9 +443,11 @@ class MilvusStore:
         out: dict[str, dict[str, Any]] = {}
         for row in self.query_all(self.files, f"path == {_lit(META_PATH)}", ["workspace", "data"]):
             try:
-                out[row["workspace"]] = json.loads(row["data"])
+                data = json.loads(row["data"])
             except (ValueError, TypeError):
                 continue
+            if isinstance(data, dict) and isinstance(row.get("workspace"), str):
+                out[row["workspace"]] = data  # other writers' records: anything else is skipped
         return out
 
     def records(self, ws: str) -> dict[str, FileRecord]:
@@ -596,7 +601,10 @@ class MilvusBackend:
         store = self.store(create=not st.read_only)
         if store.local:
             store.client(create=not st.read_only)  # starts the engine here (or raises why it cannot)
-            from milvus_lite.server_manager import server_manager_instance
+            try:
+                from milvus_lite.server_manager import server_manager_instance
+            except ImportError as exc:
+                raise StoreUnavailable(f"milvus-lite cannot be imported ({exc}): {INSTALL_HINT}") from None
 
             served = server_manager_instance.start_and_get_uri(store.uri)
             if not served:

@@ -243,3 +243,51 @@ def test_a_server_that_comes_up_later_is_indexed_without_a_restart(tmp_path: Pat
         if host is not None:
             host.kill()
             host.wait(20)
+
+
+def test_a_reindex_asked_before_the_engine_is_hosted_waits_for_it(team: dict[str, Any]) -> None:
+    """A watcher event or a key press right at start must not start the indexing process on the Lite
+    file itself (it would hold the store and lock the front end out)."""
+    alpha, db = team["alpha"], team["db"]
+    live = LiveWorkspace(alpha, milvus_settings(db), lambda e: None, watch=False)
+    live.start()
+    live.reindex()
+    live.reindex(paths=["src/httpclient/headers.py"])
+    try:
+        assert live.index_ready.wait(90)
+        assert live.service.settings.store.uri.startswith("http://127.0.0.1:")
+        assert live.search("parse_header", mode="bm25").results[0].path == "src/httpclient/headers.py"
+    finally:
+        live.close()
+
+
+def test_a_malformed_workspace_record_from_another_writer_is_skipped(team: dict[str, Any]) -> None:
+    alpha, db = team["alpha"], team["db"]
+    backend = MilvusBackend(team["beta"], milvus_settings(db))
+    backend.store().put_meta("evil", ["not", "an", "object"])  # type: ignore[arg-type]
+    backend.release()
+    events: list[object] = []
+    live = LiveWorkspace(alpha, milvus_settings(db), events.append, watch=False)
+    live.start()
+    try:
+        assert live.index_ready.wait(90)
+        hits = live.search("render_template", mode="bm25", all_workspaces=True).results
+        assert hits[0].path == "lib/render.py"
+        assert {type(e).__name__ for e in events} >= {"Opened", "Reloaded"}
+    finally:
+        live.close()
+
+
+def test_a_read_only_shared_store_never_starts_indexing(team: dict[str, Any]) -> None:
+    beta, db = team["beta"], team["db"]
+    live = LiveWorkspace(beta, milvus_settings(db, read_only=True), lambda e: None, watch=False)
+    live.start()
+    try:
+        assert live.index_ready.wait(60)
+        live.reindex()
+        live.reindex(rebuild=True)
+        time.sleep(0.5)
+        assert live.service.runs == 0 and not live.service.running
+        assert live.search("render_template", mode="bm25").results[0].path == "lib/render.py"
+    finally:
+        live.close()

@@ -32,7 +32,7 @@ from textual.widgets import Footer, Input
 
 from aide_tui.core.appstate import AppState
 from aide_tui.core.config import Settings
-from aide_tui.core.hitlines import hit_best_line, hit_root, shown_path, vimgrep_line
+from aide_tui.core.hitlines import hit_best_line, hit_file, hit_root, shown_path, vimgrep_line
 from aide_tui.core.live import LiveWorkspace
 from aide_tui.core.search import Hit, SearchResponse
 from aide_tui.core.status import IndexStatus
@@ -305,6 +305,10 @@ class SearchScreen(Screen[None]):
         except IndexError_ as exc:
             empty = SearchResponse(query=query, results=[], mode=mode)
             done = SearchDone(seq, query, mode, empty, str(exc), everywhere=everywhere)
+        except Exception as exc:  # noqa: BLE001 - the search thread must outlive any bad answer
+            empty = SearchResponse(query=query, results=[], mode=mode)
+            done = SearchDone(seq, query, mode, empty, f"search failed: {exc.__class__.__name__}: {exc}",
+                              everywhere=everywhere)  # fmt: skip
         self.post_message(done)
 
     @on(SearchDone)
@@ -408,8 +412,7 @@ class SearchScreen(Screen[None]):
 
     @work(thread=True, group="preview")
     def _render_preview(self, hit: Hit, styles: Any, width: int, current: int | None, window: Any) -> None:
-        root = hit_root(hit, self.live.root)
-        self.post_message(PreviewReady(render_preview(root, hit, styles, width, current, window)))
+        self.post_message(PreviewReady(render_preview(self.live.root, hit, styles, width, current, window)))
 
     @on(PreviewReady)
     def _preview_ready(self, message: PreviewReady) -> None:
@@ -445,6 +448,10 @@ class SearchScreen(Screen[None]):
         self._apply_status(ev.status)
         if ev.missing:
             self.index_bar.set_state("no index yet", "building…" if self.live.index_enabled else "")
+        elif (
+            ev.error and self.live.shared and not ev.corrupt
+        ):  # unreachable or busy: a rebuild would not help
+            self.index_bar.set_state("error", ev.error, error=True)
         elif ev.error:
             self._rebuild_unreadable(ev.error)
         elif self.index_bar.total == 0 and self.index_bar.state.startswith("opening"):
@@ -485,7 +492,11 @@ class SearchScreen(Screen[None]):
 
     @on(IndexReloadFailed)
     def _reload_failed(self, message: IndexReloadFailed) -> None:
-        self._rebuild_unreadable(f"cannot load the new index: {message.event.message}")
+        reason = f"cannot load the new index: {message.event.message}"
+        if self.live.shared:  # a shared store's rows are not ours to drop on a failed read
+            self.index_bar.set_state("error", reason, error=True)
+            return
+        self._rebuild_unreadable(reason)
 
     def _rebuild_unreadable(self, reason: str) -> None:
         """An index on disk that cannot be read is rebuilt once per session (the reader's message
@@ -640,7 +651,7 @@ class SearchScreen(Screen[None]):
             self.notify("nothing selected", severity="warning")
             return
         root = hit_root(hit, self.live.root)
-        if root is None or not (root / hit.path).is_file():
+        if root is None or (root != self.live.root and hit_file(hit, self.live.root) is None):
             self.notify(f"{shown_path(hit)} is not on this machine", severity="warning")
             return
         self.record_query()

@@ -27,8 +27,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from aide_tui.core.hitlines import best_line, shown_path, term_spans
+from aide_tui.core.hitlines import best_line, hit_file, shown_path, term_spans
 from aide_tui.core.search import Hit
+from aide_tui.core.textsafe import printable
 from aide_tui.tui.widgets.results import location
 
 WINDOW = 60  # lines shown before and after the hit (bounds lexing and rendering cost)
@@ -118,20 +119,21 @@ _LEX_LOCK = threading.Lock()
 LEX_CACHE_SIZE = 16
 
 
-def lex_window(root: Path | None, hit: Hit, theme: str) -> LexedWindow:
+def lex_window(root: Path, hit: Hit, theme: str) -> LexedWindow:
     """:func:`read_and_lex`, cached per file, window, theme and modification time: refining a query
     usually keeps the same hits, and their previews then skip the lexer."""
+    file = hit_file(hit, root)
     try:
-        mtime = (root / hit.path).stat().st_mtime if root is not None else -1.0
+        mtime = file.stat().st_mtime if file is not None else -1.0
     except OSError:
         mtime = -1.0
-    key = (f"{root}/{shown_path(hit)}", hit.start_line, hit.end_line, theme, mtime)
+    key = (f"{file}|{shown_path(hit)}", hit.start_line, hit.end_line, theme, mtime)
     with _LEX_LOCK:
         cached = _LEX_CACHE.get(key)
         if cached is not None:
             _LEX_CACHE.move_to_end(key)
             return cached
-    window = read_and_lex(root, hit, theme)
+    window = read_and_lex(file, hit, theme)
     with _LEX_LOCK:
         _LEX_CACHE[key] = window
         while len(_LEX_CACHE) > LEX_CACHE_SIZE:
@@ -139,18 +141,19 @@ def lex_window(root: Path | None, hit: Hit, theme: str) -> LexedWindow:
     return window
 
 
-def read_and_lex(root: Path | None, hit: Hit, theme: str) -> LexedWindow:
-    """Read ``hit``'s file (or fall back to the indexed chunk text: the file is gone or, for another
-    workspace's hit, not on this machine) and highlight the lines around it."""
+def read_and_lex(file: Path | None, hit: Hit, theme: str) -> LexedWindow:
+    """Read ``file`` (from :func:`~aide_tui.core.hitlines.hit_file`), or fall back to the indexed chunk
+    text (the file is gone, unsafe to read, or in another workspace not on this machine), and
+    highlight the lines around the hit."""
     first_line = 1
     from_disk = True
     try:
-        if root is None:
-            raise OSError("the file's workspace is not on this machine")
-        lines = (root / hit.path).read_text(encoding="utf-8", errors="replace").splitlines()
+        if file is None:
+            raise OSError("no readable file for this hit")
+        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
         if len(lines) < hit.end_line:
             raise OSError("file shorter than the indexed chunk")
-    except OSError:
+    except (OSError, ValueError):
         lines, first_line, from_disk = hit.text.splitlines() or [""], hit.start_line, False
     lo = max(first_line, hit.start_line - WINDOW)
     hi = min(first_line + len(lines) - 1, hit.end_line + WINDOW)
@@ -204,7 +207,7 @@ def compose_body(
 
 
 def render_preview(
-    root: Path | None,
+    root: Path,
     hit: Hit,
     styles: PreviewStyles,
     width: int = 200,
@@ -221,12 +224,12 @@ def render_preview(
     title.append(f"{shown_path(hit)}:{line}", "bold")
     title.append(f"  ({location(hit).rpartition(':')[2]})", "dim")
     if hit.symbol:
-        title.append(f"  {hit.symbol}", "italic")
+        title.append(f"  {printable(hit.symbol)}", "italic")
     reason = why(hit)
     if reason:
         title.append(f"  {reason}", "dim")
     if not window.from_disk:
-        title.append("  (file gone: indexed text)", "dim")
+        title.append("  (indexed text: file gone or elsewhere)", "dim")
     return PreviewData(hit, window, line, matches, title, body, to_lines(body), key=preview_key(hit))
 
 

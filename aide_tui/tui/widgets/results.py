@@ -20,6 +20,7 @@ from textual.strip import Strip
 
 from aide_tui.core.hitlines import workspace_label
 from aide_tui.core.search import Hit
+from aide_tui.core.textsafe import printable
 
 RANK_TAGS = (("bm25", "B"), ("dense", "D"), ("symbol", "S"), ("path", "P"))
 SCORE_W = 5
@@ -35,7 +36,7 @@ def span(hit: Hit) -> str:
 
 def location(hit: Hit) -> str:
     """``path:start-end``."""
-    return f"{_label(hit)}{hit.path}:{span(hit)}"
+    return f"{_label(hit)}{printable(hit.path)}:{span(hit)}"
 
 
 def _label(hit: Hit) -> str:
@@ -64,7 +65,7 @@ def compact_symbol(symbol: str | None) -> str:
     """``class Console > def render`` → ``Console.render`` (the chain without its keywords)."""
     if not symbol:
         return ""
-    parts = [p.strip() for p in symbol.split(" > ") if p.strip()]
+    parts = [p.strip() for p in printable(symbol).split(" > ") if p.strip()]
     names = [p.split()[-1] if len(p.split()) > 1 else p for p in parts]
     return ".".join(names)
 
@@ -108,7 +109,7 @@ def row_parts(hit: Hit, cols: Columns) -> list[tuple[str, str]]:
     """The cells of one row as (text, role) pairs; roles name component classes."""
     rng = ":" + span(hit)
     label = _label(hit)[: max(0, cols.loc - len(rng) - 8)]  # the file name keeps at least 8 cells
-    path = label + middle_path(hit.path, max(1, cols.loc - len(rng) - len(label)))
+    path = label + middle_path(printable(hit.path), max(1, cols.loc - len(rng) - len(label)))
     parts = [(" ", ""), (path, "path"), (rng, "span"), (" " * max(0, cols.loc - len(path) - len(rng)), "")]
     parts.append(("  " + rank_tags(hit).ljust(cols.tags), "tags"))
     parts.append((f"  {hit.score:.3f}"[: SCORE_W + 2].ljust(SCORE_W + 2), "score"))

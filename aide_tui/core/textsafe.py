@@ -1,0 +1,10 @@
+"""Text from files, indexes and other people's records made safe to put on a terminal."""
+
+from __future__ import annotations
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (a file name must never drive the terminal)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
