@@ -73,3 +73,22 @@ async def test_the_app_searches_its_workspace_then_all_of_the_collection(tmp_pat
         await wait_for(pilot, lambda: "lib/render.py" not in {h.path for h in app.results.hits},
                        "back to this workspace")  # fmt: skip
         assert app.query_input.value == "render_template" and "all workspaces" not in app.status.plain
+
+
+async def test_an_unreachable_server_is_shown_not_rebuilt(tmp_path: Path) -> None:
+    """A connection error is not a damaged index: the app says it and keeps the rows of the collection
+    (a rebuild would drop this workspace's rows once the server answers)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = write_workspace(tmp_path / "ws")
+    base = Settings()
+    store = replace(base.store, backend="milvus", uri=f"http://127.0.0.1:{port}")
+    settings = replace(base, embedding=replace(base.embedding, backend="none"), store=store)
+    app = make_app(root, settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.index_bar.state == "error", "the error on the index line")
+        assert "cannot connect" in app.index_bar.label
+        assert not app.main_screen._rebuilt_unreadable
