@@ -21,10 +21,6 @@ def err(message: str) -> None:
 
 def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
     """(resolved root, settings), or None after printing why (the caller exits 2)."""
-    return _setup(root_arg, args)
-
-
-def _setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
     from aide_tui.cli.parser import flags
     from aide_tui.core.config import ConfigError, Settings, apply_mapping, load_settings
 

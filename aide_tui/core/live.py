@@ -115,7 +115,7 @@ class LiveWorkspace:
         self._hosted = not self.shared
         self._hosting = False
         self._host_tried = False
-        self._queued_rebuild: bool | None = None
+        self._queued_rebuild = False
         self._retry_delay = 0.0  # a shared store's failed run is retried after this (doubling, ≤ 60 s)
         self._retry_timer: threading.Timer | None = None
         self._everywhere_at = 0.0
@@ -174,7 +174,7 @@ class LiveWorkspace:
             if hosted is not None:
                 raise hosted
             self.searcher.refresh()
-            opened = Opened(self._read_status())
+            opened = Opened(self.current_status())
             self.index_ready.set()
         except IndexError_ as exc:
             if exc is hosted:  # reading the status would wait for the same store again
@@ -182,7 +182,7 @@ class LiveWorkspace:
                     "corrupt" if isinstance(exc, IndexCorrupt) else "missing", error=str(exc)
                 )
             else:
-                self._read_status()
+                self.current_status()
             opened = Opened(
                 self.status, str(exc), isinstance(exc, IndexMissing), isinstance(exc, IndexCorrupt)
             )
@@ -220,7 +220,7 @@ class LiveWorkspace:
         with self._lock:
             self.service.settings = settings
             self._hosted = True
-            rebuild, self._queued_rebuild = bool(self._queued_rebuild), None
+            rebuild, self._queued_rebuild = self._queued_rebuild, False
         self.service.request(rebuild=rebuild, priority=self.priority())
         return None
 
@@ -232,9 +232,7 @@ class LiveWorkspace:
 
     def _set_embedder(self, embedder: Any, error: str | None, emb_id: str | None) -> None:
         self.embedder, self.embedder_error = embedder, error
-        for s in (self.searcher, self._everywhere):
-            if s is not None:
-                s.embedder, s.embedder_error = embedder, error
+        self.searcher.embedder, self.searcher.embedder_error = embedder, error  # _all_searcher copies it
         self.embedder_ready.set()
         self._emit(EmbedderReady(emb_id, error))
 
@@ -268,13 +266,10 @@ class LiveWorkspace:
         searcher.embedder, searcher.embedder_error = self.embedder, self.embedder_error
         return searcher
 
-    def _read_status(self) -> IndexStatus:
-        self.status = self.searcher.backend.status()
-        return self.status
-
     def current_status(self) -> IndexStatus:
         """What the index holds now (read from the store)."""
-        return self._read_status()
+        self.status = self.searcher.backend.status()
+        return self.status
 
     # -- indexing ----------------------------------------------------------------------------------
 
@@ -286,7 +281,7 @@ class LiveWorkspace:
         with self._lock:
             queue_it = not self._hosted
             if queue_it:
-                self._queued_rebuild = bool(self._queued_rebuild) or rebuild
+                self._queued_rebuild |= rebuild
                 host_now = self._host_tried and not self._hosting
         if queue_it:  # the first run walks the whole tree anyway
             if host_now:
@@ -341,7 +336,7 @@ class LiveWorkspace:
                 self._emit(ReloadFailed(f"{exc.__class__.__name__}: {exc}"))
                 continue
             self.index_ready.set()
-            self._emit(Reloaded(self._read_status(), self.searcher.version))
+            self._emit(Reloaded(self.current_status(), self.searcher.version))
 
     # -- watching ----------------------------------------------------------------------------------
 

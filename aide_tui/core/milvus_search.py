@@ -551,8 +551,10 @@ class MilvusSearcher:
     def _root_of(self, ws: str) -> str:
         if ws == self.ws:
             return str(self.root)
-        root = (self.metas.get(ws) or {}).get("root")  # written by whoever indexed that workspace
-        return root if isinstance(root, str) and root.startswith("/") and "\0" not in root else ""
+        root = (self.metas.get(ws) or {}).get(
+            "root"
+        )  # written by whoever indexed it: hitlines.hit_root checks
+        return root if isinstance(root, str) else ""
 
 
 __all__ = ["META_PATH", "MilvusSearcher", "WorkspaceHit"]

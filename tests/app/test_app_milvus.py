@@ -4,7 +4,6 @@ row and preview saying which workspace a hit comes from."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,39 +13,20 @@ pytest.importorskip("milvus_lite", reason="milvus-lite is not installed (pip ins
 
 from apphelpers import indexed, make_app, screen_text, search, wait_for  # noqa: E402
 from conftest import write_workspace  # noqa: E402
+from milvus_helpers import OTHER, free_port, index_and_release, milvus_settings  # noqa: E402
 
-from aide_tui.core.config import Settings  # noqa: E402
-from aide_tui.core.milvus_store import MilvusBackend, workspace_id  # noqa: E402
-
-OTHER = {
-    "lib/render.py": '''
-        def render_template(name: str, context: dict) -> str:
-            """Render a template by name with the given context."""
-            return name.format(**context)
-    ''',
-}
-
-
-def _settings(db: Path) -> Settings:
-    s = Settings()
-    return replace(
-        s,
-        embedding=replace(s.embedding, backend="none"),
-        store=replace(s.store, backend="milvus", uri=str(db), collection="team"),
-    )
+from aide_tui.core.milvus_store import workspace_id  # noqa: E402
 
 
 async def test_the_app_searches_its_workspace_then_all_of_the_collection(tmp_path: Path) -> None:
     alpha = write_workspace(tmp_path / "alpha")
     beta = write_workspace(tmp_path / "beta", OTHER)
     db = tmp_path / "team.db"
-    other = MilvusBackend(beta, _settings(db))
-    other.make_indexer(None, None).run()
-    other.release()
-    beta_id = workspace_id(beta, _settings(db))
+    index_and_release(beta, milvus_settings(db))
+    beta_id = workspace_id(beta, milvus_settings(db))
     (beta / "lib" / "render.py").unlink()  # not on this machine any more: the preview shows the indexed text
 
-    app = make_app(alpha, _settings(db))
+    app = make_app(alpha, milvus_settings(db))
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "parse_header")
@@ -78,15 +58,8 @@ async def test_the_app_searches_its_workspace_then_all_of_the_collection(tmp_pat
 async def test_an_unreachable_server_is_shown_not_rebuilt(tmp_path: Path) -> None:
     """A connection error is not a damaged index: the app says it and keeps the rows of the collection
     (a rebuild would drop this workspace's rows once the server answers)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     root = write_workspace(tmp_path / "ws")
-    base = Settings()
-    store = replace(base.store, backend="milvus", uri=f"http://127.0.0.1:{port}")
-    settings = replace(base, embedding=replace(base.embedding, backend="none"), store=store)
+    settings = milvus_settings(f"http://127.0.0.1:{free_port()}")
     app = make_app(root, settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.index_bar.state == "error", "the error on the index line")

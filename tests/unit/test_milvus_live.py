@@ -16,35 +16,12 @@ pytest.importorskip("pymilvus", reason="the milvus extra is not installed (pip i
 pytest.importorskip("milvus_lite", reason="milvus-lite is not installed (pip install 'aide-tui[milvus]')")
 
 from conftest import write_workspace  # noqa: E402
+from milvus_helpers import OTHER, free_port, index_and_release, lite_server, milvus_settings  # noqa: E402
 from serve_helpers import Served, _reap_servers, clean_env, cli  # noqa: E402, F401
 
 from aide_tui.core.config import Settings  # noqa: E402
 from aide_tui.core.live import LiveWorkspace, Opened  # noqa: E402
 from aide_tui.core.milvus_store import MilvusBackend, workspace_id  # noqa: E402
-
-OTHER = {
-    "lib/render.py": '''
-        def render_template(name: str, context: dict) -> str:
-            """Render a template by name with the given context."""
-            return name.format(**context)
-    ''',
-}
-
-
-def milvus_settings(db: Path, collection: str = "team", **store: Any) -> Settings:
-    s = Settings()
-    return replace(
-        s,
-        embedding=replace(s.embedding, backend="none"),
-        store=replace(s.store, backend="milvus", uri=str(db), collection=collection, **store),
-    )
-
-
-def index_and_release(root: Path, settings: Settings) -> None:
-    """Index ``root`` into the store, then stop the engine this process started (the file is free)."""
-    backend = MilvusBackend(root, settings)
-    backend.make_indexer(None, None).run()
-    backend.release()
 
 
 def until(cond: Any, what: str, timeout: float = 60.0) -> Any:
@@ -168,17 +145,7 @@ def test_two_workspaces_index_at_once_into_a_server_and_search_each_other(tmp_pa
     import subprocess
     import sys
 
-    host = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\n"
-         "from milvus_lite.server_manager import server_manager_instance as m\n"
-         f"print(m.start_and_get_uri({str(tmp_path / 'server.db')!r}), flush=True)\n"
-         "sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert host.stdout is not None
-        uri = host.stdout.readline().strip()
-        assert uri.startswith("http://127.0.0.1:")
+    with lite_server(tmp_path / "server.db") as uri:
         alpha = write_workspace(tmp_path / "alpha")
         beta = write_workspace(tmp_path / "beta", OTHER)
         env = clean_env(
@@ -196,53 +163,25 @@ def test_two_workspaces_index_at_once_into_a_server_and_search_each_other(tmp_pa
         found = {(r["workspace"], r["path"]) for r in json.loads(proc.stdout)["results"]}
         assert (workspace_id(beta, Settings()), "lib/render.py") in found
         assert (workspace_id(alpha, Settings()), "src/httpclient/headers.py") in found
-    finally:
-        host.kill()
-        host.wait(20)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_a_server_that_comes_up_later_is_indexed_without_a_restart(tmp_path: Path) -> None:
     """The app and serve keep running while the Milvus server is down (the open says why) and index
     it once it answers: a failed run on a shared store is retried."""
-    import subprocess
-    import sys
-
-    port = _free_port()
+    port = free_port()
     root = write_workspace(tmp_path / "ws")
-    s = Settings()
-    settings = replace(s, embedding=replace(s.embedding, backend="none"),
-                       store=replace(s.store, backend="milvus", uri=f"http://127.0.0.1:{port}"))  # fmt: skip
     events: list[object] = []
-    live = LiveWorkspace(root, settings, events.append, watch=False)
+    live = LiveWorkspace(root, milvus_settings(f"http://127.0.0.1:{port}"), events.append, watch=False)
     live.start()
-    host = None
     try:
         opened = until(lambda: next((e for e in events if isinstance(e, Opened)), None), "the open")
         assert opened.error and "cannot connect" in opened.error
         assert not live.index_ready.is_set()
-        host = subprocess.Popen(
-            [sys.executable, "-c", "import sys\n"
-             "from milvus_lite.adapter.grpc.server import start_server_in_thread\n"
-             f"server = start_server_in_thread({str(tmp_path / 'late.db')!r}, port={port})\n"
-             "print('up', flush=True)\nsys.stdin.read()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert host.stdout is not None and host.stdout.readline().strip() == "up"
-        assert live.index_ready.wait(90), [e for e in events if not isinstance(e, Opened)][-3:]
-        assert live.search("parse_header", mode="bm25").results[0].path == "src/httpclient/headers.py"
+        with lite_server(tmp_path / "late.db", port):
+            assert live.index_ready.wait(90), [e for e in events if not isinstance(e, Opened)][-3:]
+            assert live.search("parse_header", mode="bm25").results[0].path == "src/httpclient/headers.py"
     finally:
         live.close()
-        if host is not None:
-            host.kill()
-            host.wait(20)
 
 
 def test_a_reindex_asked_before_the_engine_is_hosted_waits_for_it(team: dict[str, Any]) -> None:

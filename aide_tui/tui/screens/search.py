@@ -296,20 +296,19 @@ class SearchScreen(Screen[None]):
 
     def _search(self, seq: int, query: str, mode: str, everywhere: bool) -> None:
         """Answer one query (the search thread) and post the answer to the screen."""
+        resp: SearchResponse | None = None
+        error, missing = None, False
         try:
             resp = self.live.search(query, limit=self.limit, mode=mode, all_workspaces=everywhere)
-            done = SearchDone(seq, query, mode, resp, everywhere=everywhere)
         except IndexMissing:
-            empty = SearchResponse(query=query, results=[], mode=mode)
-            done = SearchDone(seq, query, mode, empty, "no index yet: indexing…", True, everywhere)
+            error, missing = "no index yet: indexing…", True
         except IndexError_ as exc:
-            empty = SearchResponse(query=query, results=[], mode=mode)
-            done = SearchDone(seq, query, mode, empty, str(exc), everywhere=everywhere)
+            error = str(exc)
         except Exception as exc:  # noqa: BLE001 - the search thread must outlive any bad answer
-            empty = SearchResponse(query=query, results=[], mode=mode)
-            done = SearchDone(seq, query, mode, empty, f"search failed: {exc.__class__.__name__}: {exc}",
-                              everywhere=everywhere)  # fmt: skip
-        self.post_message(done)
+            error = f"search failed: {exc.__class__.__name__}: {exc}"
+        if resp is None:
+            resp = SearchResponse(query=query, results=[], mode=mode)
+        self.post_message(SearchDone(seq, query, mode, resp, error, missing, everywhere))
 
     @on(SearchDone)
     def _search_done(self, message: SearchDone) -> None:
