@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aide_tui.core.config import Settings
-from aide_tui.core.milvus_store import MilvusBackend
+from aide_tui.core.milvus.store import MilvusBackend
 
 OTHER = {
     "lib/render.py": '''

@@ -30,7 +30,7 @@ def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
         return None
     try:
         if getattr(args, "settings_json", None):  # already resolved by the parent process
-            from aide_tui.core.service import settings_from_child_env
+            from aide_tui.core.index.service import settings_from_child_env
 
             data = settings_from_child_env(args.settings_json)
             return _checked(root.resolve(), apply_mapping(Settings(), data, "settings"))
@@ -43,7 +43,7 @@ def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
 def _checked(root: Path, settings: Any) -> tuple[Path, Any] | None:
     """The milvus store needs its extra installed: else one line with the install command (exit 2)."""
     if settings.store.backend == "milvus":
-        from aide_tui.core.milvus_store import milvus_missing
+        from aide_tui.core.milvus.store import milvus_missing
 
         missing = milvus_missing(settings)
         if missing:

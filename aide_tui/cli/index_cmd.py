@@ -13,13 +13,13 @@ SHOW_SKIPPED = 20
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Index ROOT; ``--json`` ends with the contract's summary line, ``--progress`` streams events."""
-    from aide_tui.core.store import IndexError_
+    from aide_tui.core.store.segments import IndexError_
 
     ready = setup(args.root, args)
     if ready is None:
         return 2
     if args.background:
-        from aide_tui.core.worker import lower_priority
+        from aide_tui.core.priority import lower_priority
 
         lower_priority()
     root, settings = ready

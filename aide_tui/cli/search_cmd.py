@@ -41,7 +41,7 @@ def _shown_path(root: Path, rel: str) -> str:
 def _write_locations(out: Any, root: Path, resp: Any, fmt: str, roots: dict[str, Path] | None = None) -> None:
     """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: distinct files in rank order.
     ``roots``: each workspace's root, for the hits of ``--all-workspaces`` (they carry their workspace)."""
-    from aide_tui.core.hitlines import vimgrep_line
+    from aide_tui.core.search.hitlines import vimgrep_line
 
     def base(h: Any) -> Path:
         ws = getattr(h, "workspace", None)
@@ -106,7 +106,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     queries = queries[done:]
     if settings.store.backend == "milvus":
         return max(_search_milvus(args, root, settings, queries, fmt, mode, emit), 2 * int(failed))
-    from aide_tui.core.search import SearchResponse
+    from aide_tui.core.search.searcher import SearchResponse
 
     embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
     searcher = _open_searcher(root, settings, args, embedder, emb_err)
@@ -143,8 +143,8 @@ def _open_searcher(
     root: Path, settings: Any, args: argparse.Namespace, embedder: Any, emb_err: str | None
 ) -> Any:
     """A loaded Searcher after the refresh (rebuilds a corrupt index unless --no-update), or an exit code."""
-    from aide_tui.core.search import Searcher
-    from aide_tui.core.store import IndexCorrupt, IndexError_
+    from aide_tui.core.search.searcher import Searcher
+    from aide_tui.core.store.segments import IndexCorrupt, IndexError_
 
     if not args.no_update or not _have_index(root):
         code = _refresh(root, settings, embedder, wait=args.wait)
@@ -194,9 +194,9 @@ def _search_milvus(
     args: argparse.Namespace, root: Path, settings: Any, queries: list[str], fmt: str, mode: str, emit: Any
 ) -> int:
     """The same answers from a Milvus store (``--all-workspaces``: every workspace of the collection)."""
-    from aide_tui.core.milvus_search import MilvusSearcher
-    from aide_tui.core.search import SearchResponse
-    from aide_tui.core.store import IndexError_
+    from aide_tui.core.milvus.search import MilvusSearcher
+    from aide_tui.core.search.searcher import SearchResponse
+    from aide_tui.core.store.segments import IndexError_
 
     embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
     searcher = MilvusSearcher(root, settings, embedder, emb_err, all_workspaces=args.all_workspaces)
@@ -227,7 +227,7 @@ def _search_milvus(
 
 def _refresh_milvus(root: Path, settings: Any, mode: str) -> None:
     """Bring this workspace's rows in the Milvus store up to date (vectors computed inline)."""
-    from aide_tui.core.store import LockTimeout
+    from aide_tui.core.store.segments import LockTimeout
 
     idx_embedder, idx_err = make_embedder(settings, for_indexing=True)
     try:
@@ -259,7 +259,7 @@ def _write(answer: dict[str, Any], as_json: bool) -> None:
 
 def _have_index(root: Path) -> bool:
     from aide_tui.core.paths import index_dir_for
-    from aide_tui.core.store import IndexError_, read_manifest
+    from aide_tui.core.store.segments import IndexError_, read_manifest
 
     try:
         read_manifest(index_dir_for(root, create=False))
@@ -270,7 +270,7 @@ def _have_index(root: Path) -> bool:
 
 def _refresh(root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild: bool = False) -> int:
     """Bring the index up to date before answering; returns an exit code (0 = go on)."""
-    from aide_tui.core.store import LockTimeout
+    from aide_tui.core.store.segments import LockTimeout
 
     have = _have_index(root) and not rebuild
     # the configured embedder even in bm25 mode: the index records whose vectors it holds
@@ -298,9 +298,9 @@ def _refresh(root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild
 
 def _start_background_indexer(root: Path, settings: Any) -> None:
     """Compute the missing vectors in a detached, low-priority ``aide-tui index`` (unless one runs)."""
+    from aide_tui.core.index.service import child_env
     from aide_tui.core.paths import state_dir
-    from aide_tui.core.service import child_env
-    from aide_tui.core.store import lock_is_held
+    from aide_tui.core.store.segments import lock_is_held
 
     state = state_dir(root)
     if lock_is_held(state / "index"):

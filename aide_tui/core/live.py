@@ -21,10 +21,10 @@ from typing import Any
 from aide_tui.core.backend import searcher_for
 from aide_tui.core.config import Settings
 from aide_tui.core.events import Committed, Done, Event, Failed
-from aide_tui.core.search import SearchResponse
-from aide_tui.core.service import IndexService
+from aide_tui.core.index.service import IndexService
+from aide_tui.core.search.searcher import SearchResponse
 from aide_tui.core.status import IndexStatus
-from aide_tui.core.store import IndexCorrupt, IndexError_, IndexMissing
+from aide_tui.core.store.segments import IndexCorrupt, IndexError_, IndexMissing
 
 
 @dataclass
@@ -341,7 +341,7 @@ class LiveWorkspace:
     # -- watching ----------------------------------------------------------------------------------
 
     def _watch(self) -> None:
-        from aide_tui.core.watch import watch_batches
+        from aide_tui.core.index.watch import watch_batches
 
         try:
             for paths in watch_batches(self.root, self.settings, self._stop):

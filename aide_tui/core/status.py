@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from aide_tui.core.paths import index_dir_for
-from aide_tui.core.store import IndexCorrupt, IndexMissing, check_sizes, read_manifest, referenced_bytes
+from aide_tui.core.store.segments import (
+    IndexCorrupt,
+    IndexMissing,
+    check_sizes,
+    read_manifest,
+    referenced_bytes,
+)
 
 
 @dataclass

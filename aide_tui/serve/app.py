@@ -37,7 +37,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.events import Cancelled, Committed, Done, Failed, Progress, event_to_json
 from aide_tui.core.events import Event as IndexEvent
 from aide_tui.core.live import EmbedderReady, LiveEvent, LiveWorkspace, Opened, Reloaded
-from aide_tui.core.store import IndexError_, IndexMissing
+from aide_tui.core.store.segments import IndexError_, IndexMissing
 from aide_tui.serve.client import PID_HEADER, SETTINGS_HEADER
 from aide_tui.serve.shapes import search_json
 

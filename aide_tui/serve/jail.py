@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aide_tui.core.scan import Scanner
+from aide_tui.core.index.scan import Scanner
 from aide_tui.core.secrets import mask_secrets
 
 MAX_SPAN_LINES = 400

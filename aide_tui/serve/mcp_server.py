@@ -19,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from aide_tui.core.backend import backend_for
 from aide_tui.core.config import Settings
 from aide_tui.core.live import EmbedderReady, LiveEvent, LiveWorkspace, Opened, Reloaded
-from aide_tui.core.store import IndexError_
+from aide_tui.core.store.segments import IndexError_
 from aide_tui.serve.client import ServeClient, ServeUnavailable, connect
 from aide_tui.serve.jail import SpanRefused, read_span
 from aide_tui.serve.shapes import search_json

@@ -15,7 +15,7 @@ from typing import Any
 from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.indexer import Indexer
+from aide_tui.core.index.indexer import Indexer
 from aide_tui.tui.app import AideApp
 
 ROOT = Path(tempfile.gettempdir()) / "aide-tui-snapshot" / "ws"

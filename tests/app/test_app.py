@@ -13,8 +13,8 @@ from loopback_server import LoopbackServer
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.events import Progress
-from aide_tui.core.search import Searcher
-from aide_tui.core.store import IndexCorrupt
+from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.store.segments import IndexCorrupt
 from aide_tui.tui.app import AideApp
 from aide_tui.tui.widgets import HelpScreen, PreviewBody, ResultsList
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aide_tui.core.hitlines import best_line, term_spans, vimgrep_line
-from aide_tui.core.search import Hit
+from aide_tui.core.search.hitlines import best_line, term_spans, vimgrep_line
+from aide_tui.core.search.searcher import Hit
 from aide_tui.core.tokens import tokenize
 
 CHUNK = '''def render(self, options):
@@ -50,9 +50,9 @@ def test_a_hit_found_by_meaning_lands_in_its_best_dense_piece(workspace: Path) -
 
     from aide_tui.core.config import load_settings
     from aide_tui.core.embed.http import OpenAIEmbedder
-    from aide_tui.core.hitlines import hit_best_line
-    from aide_tui.core.indexer import Indexer
-    from aide_tui.core.search import Searcher
+    from aide_tui.core.index.indexer import Indexer
+    from aide_tui.core.search.hitlines import hit_best_line
+    from aide_tui.core.search.searcher import Searcher
 
     settings = load_settings(workspace, {"embedding": {"backend": "openai"}, "index": {"chunk_budget": 4000}})
     with LoopbackServer(dim=16) as srv:

@@ -35,10 +35,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from aide_tui.core import view as view_mod  # noqa: E402
 from aide_tui.core.config import load_settings  # noqa: E402
-from aide_tui.core.indexer import Indexer  # noqa: E402
-from aide_tui.core.search import Searcher  # noqa: E402
+from aide_tui.core.index.indexer import Indexer  # noqa: E402
+from aide_tui.core.search.searcher import Searcher  # noqa: E402
+from aide_tui.core.store import view as view_mod  # noqa: E402
 from aide_tui.core.tokens import tokenize  # noqa: E402
 
 SDISTS = ["textual==8.2.8", "rich==13.9.4", "django==5.1.4", "sympy==1.13.3"]

@@ -1,4 +1,4 @@
-"""Tests for the structure-aware chunker (aide_tui.core.chunk)."""
+"""Tests for the structure-aware chunker (aide_tui.core.chunk.chunker)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aide_tui.core import chunk as chunk_mod
-from aide_tui.core.chunk import CHUNKER_VERSION, chunk_file, detect_language
+from aide_tui.core.chunk import chunker as chunk_mod
+from aide_tui.core.chunk.chunker import CHUNKER_VERSION, chunk_file, detect_language
 from aide_tui.core.model import Chunk
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunk"

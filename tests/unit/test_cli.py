@@ -106,7 +106,8 @@ def test_bad_root_and_config_errors(tmp_path: Path, workspace: Path) -> None:
 
 def test_core_imports_no_textual() -> None:
     code = (
-        "import sys, aide_tui.cli, aide_tui.core.search, aide_tui.core.indexer, aide_tui.core.embed.factory\n"
+        "import sys, aide_tui.cli, aide_tui.core.search.searcher, aide_tui.core.index.indexer\n"
+        "import aide_tui.core.embed.factory\n"
         "assert 'textual' not in sys.modules, 'core imported textual'\n"
     )
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -115,7 +116,7 @@ def test_core_imports_no_textual() -> None:
 
 def test_second_writer_waits_then_exits_1_naming_holder(workspace: Path) -> None:
     from aide_tui.core.paths import index_dir_for
-    from aide_tui.core.store import writer_lock
+    from aide_tui.core.store.segments import writer_lock
 
     assert run("index", str(workspace), "--embedder", "none").returncode == 0
     with writer_lock(index_dir_for(workspace)):

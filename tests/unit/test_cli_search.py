@@ -8,7 +8,7 @@ from pathlib import Path
 from test_cli import run
 
 from aide_tui.core.config import SearchSettings
-from aide_tui.core.fuse import DEFAULT_K
+from aide_tui.core.search.fuse import DEFAULT_K
 
 
 def _search(workspace: Path, *args: str) -> object:

@@ -80,7 +80,7 @@ def test_settings_json_never_carries_the_token() -> None:
     from dataclasses import replace
 
     from aide_tui.core.config import Settings
-    from aide_tui.core.service import settings_json
+    from aide_tui.core.index.service import settings_json
 
     s = Settings()
     s = replace(s, store=replace(s.store, backend="milvus", token="secret-token"))
@@ -153,7 +153,7 @@ def test_long_running_front_ends_on_milvus_need_the_extra(
 def test_child_processes_get_settings_in_their_environment_not_on_the_command_line(tmp_path: Path) -> None:
     """The indexing process's command line (readable by every user through ps) holds no settings: a
     store or embedding URI may carry credentials."""
-    from aide_tui.core.service import IndexService
+    from aide_tui.core.index.service import IndexService
 
     (tmp_path / "a.py").write_text("def f():\n    return 1\n")
     marker = "zz-marker-*.private"

@@ -19,8 +19,8 @@ from aide_tui.core.config import load_settings
 from aide_tui.core.embed.base import EmbedderError, check_vectors, l2_normalise
 from aide_tui.core.embed.builtin import BuiltinEmbedder, packaged_model_dir
 from aide_tui.core.embed.http import OllamaEmbedder, OpenAIEmbedder
-from aide_tui.core.indexer import Indexer
-from aide_tui.core.search import Searcher
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.search.searcher import Searcher
 
 HANG = 60.0  # a call still running after this long is a hang (never a performance limit)
 

@@ -15,7 +15,8 @@ import pytest
 
 from aide_tui.core.embed.base import EmbedderError
 from aide_tui.core.embed.builtin import PACKAGED_SHA256, BuiltinEmbedder
-from aide_tui.core.embed.onnx_encoder import OnnxEmbedder, onnx_importable
+from aide_tui.core.embed.onnx_embedder import OnnxEmbedder
+from aide_tui.core.embed.onnx_encoder import onnx_importable
 
 HERE = Path(__file__).resolve()
 # real code pieces (this project's own source), cut at 128 tokens like the indexer's pieces

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.indexer import Indexer
+from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import index_dir_for
-from aide_tui.core.search import Searcher
-from aide_tui.core.store import read_index
+from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.store.segments import read_index
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -202,7 +202,7 @@ def test_file_deleted_or_replaced_between_scan_and_read(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A scanned file is gone (or is a directory) when it is read: skipped, the rest indexed."""
-    from aide_tui.core import scan as scan_mod
+    from aide_tui.core.index import scan as scan_mod
 
     real_scan = scan_mod.Scanner.scan
 

@@ -1,6 +1,6 @@
 import pytest
 
-from aide_tui.core.fuse import rrf
+from aide_tui.core.search.fuse import rrf
 
 
 def test_rrf_known_answer() -> None:

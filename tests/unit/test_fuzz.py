@@ -19,8 +19,8 @@ from loopback_server import LoopbackServer
 from aide_tui.core.config import ConfigError, Settings, apply_mapping, load_settings
 from aide_tui.core.embed.base import EmbedderError
 from aide_tui.core.embed.http import OllamaEmbedder, OpenAIEmbedder
-from aide_tui.core.scan import Scanner, decode_text
-from aide_tui.core.search import Searcher, parse_query
+from aide_tui.core.index.scan import Scanner, decode_text
+from aide_tui.core.search.searcher import Searcher, parse_query
 from aide_tui.core.secrets import MASK, mask_secrets
 
 FAST = settings(
@@ -190,7 +190,7 @@ def test_embedding_server_replies_give_vectors_or_embedder_error(
 def searcher(tmp_path_factory: pytest.TempPathFactory) -> Searcher:
     from conftest import write_workspace
 
-    from aide_tui.core.indexer import Indexer
+    from aide_tui.core.index.indexer import Indexer
 
     root = write_workspace(tmp_path_factory.mktemp("fuzz") / "ws")
     settings_ = load_settings(root, {"embedding": {"backend": "none"}}, environ={})

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from aide_tui.core.hitlines import hit_file, hit_root, shown_path, workspace_label
+from aide_tui.core.search.hitlines import hit_file, hit_root, shown_path, workspace_label
 
 
 @dataclass

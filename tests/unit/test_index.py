@@ -16,11 +16,11 @@ from loopback_server import LoopbackServer
 from aide_tui.core.config import Settings, load_settings
 from aide_tui.core.embed.http import OpenAIEmbedder
 from aide_tui.core.events import Committed, Event, Progress
-from aide_tui.core.indexer import Indexer
+from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import index_dir_for
-from aide_tui.core.search import Searcher
+from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.status import read_status
-from aide_tui.core.store import LockTimeout, read_index, writer_lock
+from aide_tui.core.store.segments import LockTimeout, read_index, writer_lock
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,7 +105,7 @@ def test_interrupted_write_leaves_previous_index(workspace: Path) -> None:
     (workspace / "src/httpclient/headers.py").write_text("def replaced():\n    pass\n")
     code = (
         "import os, signal\n"
-        "from aide_tui.core import store\n"
+        "from aide_tui.core.store import segments as store\n"
         "real = store.atomic_write_bytes\n"
         "def die(path, data):\n"
         "    if path.name == 'manifest.json':\n"
@@ -147,7 +147,7 @@ def test_corrupt_index_is_rebuilt_with_message(workspace: Path, target: str, dam
 
 def test_flipped_bit_in_vectors_is_detected_not_searched(workspace: Path) -> None:
     """Bit rot in a memory-mapped vector block: same size, so only the checksum can tell."""
-    from aide_tui.core.store import IndexCorrupt
+    from aide_tui.core.store.segments import IndexCorrupt
 
     with LoopbackServer(dim=8) as srv:
         index(workspace, OpenAIEmbedder(srv.url))
@@ -185,7 +185,7 @@ def test_lock_timeout_names_holder_and_stale_lock_is_taken(workspace: Path) -> N
         assert exc.value.pid == os.getpid() and str(os.getpid()) in str(exc.value)
     # a holder that died (SIGKILL) leaves the file behind; the kernel dropped its flock
     code = (
-        "import os, signal; from pathlib import Path; from aide_tui.core.store import writer_lock\n"
+        "import os, signal; from pathlib import Path; from aide_tui.core.store.segments import writer_lock\n"
         f"with writer_lock(Path({str(idx)!r})):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
@@ -197,7 +197,7 @@ def test_read_only_workspace_falls_back_to_cache_dir(workspace: Path, tmp_path: 
     code = (
         "import json; from pathlib import Path\n"
         "from aide_tui.core.config import load_settings\n"
-        "from aide_tui.core.indexer import Indexer\nfrom aide_tui.core.paths import index_dir_for\n"
+        "from aide_tui.core.index.indexer import Indexer\nfrom aide_tui.core.paths import index_dir_for\n"
         f"root = Path({str(workspace)!r})\n"
         "rep = Indexer(root, load_settings(root, {'embedding': {'backend': 'none'}})).run()\n"
         "print(json.dumps({'files': rep.files, 'dir': str(index_dir_for(root, create=False))}))\n"
@@ -331,7 +331,7 @@ def test_reader_retries_when_its_generation_is_retired(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A reader that read the manifest just before two quick reindexes finds its generation gone."""
-    from aide_tui.core import store
+    from aide_tui.core.store import segments as store
 
     index(workspace)
     idx = index_dir_for(workspace)
@@ -387,7 +387,7 @@ def test_incremental_runs_never_drop_cached_vectors(tmp_path: Path, monkeypatch:
     """Finished embedding work is kept: after small edits, a rebuild re-embeds nothing it had before."""
     from test_faults import generate_repo
 
-    from aide_tui.core.embcache import EmbeddingCache
+    from aide_tui.core.index.embcache import EmbeddingCache
 
     monkeypatch.setattr(EmbeddingCache, "PRUNE_FLOOR", 5)
     root = tmp_path / "repo"

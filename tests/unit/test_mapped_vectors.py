@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from aide_tui.core import safeio
-from aide_tui.core import view as view_mod
 from aide_tui.core.bm25 import DocTerms, Postings
 from aide_tui.core.model import Chunk
+from aide_tui.core.store import view as view_mod
 
 
 def _resident_kb(path: Path) -> int:

@@ -26,8 +26,8 @@ from conftest import FILES, write_workspace  # noqa: E402
 from aide_tui.cli import main  # noqa: E402
 from aide_tui.core.config import Settings  # noqa: E402
 from aide_tui.core.embed.base import EmbedderError  # noqa: E402
-from aide_tui.core.milvus_search import MilvusSearcher  # noqa: E402
-from aide_tui.core.milvus_store import MilvusBackend, escape_term  # noqa: E402
+from aide_tui.core.milvus.search import MilvusSearcher  # noqa: E402
+from aide_tui.core.milvus.store import MilvusBackend, escape_term  # noqa: E402
 
 PKG_PARENT = str(Path(__file__).resolve().parents[2])
 
@@ -142,8 +142,8 @@ def test_index_and_search_find_the_right_file(shared: dict) -> None:
 
 
 def test_same_ranking_as_the_local_store(shared: dict, tmp_path: Path) -> None:
-    from aide_tui.core.indexer import Indexer
-    from aide_tui.core.search import Searcher
+    from aide_tui.core.index.indexer import Indexer
+    from aide_tui.core.search.searcher import Searcher
 
     local_root = write_workspace(tmp_path / "local")
     s = Settings()
@@ -242,7 +242,7 @@ class DyingEmbedder(HashEmbedder):
 def test_an_interrupted_batch_is_redone(
     shared: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import aide_tui.core.milvus_store as ms
+    import aide_tui.core.milvus.store as ms
 
     monkeypatch.setattr(ms, "FILE_BATCH", 2)
     root = write_workspace(tmp_path / "resume")
@@ -395,8 +395,8 @@ def test_vectors_come_with_a_rebuild_when_the_collection_had_none(shared: dict, 
 
 
 def test_an_older_layout_is_rebuilt_or_named(shared: dict, tmp_path: Path) -> None:
-    from aide_tui.core.milvus_store import _set_collection_record
-    from aide_tui.core.store import IndexCorrupt
+    from aide_tui.core.milvus.store import _set_collection_record
+    from aide_tui.core.store.segments import IndexCorrupt
 
     root = write_workspace(tmp_path / "layout", OTHER)
     s = _settings(shared["db"], collection="layout")

@@ -21,7 +21,7 @@ from serve_helpers import Served, _reap_servers, clean_env, cli  # noqa: E402, F
 
 from aide_tui.core.config import Settings  # noqa: E402
 from aide_tui.core.live import LiveWorkspace, Opened  # noqa: E402
-from aide_tui.core.milvus_store import MilvusBackend, workspace_id  # noqa: E402
+from aide_tui.core.milvus.store import MilvusBackend, workspace_id  # noqa: E402
 
 
 def until(cond: Any, what: str, timeout: float = 60.0) -> Any:

@@ -1,5 +1,5 @@
-from aide_tui.core.chunk import chunk_file, chunk_file_multi
-from aide_tui.core.pieces import dense_pieces
+from aide_tui.core.chunk.chunker import chunk_file, chunk_file_multi
+from aide_tui.core.chunk.pieces import dense_pieces
 
 
 def _source(n: int) -> str:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from aide_tui.core.scan import Scanner, read_text
+from aide_tui.core.index.scan import Scanner, read_text
 
 
 def _w(root: Path, rel: str, data: str | bytes = "x = 1\n") -> Path:
@@ -105,7 +105,7 @@ def test_unreadable_files_and_dirs_as_unprivileged_user() -> None:
         os.chmod(p, 0o755)
     os.chmod(root / "ok.py", 0o644)
     code = (
-        "import sys, json; from aide_tui.core.scan import Scanner, read_text\n"
+        "import sys, json; from aide_tui.core.index.scan import Scanner, read_text\n"
         f"res = Scanner({str(root)!r}).scan()\n"
         "reads = {f.rel: read_text(f.abs, 10**6)[2] for f in res.files}\n"
         "print(json.dumps({'files': [f.rel for f in res.files], 'reads': reads, 'errors': res.errors}))\n"

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from aide_tui.core import scan as scan_mod
 from aide_tui.core.config import load_settings
-from aide_tui.core.indexer import Indexer
+from aide_tui.core.index import scan as scan_mod
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.index.scan import Scanner, read_entry
+from aide_tui.core.index.watch import ChangeFilter
 from aide_tui.core.paths import index_dir_for
-from aide_tui.core.scan import Scanner, read_entry
-from aide_tui.core.search import Searcher
-from aide_tui.core.watch import ChangeFilter
+from aide_tui.core.search.searcher import Searcher
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -283,7 +283,7 @@ def test_a_watcher_driven_run_never_reads_a_named_file_swapped_after_its_stat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The targeted (watcher) path stats only the named files; the same identity check applies."""
-    from aide_tui.core import indexer as indexer_mod
+    from aide_tui.core.index import indexer as indexer_mod
 
     root, outside = _tree(tmp_path)
     settings = load_settings(root, {"embedding": {"backend": "none"}})

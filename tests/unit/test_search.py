@@ -7,8 +7,8 @@ from pathlib import Path
 from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.indexer import Indexer
-from aide_tui.core.search import Searcher, parse_query
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.search.searcher import Searcher, parse_query
 
 FILES = {
     "pkg/routing.py": '''
@@ -120,7 +120,7 @@ def test_bad_queries_never_raise(tmp_path: Path) -> None:
 
 
 def test_diversify_caps_per_file_then_fills() -> None:
-    from aide_tui.core.search import diversify
+    from aide_tui.core.search.searcher import diversify
 
     items = ["a1", "a2", "a3", "b1", "a4", "c1"]
     keys = [i[0] for i in items]
@@ -143,9 +143,9 @@ def test_dense_prefilter_keeps_exact_top_results(monkeypatch) -> None:  # noqa: 
     """Past PREFILTER_MIN vectors the projected prefilter answers like an exact scan (recall@10)."""
     import numpy as np
 
-    from aide_tui.core import view as view_mod
     from aide_tui.core.bm25 import DocTerms, Postings
     from aide_tui.core.model import Chunk
+    from aide_tui.core.store import view as view_mod
 
     rng = np.random.default_rng(7)
     n, dim = 6000, 128

@@ -12,9 +12,9 @@ from secret_cases import NOT_SECRETS, SECRET_FILES, SECRETS
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.embed.http import OpenAIEmbedder
-from aide_tui.core.indexer import Indexer
-from aide_tui.core.scan import Scanner
-from aide_tui.core.search import Searcher
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.index.scan import Scanner
+from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.secrets import MASK, mask_secrets
 
 

@@ -10,9 +10,9 @@ from watchfiles import Change
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.events import Done, Event, Failed, Progress
-from aide_tui.core.service import IndexService
+from aide_tui.core.index.service import IndexService
+from aide_tui.core.index.watch import MAX_GROUP_MS, QUIET_MS, ChangeFilter, changed_paths
 from aide_tui.core.status import read_status
-from aide_tui.core.watch import MAX_GROUP_MS, QUIET_MS, ChangeFilter, changed_paths
 
 
 def test_requests_during_a_run_coalesce_into_one_more(workspace: Path) -> None:
@@ -150,7 +150,7 @@ def test_new_change_preempts_embedding_and_no_vector_is_lost(tmp_path: Path) -> 
     from loopback_server import LoopbackServer
     from test_faults import generate_repo
 
-    from aide_tui.core.search import Searcher
+    from aide_tui.core.search.searcher import Searcher
 
     root = tmp_path / "repo"
     generate_repo(root, 60, seed=3)
@@ -187,7 +187,7 @@ def test_new_change_preempts_embedding_and_no_vector_is_lost(tmp_path: Path) -> 
     assert len(dones) == 2 and dones[-1].vectors_missing == 0
     # every piece was embedded exactly once: the interrupted run's vectors were kept, not redone
     from aide_tui.core.paths import index_dir_for
-    from aide_tui.core.store import read_manifest
+    from aide_tui.core.store.segments import read_manifest
 
     pieces = read_manifest(index_dir_for(root)).counts["pieces"]
     assert len([t for t in sent if t != "dim probe"]) == pieces
@@ -199,7 +199,7 @@ def test_own_index_writes_do_not_hold_back_a_lone_edit(workspace: Path, monkeypa
     they go on is reported as a lone edit, not held in a storm's coalescing window."""
     import queue
 
-    from aide_tui.core import watch as watch_mod
+    from aide_tui.core.index import watch as watch_mod
 
     monkeypatch.setattr(watch_mod, "QUIET_MS", 5_000)  # coalesced batches wait for 5 s of quiet
     monkeypatch.setattr(watch_mod, "MAX_GROUP_MS", 600_000)

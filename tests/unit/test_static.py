@@ -33,9 +33,9 @@ def test_mypy_is_clean() -> None:
 
 def test_search_does_not_load_the_indexing_side() -> None:
     """Loading the searcher (app, serve, CLI search) must not pull in chunkers, scanner, pathspec, secrets."""
-    heavy = ["aide_tui.core.indexer", "aide_tui.core.scan", "aide_tui.core.chunk", "aide_tui.core.chunk_code",
-             "aide_tui.core.secrets", "pathspec", "textual"]  # fmt: skip
-    code = "import sys, aide_tui.core.search, aide_tui.core.live\n"
+    heavy = ["aide_tui.core.index.indexer", "aide_tui.core.index.scan", "aide_tui.core.chunk.chunker",
+             "aide_tui.core.chunk.code", "aide_tui.core.secrets", "pathspec", "textual"]  # fmt: skip
+    code = "import sys, aide_tui.core.search.searcher, aide_tui.core.live\n"
     code += f"print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -49,11 +49,12 @@ def test_no_op_run_with_a_binary_file_does_not_load_the_chunkers(tmp_path: Path)
     code = (
         "import sys\nfrom aide_tui.cli import main\n"
         "try:\n    main(['index', sys.argv[1], '--embedder', 'none'])\nexcept SystemExit:\n    pass\n"
-        "print('LOADED', [m for m in ('aide_tui.core.chunk', 'aide_tui.core.secrets') if m in sys.modules])"
+        "print('LOADED', [m for m in ('aide_tui.core.chunk.chunker', 'aide_tui.core.secrets')\n"
+        "                 if m in sys.modules])"
     )
     cmd = [sys.executable, "-c", code, str(tmp_path)]
     runs = [subprocess.run(cmd, capture_output=True, text=True, timeout=120) for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[-1].stderr
     assert "blob.dat" in runs[1].stdout  # still reported as skipped
-    assert runs[0].stdout.strip().endswith("LOADED ['aide_tui.core.chunk', 'aide_tui.core.secrets']")
+    assert runs[0].stdout.strip().endswith("LOADED ['aide_tui.core.chunk.chunker', 'aide_tui.core.secrets']")
     assert runs[1].stdout.strip().endswith("LOADED []")

@@ -16,11 +16,11 @@ from loopback_server import LoopbackServer
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.embed.http import OpenAIEmbedder
-from aide_tui.core.indexer import Indexer
+from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import fallback_dir, index_dir_for
-from aide_tui.core.search import Searcher
+from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.status import read_status
-from aide_tui.core.store import read_index
+from aide_tui.core.store.segments import read_index
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -207,7 +207,7 @@ def test_skipped_files_are_listed_by_reason(workspace: Path) -> None:
 def test_state_folders_are_private_and_ignored_by_git(workspace: Path) -> None:
     code = (
         "import os, sys; os.umask(0); from pathlib import Path; "
-        "from aide_tui.core.config import load_settings; from aide_tui.core.indexer import Indexer; "
+        "from aide_tui.core.config import load_settings; from aide_tui.core.index.indexer import Indexer; "
         "from loopback_server import LoopbackServer; from aide_tui.core.embed.http import OpenAIEmbedder\n"
         "root = Path(sys.argv[1])\n"
         "with LoopbackServer(dim=8) as srv:\n"

@@ -63,7 +63,7 @@ def onnx_importable() -> bool:
     return True
 
 
-def _require() -> tuple[Any, Any]:
+def require_onnx() -> tuple[Any, Any]:
     try:
         import onnx
         import onnxruntime
@@ -146,7 +146,7 @@ def build_graph(
 ) -> Any:
     """fp32 ModelProto: inputs ``input_ids`` int64 (B, S), ``attention_mask`` int32 (B, S) with 1 for real
     tokens (right padding); output ``pooled`` float32 (B, hidden), not normalised."""
-    onnx, _ = _require()
+    onnx, _ = require_onnx()
     from onnx import TensorProto, helper, numpy_helper
 
     if pooling not in ("mean", "cls", "max"):
@@ -302,7 +302,7 @@ def _activation_absmax(
     intermediate (``l<i>_ffn``) and output (``l<i>_down``) projections, from the fp32 graph."""
     from onnx import helper
 
-    _, ort = _require()
+    _, ort = require_onnx()
     taps = {}
     for i in range(n_layers):
         taps[f"l{i}_qkv"] = "emb_out" if i == 0 else f"l{i - 1}_out"
@@ -387,7 +387,7 @@ def ensure_model(
 ) -> Path:
     """Path of the cached graph for these weights and ``variant``, building it (atomically) if missing.
     ``int8`` needs the ``vocab`` (its calibration input)."""
-    onnx, _ = _require()
+    onnx, _ = require_onnx()
     calibration = calibration_ids(vocab or {}) if variant == "int8" else []
     if variant == "int8" and not calibration:
         raise EmbedderError("builtin embedder: the onnx int8 graph needs the model's vocabulary")
@@ -443,7 +443,7 @@ class OnnxEncoder:
     """An onnxruntime session over a cached graph; ``encode`` returns pooled (not normalised) vectors."""
 
     def __init__(self, path: Path, hidden: int, max_positions: int) -> None:
-        _, ort = _require()
+        _, ort = require_onnx()
         so = ort.SessionOptions()
         so.intra_op_num_threads = 1  # the indexer already runs one process per core
         so.inter_op_num_threads = 1
@@ -495,63 +495,3 @@ def load_encoder(
         return OnnxEncoder(path, encoder.hidden, encoder.max_positions)
     except Exception as exc:  # noqa: BLE001
         raise EmbedderError(f"builtin embedder: onnxruntime cannot run {path.name} ({exc})") from None
-
-
-class OnnxEmbedder:
-    """The builtin model on onnxruntime, for measurement (not wired into the app or the settings).
-
-    Loading, sha256 verification and tokenization are the wrapped :class:`BuiltinEmbedder`'s own, so
-    both runtimes see the same ids; only the encoder is replaced. The id carries ``:onnx-<variant>``
-    so vectors of two runtimes are never taken for each other.
-    """
-
-    def __init__(self, variant: str = "int8", **builtin_kwargs: Any) -> None:
-        from aide_tui.core.embed.builtin import BuiltinEmbedder
-
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown onnx variant {variant!r} ({', '.join(VARIANTS)})")
-        self.variant = variant
-        self.base = BuiltinEmbedder(**builtin_kwargs)
-        self.encoder: OnnxEncoder | None = None
-
-    @property
-    def id(self) -> str:
-        return f"{self.base.id}:onnx-{self.variant}"
-
-    @property
-    def dim(self) -> int:
-        return self.base.dim
-
-    def load(self) -> None:
-        """Verify and load the weights (numpy side), then build or open the cached graph."""
-        if self.encoder is not None:
-            return
-        _require()
-        from aide_tui.core.embed.builtin import file_sha256
-
-        base = self.base
-        base.load()
-        weights = base._expected.get("model.safetensors") or file_sha256(base.model_dir / "model.safetensors")
-        assert isinstance(base._encoder, BertEncoder) and base._tokenizer is not None
-        self.encoder = load_encoder(
-            base._encoder, base._read_config(), base._pooling, weights, self.variant, base._tokenizer.vocab
-        )
-
-    def count_tokens(self, text: str) -> int:
-        return self.base.count_tokens(text)
-
-    def embed(self, texts: Sequence[str], kind: str = "document") -> np.ndarray:
-        """L2-normalised float32 vectors (len(texts), dim), batched as BuiltinEmbedder.embed does."""
-        from aide_tui.core.embed.base import check_vectors
-
-        self.load()
-        base, encoder = self.base, self.encoder
-        assert encoder is not None and base._tokenizer is not None
-        limit = min(base.max_query_tokens if kind == "query" else base.max_doc_tokens, encoder.max_positions)
-        out = np.zeros((len(texts), encoder.hidden), dtype=np.float32)
-        ids = [base._tokenizer.encode(t, limit) for t in texts]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for s in range(0, len(order), base.batch_size):
-            idx = order[s : s + base.batch_size]
-            out[idx] = encoder.encode([ids[i] for i in idx])
-        return check_vectors(out, f"onnx embedder ({self.id})")

@@ -58,7 +58,7 @@ def _init(kwargs: dict[str, Any], parent: int = 0) -> None:
         die_with_parent(parent)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
-    from aide_tui.core.worker import lower_priority
+    from aide_tui.core.priority import lower_priority
 
     lower_priority()  # bulk embedding yields the CPU to the interface and to lexical updates
     from aide_tui.core.embed.builtin import BuiltinEmbedder

@@ -32,11 +32,11 @@ from textual.widgets import Footer, Input
 
 from aide_tui.core.appstate import AppState
 from aide_tui.core.config import Settings
-from aide_tui.core.hitlines import hit_best_line, hit_file, hit_root, shown_path, vimgrep_line
 from aide_tui.core.live import LiveWorkspace
-from aide_tui.core.search import Hit, SearchResponse
+from aide_tui.core.search.hitlines import hit_best_line, hit_file, hit_root, shown_path, vimgrep_line
+from aide_tui.core.search.searcher import Hit, SearchResponse
 from aide_tui.core.status import IndexStatus
-from aide_tui.core.store import IndexError_, IndexMissing
+from aide_tui.core.store.segments import IndexError_, IndexMissing
 from aide_tui.tui import keys
 from aide_tui.tui.messages import (
     EmbedderLoaded,

@@ -27,8 +27,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from aide_tui.core.hitlines import best_line, hit_file, shown_path, term_spans
-from aide_tui.core.search import Hit
+from aide_tui.core.search.hitlines import best_line, hit_file, shown_path, term_spans
+from aide_tui.core.search.searcher import Hit
 from aide_tui.core.textsafe import printable
 from aide_tui.tui.widgets.results import location
 
@@ -142,7 +142,7 @@ def lex_window(root: Path, hit: Hit, theme: str) -> LexedWindow:
 
 
 def read_and_lex(file: Path | None, hit: Hit, theme: str) -> LexedWindow:
-    """Read ``file`` (from :func:`~aide_tui.core.hitlines.hit_file`), or fall back to the indexed chunk
+    """Read ``file`` (from :func:`~aide_tui.core.search.hitlines.hit_file`), or fall back to the indexed chunk
     text (the file is gone, unsafe to read, or in another workspace not on this machine), and
     highlight the lines around the hit."""
     first_line = 1

@@ -1,6 +1,6 @@
-"""The long-lived indexing process behind :class:`~aide_tui.core.service.IndexService`.
+"""The long-lived indexing process behind :class:`~aide_tui.core.index.service.IndexService`.
 
-    python -m aide_tui.core.worker ROOT SETTINGS_JSON
+    python -m aide_tui.core.index.worker ROOT SETTINGS_JSON
 
 One process serves every reindex of a session, so an edit costs neither a Python start-up nor
 reloading the vocabulary, the embedding cache or the encoder. It runs a little below normal priority
@@ -24,22 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-NICE = 10
-WORKER_NICE = 2
-
-
-def lower_priority(nice: int = NICE, batch: bool = True) -> None:
-    """Make this process (and the processes it starts) yield the CPU to interactive work."""
-    try:
-        os.nice(max(0, nice - os.nice(0)))
-    except OSError:
-        pass
-    if not batch:
-        return
-    try:
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))  # type: ignore[attr-defined]
-    except (AttributeError, OSError):
-        pass
+from aide_tui.core.priority import WORKER_NICE, lower_priority
 
 
 def main(argv: list[str]) -> int:
@@ -49,8 +34,8 @@ def main(argv: list[str]) -> int:
     from aide_tui.core.embed.base import EmbedderError
     from aide_tui.core.embed.factory import make_embedder
     from aide_tui.core.events import Cancelled, Event, Failed, event_to_json
-    from aide_tui.core.service import settings_from_child_env
-    from aide_tui.core.store import IndexError_
+    from aide_tui.core.index.service import settings_from_child_env
+    from aide_tui.core.store.segments import IndexError_
 
     root = Path(argv[0])
     settings = apply_mapping(Settings(), settings_from_child_env(argv[1]), "settings")

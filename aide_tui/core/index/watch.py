@@ -16,7 +16,7 @@ from pathlib import Path
 from watchfiles import Change
 
 from aide_tui.core.config import Settings
-from aide_tui.core.scan import DEFAULT_EXCLUDED_DIRS, Scanner
+from aide_tui.core.index.scan import DEFAULT_EXCLUDED_DIRS, Scanner
 
 SETTLE_MS = 30  # a raw batch ends after this much quiet
 QUIET_BEFORE_MS = 1000  # a batch after this much quiet is a lone edit: reported at once

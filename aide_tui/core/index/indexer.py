@@ -31,16 +31,16 @@ import numpy as np
 
 from aide_tui.core import bm25 as bm25_mod
 from aide_tui.core.bm25 import DocTerms, chunk_terms, encode_docs
-from aide_tui.core.chunk_base import CHUNKER_VERSION
+from aide_tui.core.chunk.base import CHUNKER_VERSION
+from aide_tui.core.chunk.pieces import PIECE_BUDGET, dense_pieces
 from aide_tui.core.config import Settings
-from aide_tui.core.embcache import EmbeddingCache, usable_rows
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.events import Committed, Done, Event, Progress
+from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
+from aide_tui.core.index.scan import FileEntry, Scanner, read_entry
 from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
 from aide_tui.core.paths import state_dir
-from aide_tui.core.pieces import PIECE_BUDGET, dense_pieces
-from aide_tui.core.scan import FileEntry, Scanner, read_entry
-from aide_tui.core.store import (
+from aide_tui.core.store.segments import (
     FileRecord,
     IndexCorrupt,
     IndexMissing,
@@ -406,7 +406,7 @@ class _Run:
                 continue
             # the chunkers load only when a file needs them (a no-op run that re-reads a binary
             # file it skipped before must not pay their import)
-            from aide_tui.core.chunk import chunk_file_multi
+            from aide_tui.core.chunk.chunker import chunk_file_multi
             from aide_tui.core.secrets import mask_secrets
 
             try:

@@ -1,6 +1,6 @@
 """Background indexing for long-running front ends (the app, ``serve``): requests in, typed events out.
 
-Runs happen in one long-lived, low-priority indexing process (:mod:`aide_tui.core.worker`), started
+Runs happen in one long-lived, low-priority indexing process (:mod:`aide_tui.core.index.worker`), started
 on the first request and restarted if it dies: pure-Python chunking holds the GIL, and on two cores a
 thread would stall the interface. A request while a run is in progress schedules exactly one more
 run (coalescing) and asks the current one to yield: it stops embedding at the next batch, after
@@ -184,7 +184,7 @@ class IndexService:
             return None
         env = child_env(self.settings)
         # -P: the current folder must not shadow the installed package (it may be another checkout)
-        cmd = [sys.executable, "-P", "-m", "aide_tui.core.worker", str(self.root), "env"]
+        cmd = [sys.executable, "-P", "-m", "aide_tui.core.index.worker", str(self.root), "env"]
         try:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env

@@ -4,7 +4,7 @@ First stage in the engine: BM25 over our own token field (chunks and pieces), de
 piece vectors, scalar filters (workspace, language, files passing ``path:``), and the chunks defining a
 name the query mentions (a second BM25 field over the defined names: an exact-name inverted index).
 The lists are then fused with the same RRF weights, test-file and file-kind priors as the local
-:class:`~aide_tui.core.search.Searcher`, ties broken by path and line, so both stores answer alike.
+:class:`~aide_tui.core.search.searcher.Searcher`, ties broken by path and line, so both stores answer alike.
 ``all_workspaces`` searches every workspace of the collection and labels each hit with its workspace.
 """
 
@@ -22,10 +22,10 @@ import numpy as np
 from aide_tui.core import filekinds
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
-from aide_tui.core.fuse import rrf
-from aide_tui.core.milvus_store import META_PATH, MilvusBackend, _lit, check_layout, names_text, query_text
-from aide_tui.core.query import analyze
-from aide_tui.core.search import (
+from aide_tui.core.milvus.store import META_PATH, MilvusBackend, _lit, check_layout, names_text, query_text
+from aide_tui.core.search.fuse import rrf
+from aide_tui.core.search.query import analyze
+from aide_tui.core.search.searcher import (
     _CODE_LIKE,
     _QUOTED,
     _TEST_PATH,
@@ -39,7 +39,7 @@ from aide_tui.core.search import (
     diversify,
     parse_query,
 )
-from aide_tui.core.store import IndexMissing
+from aide_tui.core.store.segments import IndexMissing
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
 
 CHUNK_FIELDS = [
@@ -106,7 +106,7 @@ class WorkspaceHit(Hit):
 
 
 class MilvusSearcher:
-    """Same ``refresh`` / ``search`` as :class:`~aide_tui.core.search.Searcher`, over a Milvus store."""
+    """Same ``refresh`` / ``search`` as :class:`~aide_tui.core.search.searcher.Searcher`, over Milvus."""
 
     def __init__(self, root: Path, settings: Settings, embedder: Embedder | None = None,
                  embedder_error: str | None = None, all_workspaces: bool = False) -> None:  # fmt: skip
@@ -416,7 +416,7 @@ class MilvusSearcher:
     def _path_list(self, text: str, qtext: str, flt: str, cands: dict[str, Cand], scores: dict[str, float],
                    limit: int, bare_words: bool) -> tuple[list[str], bool]:  # fmt: skip
         """Chunks of files the query names, best BM25 first (the engine searches just those files)."""
-        from aide_tui.core.search import named_files
+        from aide_tui.core.search.searcher import named_files
 
         hits, explicit = named_files(text, self._path_parts, bare_words)
         if not hits or not qtext:
@@ -441,7 +441,7 @@ class MilvusSearcher:
         paths), each file leading with the chunk defining the frame's function or holding its line."""
         from types import SimpleNamespace
 
-        from aide_tui.core.search import Searcher, mentioned_files
+        from aide_tui.core.search.searcher import Searcher, mentioned_files
 
         shim: Any = SimpleNamespace(path_parts=self._path_parts)
         files = mentioned_files(parts, lambda written: Searcher._resolve_path(shim, written))
@@ -530,7 +530,7 @@ class MilvusSearcher:
 
     def _file_finder(self, parsed: ParsedQuery, limit: int) -> list[Hit]:
         """A filter-only query lists the matching files (path order)."""
-        from aide_tui.core.chunk import detect_language
+        from aide_tui.core.chunk.chunker import detect_language
 
         out: list[Hit] = []
         pairs = sorted((p, ws) for ws, fs in self.files.items() for p in fs if parsed.accepts_path(p))

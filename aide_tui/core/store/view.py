@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from aide_tui.core.bm25 import MultiBM25, Postings
-from aide_tui.core.chunktable import ConcatChunks, defines_all, paths_of
 from aide_tui.core.model import Chunk
 from aide_tui.core.safeio import gather_rows, mapped_row_windows
+from aide_tui.core.store.chunktable import ConcatChunks, defines_all, paths_of
 
 
 class VectorDimensionMismatch(Exception):

@@ -122,7 +122,7 @@ def best_line(text: str, start_line: int, terms: Iterable[str], symbol: str | No
 
 
 def hit_best_line(hit: object) -> BestLine:
-    """:func:`best_line` of a :class:`~aide_tui.core.search.Hit` (its chunk text and query terms).
+    """:func:`best_line` of a :class:`~aide_tui.core.search.searcher.Hit` (its chunk text and query terms).
 
     A hit found by meaning alone (no query term in it) lands in the dense piece that ranked it.
     """

@@ -14,11 +14,11 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .chunk_base import CHUNKER_VERSION, Src, Unit
-from .chunk_code import anchor_units, python_units
-from .chunk_text import json_units, markdown_units, toml_units, yaml_units
-from .languages import detect_language
-from .model import Chunk
+from aide_tui.core.chunk.base import CHUNKER_VERSION, Src, Unit
+from aide_tui.core.chunk.code import anchor_units, python_units
+from aide_tui.core.chunk.text import json_units, markdown_units, toml_units, yaml_units
+from aide_tui.core.languages import detect_language
+from aide_tui.core.model import Chunk
 
 __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 

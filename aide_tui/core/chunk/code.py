@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .chunk_base import Src, Unit
+from aide_tui.core.chunk.base import Src, Unit
 
 # --------------------------------------------------------------------------------------------- tokenizer
 

@@ -17,12 +17,12 @@ from aide_tui.core import filekinds
 from aide_tui.core.backend import backend_for
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
-from aide_tui.core.fuse import rrf
 from aide_tui.core.languages import LANGUAGES, detect_language
 from aide_tui.core.model import Chunk
-from aide_tui.core.query import LONG_QUERY_TERMS, QueryParts, analyze
+from aide_tui.core.search.fuse import rrf
+from aide_tui.core.search.query import LONG_QUERY_TERMS, QueryParts, analyze
+from aide_tui.core.store.view import IndexView, VectorDimensionMismatch
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
-from aide_tui.core.view import IndexView, VectorDimensionMismatch
 
 T = TypeVar("T")
 _FILTER = re.compile(r"(?:^|\s)(path|lang):(\S+)")

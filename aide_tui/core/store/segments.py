@@ -40,11 +40,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from aide_tui.core.bm25 import DocTerms, Postings, concat, term_order
-from aide_tui.core.chunktable import ChunkTable
 from aide_tui.core.model import Chunk
 from aide_tui.core.paths import MANIFEST
 from aide_tui.core.safeio import UnsafeFile, crc32_mapped, load_npy, parse_npy, read_bounded
-from aide_tui.core.view import IndexView, Part, VectorBlock
+from aide_tui.core.store.chunktable import ChunkTable
+from aide_tui.core.store.view import IndexView, Part, VectorBlock
 
 T = TypeVar("T")
 FORMAT_VERSION = 5

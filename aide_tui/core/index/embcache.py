@@ -25,7 +25,7 @@ import numpy as np
 from aide_tui.core.model import EMBED_TEXT_VERSION
 from aide_tui.core.paths import cache_dir_for, private_dir
 from aide_tui.core.safeio import UnsafeFile, parse_npy, read_bounded
-from aide_tui.core.store import atomic_write_bytes, npy_bytes
+from aide_tui.core.store.segments import atomic_write_bytes, npy_bytes
 
 MAX_BLOCKS = 16
 MAX_INDEX_BYTES = 64 << 20

@@ -38,7 +38,7 @@ from aide_tui.core.config import Settings, is_network_uri
 from aide_tui.core.events import Committed, Event, Progress
 from aide_tui.core.model import Chunk
 from aide_tui.core.status import IndexStatus
-from aide_tui.core.store import FileRecord, IndexCorrupt, IndexError_, IndexMissing, writer_lock
+from aide_tui.core.store.segments import FileRecord, IndexCorrupt, IndexError_, IndexMissing, writer_lock
 
 INSTALL_HINT = "pip install 'aide-tui[milvus]'"
 SCHEMA_VERSION = "2"
@@ -696,7 +696,7 @@ class _Batch:
 
 
 class MilvusIndexer:
-    """Same ``run`` contract as :class:`~aide_tui.core.indexer.Indexer`, writing into Milvus."""
+    """Same ``run`` contract as :class:`~aide_tui.core.index.indexer.Indexer`, writing into Milvus."""
 
     def __init__(self, backend: MilvusBackend, embedder: Any, embedder_error: str | None) -> None:
         self.backend = backend
@@ -716,7 +716,7 @@ class MilvusIndexer:
         should_yield: Callable[[], bool] | None = None,
         paths: Iterable[str] | None = None,
     ) -> Any:
-        from aide_tui.core.indexer import IndexReport
+        from aide_tui.core.index.indexer import IndexReport
         from aide_tui.core.paths import state_dir
 
         if self.settings.store.read_only:
@@ -746,8 +746,8 @@ class MilvusIndexer:
 
     def _run(self, state: Path, report: Any, emit: Callable[[Event], None], rebuild: bool,
              cancel: threading.Event | None) -> None:  # fmt: skip
-        from aide_tui.core.indexer import diff
-        from aide_tui.core.scan import Scanner
+        from aide_tui.core.index.indexer import diff
+        from aide_tui.core.index.scan import Scanner
 
         ws = self.backend.ws
         store = self.backend.store(create=True)
@@ -785,7 +785,7 @@ class MilvusIndexer:
         report.removed = len(plan.removed)
         cache = None
         if embedder is not None:
-            from aide_tui.core.embcache import EmbeddingCache
+            from aide_tui.core.index.embcache import EmbeddingCache
 
             cache = EmbeddingCache(state, emb_id, dim)
         degraded = self._batches(store, ws, meta, to_read, records, (embedder, col_dim, cache), emb_error,
@@ -797,7 +797,7 @@ class MilvusIndexer:
     def _start(self, store: MilvusStore, ws: str, rebuild: bool, report: Any, dim: int) -> dict[str, Any]:
         """The workspace's record after any rebuild (settings or layout changed, or asked for) and after
         purging the files of a batch a killed run left unfinished."""
-        from aide_tui.core.indexer import index_settings_key
+        from aide_tui.core.index.indexer import index_settings_key
 
         key = index_settings_key(self.settings)
         meta = store.meta(ws)
@@ -895,9 +895,9 @@ class MilvusIndexer:
 
     def _read(self, group: list[Any], records: dict[str, FileRecord], report: Any) -> tuple[_Batch, dict]:
         """Read and chunk a group of files (our scan rules, chunkers and secret masking)."""
-        from aide_tui.core.chunk import chunk_file_multi
-        from aide_tui.core.pieces import PIECE_BUDGET, dense_pieces
-        from aide_tui.core.scan import read_entry
+        from aide_tui.core.chunk.chunker import chunk_file_multi
+        from aide_tui.core.chunk.pieces import PIECE_BUDGET, dense_pieces
+        from aide_tui.core.index.scan import read_entry
         from aide_tui.core.secrets import mask_secrets
 
         s = self.settings.index
@@ -935,7 +935,7 @@ class MilvusIndexer:
         """Insert a batch's chunk and piece rows (vectors from the cache or the embedder)."""
         from aide_tui.core.bm25 import chunk_terms
         from aide_tui.core.embed.base import EmbedderError
-        from aide_tui.core.indexer import check_vectors
+        from aide_tui.core.index.indexer import check_vectors
         from aide_tui.core.tokens import tokenize
 
         piece_bodies = [Counter(tokenize(p.text)) for _, p in batch.pieces]
@@ -995,7 +995,7 @@ class MilvusIndexer:
 
 
 class _Files:
-    """What :func:`aide_tui.core.indexer.diff` reads of a manifest."""
+    """What :func:`aide_tui.core.index.indexer.diff` reads of a manifest."""
 
     def __init__(self, files: dict[str, FileRecord]) -> None:
         self.files = files

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .chunk_base import Src, Unit
-from .chunk_code import TOKENS, Scan, build_tree
+from aide_tui.core.chunk.base import Src, Unit
+from aide_tui.core.chunk.code import TOKENS, Scan, build_tree
 
 Found = tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]
 

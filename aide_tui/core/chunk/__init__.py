@@ -1,0 +1,1 @@
+"""Structure-aware chunking: files into chunks and dense pieces."""

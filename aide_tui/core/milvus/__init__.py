@@ -1,0 +1,1 @@
+"""The optional Milvus store: connection, layout, retriever and writer."""

@@ -1,0 +1,1 @@
+"""Searching: query analysis, retrievers, one ranking pipeline, result lines."""
