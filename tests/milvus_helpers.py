@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from aide_tui.core.config import Settings
-from aide_tui.core.milvus.store import MilvusBackend
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.milvus.lite import release_engine
 
 OTHER = {
     "lib/render.py": '''
@@ -36,9 +37,8 @@ def milvus_settings(uri: Path | str, collection: str = "team", **store: Any) -> 
 
 def index_and_release(root: Path, settings: Settings) -> None:
     """Index ``root`` into the store, then stop the engine this process started (the file is free)."""
-    backend = MilvusBackend(root, settings)
-    backend.make_indexer(None, None).run()
-    backend.release()
+    Indexer(root, settings, None, None).run()
+    release_engine(settings.store.uri)
 
 
 def free_port() -> int:

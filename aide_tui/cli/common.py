@@ -22,7 +22,8 @@ def err(message: str) -> None:
 def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
     """(resolved root, settings), or None after printing why (the caller exits 2)."""
     from aide_tui.cli.parser import flags
-    from aide_tui.core.config import ConfigError, Settings, apply_mapping, load_settings
+    from aide_tui.core.config import Settings, apply_mapping, load_settings
+    from aide_tui.core.errors import ConfigError
 
     root = Path(root_arg).expanduser()
     if not root.is_dir():
@@ -43,7 +44,7 @@ def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
 def _checked(root: Path, settings: Any) -> tuple[Path, Any] | None:
     """The milvus store needs its extra installed: else one line with the install command (exit 2)."""
     if settings.store.backend == "milvus":
-        from aide_tui.core.milvus.store import milvus_missing
+        from aide_tui.core.milvus.connection import milvus_missing
 
         missing = milvus_missing(settings)
         if missing:
@@ -54,8 +55,8 @@ def _checked(root: Path, settings: Any) -> tuple[Path, Any] | None:
 
 def make_embedder(settings: Any, for_indexing: bool = False) -> tuple[Any, str | None]:
     """(embedder or None, why it is unusable or None)."""
-    from aide_tui.core.embed.base import EmbedderError
     from aide_tui.core.embed.factory import make_embedder as make
+    from aide_tui.core.errors import EmbedderError
 
     try:
         return make(settings, for_indexing=for_indexing), None
@@ -74,8 +75,8 @@ def run_index(
     embed: bool = True,
 ) -> Any:
     """Run the indexer; progress goes to stderr on a terminal, or as JSON event lines with ``as_json``."""
-    from aide_tui.core.backend import backend_for
     from aide_tui.core.events import Event, Progress, event_to_json
+    from aide_tui.core.index.indexer import Indexer
 
     show = sys.stderr.isatty() and not as_json
 
@@ -94,10 +95,8 @@ def run_index(
         print(f"\r\x1b[K{line}", end="", file=sys.stderr, flush=True)
 
     try:
-        report = (
-            backend_for(root, settings)
-            .make_indexer(embedder, emb_err)
-            .run(on_progress=progress, rebuild=rebuild, priority=priority, embed=embed)
+        report = Indexer(root, settings, embedder, emb_err).run(
+            on_progress=progress, rebuild=rebuild, priority=priority, embed=embed
         )
     finally:
         if hasattr(embedder, "close"):

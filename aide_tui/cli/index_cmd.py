@@ -13,7 +13,7 @@ SHOW_SKIPPED = 20
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Index ROOT; ``--json`` ends with the contract's summary line, ``--progress`` streams events."""
-    from aide_tui.core.store.segments import IndexError_
+    from aide_tui.core.errors import IndexProblem
 
     ready = setup(args.root, args)
     if ready is None:
@@ -29,13 +29,13 @@ def cmd_index(args: argparse.Namespace) -> int:
         report = run_index(
             root, settings, embedder, emb_err, rebuild=args.rebuild, as_json=args.progress, priority=priority
         )
-    except IndexError_ as exc:
+    except IndexProblem as exc:
         err(str(exc))
         return 1
     except OSError as exc:
         err(f"cannot write the index: {exc}")
         return 1
-    warnings = [*report.warnings, *report.fallbacks]  # invalid ignore lines, dropped cache blocks, ...
+    warnings = report.warnings  # invalid ignore lines, chunker fallbacks, dropped cache blocks, ...
     if not args.progress:
         for warning in warnings:
             err(warning)
@@ -49,9 +49,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         "degraded": report.degraded,
         "degraded_reason": report.degraded_reason,
     }
-    skipped = sorted(report.skipped.items())
+    skipped = sorted(report.skipped_files.items())
     if args.progress:
-        print(json.dumps(event_to_json(report.to_event())), flush=True)
+        print(json.dumps(event_to_json(report)), flush=True)
     elif args.json:
         summary["vectors_missing"] = report.vectors_missing
         summary["skipped"] = [{"path": p, "reason": why} for p, why in skipped]

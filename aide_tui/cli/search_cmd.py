@@ -38,14 +38,13 @@ def _shown_path(root: Path, rel: str) -> str:
         return str(full)
 
 
-def _write_locations(out: Any, root: Path, resp: Any, fmt: str, roots: dict[str, Path] | None = None) -> None:
+def _write_locations(out: Any, root: Path, resp: Any, fmt: str) -> None:
     """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: distinct files in rank order.
-    ``roots``: each workspace's root, for the hits of ``--all-workspaces`` (they carry their workspace)."""
+    A hit of another workspace (``--all-workspaces``) is shown under the root it was indexed from."""
     from aide_tui.core.search.hitlines import vimgrep_line
 
     def base(h: Any) -> Path:
-        ws = getattr(h, "workspace", None)
-        return (roots or {}).get(ws, root) if ws else root
+        return Path(h.root) if h.workspace and h.root else root
 
     if resp.degraded:
         err(f"degraded (BM25 only): {resp.degraded_reason}")
@@ -103,29 +102,33 @@ def cmd_search(args: argparse.Namespace) -> int:
     done = _served(args, root, settings, queries, fmt, mode, emit, everywhere)
     if done == len(queries) or (failed and args.batch is None):
         return 2 if failed else 0
-    queries = queries[done:]
-    if settings.store.backend == "milvus":
-        return max(_search_milvus(args, root, settings, queries, fmt, mode, emit), 2 * int(failed))
-    from aide_tui.core.search.searcher import SearchResponse
+    from aide_tui.core.errors import IndexProblem
+    from aide_tui.core.search.response import SearchResponse
 
     embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
-    searcher = _open_searcher(root, settings, args, embedder, emb_err)
+    searcher = _open_searcher(root, settings, args, embedder, emb_err, everywhere)
     if isinstance(searcher, int):
         return searcher
-    code = _ready_for_mode(searcher, mode, embedder, emb_err)
-    if code:
-        return code
-    for q in queries:
-        q = q.rstrip("\r")
-        if not q.strip():
-            resp = SearchResponse(query=q, results=[], mode=mode)
-        else:
-            resp = searcher.search(q, limit=args.limit, mode=mode)
-        if fmt in ("vimgrep", "paths") and resp.error is None:
-            _write_locations(sys.stdout, root, resp, fmt)
-            sys.stdout.flush()
-        elif not emit(resp.to_json()):
-            return 2
+    try:
+        code = _ready_for_mode(searcher, mode, embedder, emb_err)
+        if code:
+            return code
+        for q in queries[done:]:
+            q = q.rstrip("\r")
+            if not q.strip():
+                resp = SearchResponse(query=q, results=[], mode=mode)
+            else:
+                resp = searcher.search(q, limit=args.limit, mode=mode)
+            if fmt in ("vimgrep", "paths") and resp.error is None:
+                _write_locations(sys.stdout, root, resp, fmt)
+                sys.stdout.flush()
+            elif not emit(resp.to_json()):
+                return 2
+    except IndexProblem as exc:
+        err(str(exc))
+        return 1
+    finally:
+        searcher.retriever.close()
     return 2 if failed else 0
 
 
@@ -140,21 +143,28 @@ def _served(args: argparse.Namespace, root: Path, settings: Any, queries: list[s
 
 
 def _open_searcher(
-    root: Path, settings: Any, args: argparse.Namespace, embedder: Any, emb_err: str | None
+    root: Path, settings: Any, args: argparse.Namespace, embedder: Any, emb_err: str | None, everywhere: bool
 ) -> Any:
-    """A loaded Searcher after the refresh (rebuilds a corrupt index unless --no-update), or an exit code."""
+    """A loaded Searcher after the refresh (rebuilds a corrupt local index unless --no-update), or an
+    exit code."""
+    from aide_tui.core.errors import IndexCorrupt, IndexProblem
     from aide_tui.core.search.searcher import Searcher
-    from aide_tui.core.store.segments import IndexCorrupt, IndexError_
 
-    if not args.no_update or not _have_index(root):
-        code = _refresh(root, settings, embedder, wait=args.wait)
-        if code:
-            return code
-    searcher = Searcher(root, settings, embedder, emb_err)
+    searcher = Searcher(root, settings, embedder, emb_err, all_workspaces=everywhere)
+    shared = settings.store.backend == "milvus"
     try:
+        if shared:
+            if not settings.store.read_only and (
+                not args.no_update or searcher.retriever.version_key() is None
+            ):
+                _refresh_shared(root, settings, settings.search.mode)
+        elif not args.no_update or searcher.retriever.version_key() is None:
+            code = _refresh(root, settings, embedder, wait=args.wait)
+            if code:
+                return code
         searcher.refresh()
     except IndexCorrupt as exc:
-        if args.no_update:
+        if args.no_update or shared:
             err(f"{exc.args[0].removesuffix('; rebuilding')}: run `aide-tui index {root} --rebuild`")
             return 1
         err(str(exc))
@@ -163,10 +173,10 @@ def _open_searcher(
             return code
         try:
             searcher.refresh()
-        except IndexError_ as again:
+        except IndexProblem as again:
             err(str(again))
             return 1
-    except IndexError_ as exc:
+    except IndexProblem as exc:
         err(str(exc))
         return 1
     return searcher
@@ -190,44 +200,9 @@ def _ready_for_mode(searcher: Any, mode: str, embedder: Any, emb_err: str | None
     return 0
 
 
-def _search_milvus(
-    args: argparse.Namespace, root: Path, settings: Any, queries: list[str], fmt: str, mode: str, emit: Any
-) -> int:
-    """The same answers from a Milvus store (``--all-workspaces``: every workspace of the collection)."""
-    from aide_tui.core.milvus.search import MilvusSearcher
-    from aide_tui.core.search.searcher import SearchResponse
-    from aide_tui.core.store.segments import IndexError_
-
-    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
-    searcher = MilvusSearcher(root, settings, embedder, emb_err, all_workspaces=args.all_workspaces)
-    try:
-        if not settings.store.read_only and (not args.no_update or searcher.backend.version_key() is None):
-            _refresh_milvus(root, settings, mode)
-        searcher.refresh()
-        code = _ready_for_mode(searcher, mode, embedder, emb_err)
-        if code:
-            return code
-        for q in queries:
-            q = q.rstrip("\r")
-            resp = SearchResponse(query=q, results=[], mode=mode) if not q.strip() else searcher.search(
-                q, limit=args.limit, mode=mode)  # fmt: skip
-            if fmt in ("vimgrep", "paths") and resp.error is None:
-                roots = {ws: Path(m["root"]) for ws, m in searcher.metas.items() if m.get("root")}
-                _write_locations(sys.stdout, root, resp, fmt, roots)
-                sys.stdout.flush()
-            elif not emit(resp.to_json()):
-                return 2
-    except IndexError_ as exc:
-        err(str(exc))
-        return 1
-    finally:
-        searcher.store.close()
-    return 0
-
-
-def _refresh_milvus(root: Path, settings: Any, mode: str) -> None:
+def _refresh_shared(root: Path, settings: Any, mode: str) -> None:
     """Bring this workspace's rows in the Milvus store up to date (vectors computed inline)."""
-    from aide_tui.core.store.segments import LockTimeout
+    from aide_tui.core.errors import LockTimeout
 
     idx_embedder, idx_err = make_embedder(settings, for_indexing=True)
     try:
@@ -257,22 +232,12 @@ def _write(answer: dict[str, Any], as_json: bool) -> None:
     out.flush()
 
 
-def _have_index(root: Path) -> bool:
-    from aide_tui.core.paths import index_dir_for
-    from aide_tui.core.store.segments import IndexError_, read_manifest
-
-    try:
-        read_manifest(index_dir_for(root, create=False))
-    except IndexError_:
-        return False
-    return True
-
-
 def _refresh(root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild: bool = False) -> int:
     """Bring the index up to date before answering; returns an exit code (0 = go on)."""
-    from aide_tui.core.store.segments import LockTimeout
+    from aide_tui.core.errors import LockTimeout
+    from aide_tui.core.search.local import LocalRetriever
 
-    have = _have_index(root) and not rebuild
+    have = LocalRetriever(root, settings).version_key() is not None and not rebuild
     # the configured embedder even in bm25 mode: the index records whose vectors it holds
     idx_embedder, idx_err = make_embedder(settings, for_indexing=wait)
     quick = replace(settings, index=replace(settings.index, lock_timeout=0.0)) if have else settings

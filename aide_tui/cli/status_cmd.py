@@ -10,7 +10,7 @@ from aide_tui.cli.common import printable, setup
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Print the index state (``--json``: the contract's object plus extra keys)."""
-    from aide_tui.core.backend import backend_for
+    from aide_tui.core.search.stores import store_status
 
     ready = setup(args.root, args)
     if ready is None:
@@ -22,7 +22,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         from aide_tui.cli.served import served_status
 
         served = served_status(root, settings)
-    obj, st = served if served is not None else (None, backend_for(root, settings).status())
+    obj, st = served if served is not None else (None, store_status(root, settings))
     if args.json:
         print(json.dumps(obj if obj is not None else st.to_json()))
         return 0

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from aide_tui.core.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class IndexSettings:
@@ -110,10 +112,6 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     tui: TuiSettings = field(default_factory=TuiSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
-
-
-class ConfigError(Exception):
-    """A config file or variable is invalid; the message names the source and the key."""
 
 
 _WORKSPACE_FORBIDDEN = {("embedding", "allow_remote"), ("store", "token")}

@@ -39,7 +39,12 @@ class Committed:
 
 @dataclass
 class Done:
-    """A run finished (also when nothing changed). ``skipped`` counts files left out, by reason."""
+    """A run finished (also when nothing changed): what the indexer reports and the ``done`` event.
+
+    ``skipped`` counts the files left out and ``skipped_reasons`` counts them by reason; the run itself
+    also keeps every file and its reason (``skipped_files``) and whether it merged segments, which
+    stay in the process (``wire=False``: not in the JSON of an event).
+    """
 
     kind: ClassVar[str] = "done"
     files: int = 0
@@ -60,6 +65,16 @@ class Done:
     cancelled: bool = False
     preempted: bool = False  # stopped embedding early because newer work was waiting
     wrote: bool = False
+    skipped_files: dict[str, str] = field(default_factory=dict, metadata={"wire": False})
+    merged: bool = field(default=False, metadata={"wire": False})
+
+    def count_skipped(self) -> None:
+        """Set ``skipped`` and ``skipped_reasons`` from ``skipped_files`` (at the end of a run)."""
+        reasons: dict[str, int] = {}
+        for why in self.skipped_files.values():
+            kind = why.split(" (", 1)[0].split(":", 1)[0]
+            reasons[kind] = reasons.get(kind, 0) + 1
+        self.skipped, self.skipped_reasons = len(self.skipped_files), reasons
 
 
 @dataclass
@@ -84,7 +99,11 @@ _TYPES: dict[str, type[Any]] = {t.kind: t for t in (Progress, Committed, Done, F
 
 def event_to_json(event: Event) -> dict[str, Any]:
     """``{"event": kind, ...fields}``: one JSON line of ``index --progress`` or one SSE message."""
-    return {"event": event.kind, **asdict(event)}
+    data = asdict(event)
+    for f in fields(event):
+        if not f.metadata.get("wire", True):
+            del data[f.name]
+    return {"event": event.kind, **data}
 
 
 def event_from_json(obj: Any) -> Event | None:
@@ -94,7 +113,7 @@ def event_from_json(obj: Any) -> Event | None:
     cls = _TYPES.get(str(obj.get("event")))
     if cls is None:
         return None
-    names = {f.name: f for f in fields(cls)}
+    names = {f.name: f for f in fields(cls) if f.metadata.get("wire", True)}
     try:
         return cls(**{k: v for k, v in obj.items() if k in names})  # type: ignore[no-any-return]
     except TypeError:

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aide_tui.core.backend import searcher_for
 from aide_tui.core.config import Settings
+from aide_tui.core.errors import IndexCorrupt, IndexMissing, IndexProblem
 from aide_tui.core.events import Committed, Done, Event, Failed
 from aide_tui.core.index.service import IndexService
-from aide_tui.core.search.searcher import SearchResponse
+from aide_tui.core.search.response import SearchResponse
+from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.search.stores import open_retriever
 from aide_tui.core.status import IndexStatus
-from aide_tui.core.store.segments import IndexCorrupt, IndexError_, IndexMissing
 
 
 @dataclass
@@ -98,8 +99,8 @@ class LiveWorkspace:
         self.watch_enabled = watch
         self.shared = settings.store.backend == "milvus"
         self.index_enabled = index and not (self.shared and settings.store.read_only)
-        self.searcher: Any = searcher_for(self.root, settings)
-        self._everywhere: Any = None  # the searcher over every workspace of a shared collection
+        self.searcher = Searcher(self.root, settings)
+        self._everywhere: Searcher | None = None  # the searcher over every workspace of a shared collection
         self.embedder: Any = None
         self.embedder_error: str | None = None
         self.status: IndexStatus = IndexStatus("missing")
@@ -146,7 +147,7 @@ class LiveWorkspace:
         if hasattr(self.embedder, "close"):
             self.embedder.close()
         if self.shared:
-            self.searcher.backend.release()
+            self.searcher.retriever.close()
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         t = threading.Thread(target=target, name=name, daemon=True)
@@ -160,8 +161,8 @@ class LiveWorkspace:
     # -- opening -----------------------------------------------------------------------------------
 
     def _open(self) -> None:
-        from aide_tui.core.embed.base import EmbedderError
         from aide_tui.core.embed.factory import make_embedder
+        from aide_tui.core.errors import EmbedderError
 
         try:
             embedder = make_embedder(self.settings)
@@ -176,7 +177,7 @@ class LiveWorkspace:
             self.searcher.refresh()
             opened = Opened(self.current_status())
             self.index_ready.set()
-        except IndexError_ as exc:
+        except IndexProblem as exc:
             if exc is hosted:  # reading the status would wait for the same store again
                 self.status = IndexStatus(
                     "corrupt" if isinstance(exc, IndexCorrupt) else "missing", error=str(exc)
@@ -201,7 +202,7 @@ class LiveWorkspace:
             return
         self._set_embedder(embedder, None, emb_id)
 
-    def _host_engine(self) -> IndexError_ | None:
+    def _host_engine(self) -> IndexProblem | None:
         """A shared store: give the indexing process its settings (for a Lite file, the address of the
         engine this process starts), then send the first run with whatever was asked meanwhile. The
         indexing process never starts before (it would open the Lite file itself and keep it).
@@ -211,8 +212,8 @@ class LiveWorkspace:
                 return None
             self._hosting = True
         try:
-            settings = self.searcher.backend.settings_for_children()
-        except IndexError_ as exc:
+            settings = self.searcher.retriever.child_settings()
+        except IndexProblem as exc:
             return exc
         finally:
             with self._lock:
@@ -242,7 +243,7 @@ class LiveWorkspace:
         self, query: str, limit: int = 20, mode: str | None = None, all_workspaces: bool = False
     ) -> SearchResponse:
         """Answer ``query`` from the loaded version (thread-safe). Raises IndexMissing before the first
-        index exists, IndexError_ when it cannot be read. While the query encoder is still loading, a
+        index exists, IndexProblem when it cannot be read. While the query encoder is still loading, a
         hybrid answer is lexical only and says so (``degraded``, "the encoder is loading").
         ``all_workspaces``: every workspace of a shared (Milvus) collection, each hit labelled with
         its workspace; ValueError for the local store."""
@@ -259,16 +260,18 @@ class LiveWorkspace:
     def _all_searcher(self) -> Any:
         with self._lock:
             if self._everywhere is None:
-                searcher = searcher_for(self.root, self.settings, all_workspaces=True)
-                searcher.backend = self.searcher.backend  # one connection (a Lite engine serves one process)
-                self._everywhere = searcher
+                # one connection: a Lite engine serves one process
+                retriever = open_retriever(
+                    self.root, self.settings, all_workspaces=True, alongside=self.searcher.retriever
+                )
+                self._everywhere = Searcher(self.root, self.settings, retriever=retriever)
             searcher = self._everywhere
         searcher.embedder, searcher.embedder_error = self.embedder, self.embedder_error
         return searcher
 
     def current_status(self) -> IndexStatus:
         """What the index holds now (read from the store)."""
-        self.status = self.searcher.backend.status()
+        self.status = self.searcher.retriever.status()
         return self.status
 
     # -- indexing ----------------------------------------------------------------------------------
@@ -329,7 +332,7 @@ class LiveWorkspace:
                 if self._everywhere is not None:
                     self._everywhere.refresh()
                     self._everywhere_at = time.monotonic()
-            except IndexError_ as exc:
+            except IndexProblem as exc:
                 self._emit(ReloadFailed(str(exc)))
                 continue
             except Exception as exc:  # noqa: BLE001 - the reloader must outlive any bad version

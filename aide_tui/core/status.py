@@ -1,22 +1,9 @@
-"""The state of a workspace's index, as ``aide-tui status``, the app's status line and ``serve`` show it.
-
-Read from the manifest alone (no index load), so it is cheap enough to call after every commit.
-"""
+"""The state of a workspace's index, as ``aide-tui status``, the app's status line and ``serve`` show it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from aide_tui.core.paths import index_dir_for
-from aide_tui.core.store.segments import (
-    IndexCorrupt,
-    IndexMissing,
-    check_sizes,
-    read_manifest,
-    referenced_bytes,
-)
 
 
 @dataclass
@@ -55,46 +42,3 @@ class IndexStatus:
         if self.error:
             out["error"] = self.error
         return out
-
-
-def read_status(root: Path, backend: str = "none") -> IndexStatus:
-    """The status of ``root``'s index for a user whose configured embedding backend is ``backend``.
-
-    ``degraded`` says why the dense side the user configured is missing: no vectors although an
-    embedder is configured, or the last run's failure (dead server, bad vectors, wrong dimension).
-    """
-    idx_dir = index_dir_for(root, create=False)
-    try:
-        manifest = read_manifest(idx_dir)
-    except IndexMissing:
-        return IndexStatus("missing")
-    except IndexCorrupt as exc:
-        return IndexStatus("corrupt", error=str(exc))
-    damage = check_sizes(idx_dir, manifest)
-    if damage:
-        return IndexStatus("corrupt", error=damage)
-    counts, meta = manifest.counts, manifest.meta
-    emb = str(meta.get("embedder") or "none")
-    missing = int(counts.get("vectors_missing", 0))
-    st = IndexStatus(
-        state="ready" if emb == "none" or missing == 0 else "partial",
-        files=int(counts.get("files", 0)),
-        chunks=int(counts.get("chunks", 0)),
-        embedded=int(counts.get("embedded", 0)),
-        embedder=emb,
-        last_indexed=manifest.written or None,
-        vectors_missing=missing if emb != "none" else 0,
-        size_bytes=referenced_bytes(manifest),
-        skipped=int(meta.get("skipped", 0)),
-    )
-    reason = meta.get("degraded_reason")
-    if backend != "none" and emb == "none":
-        st.degraded_reason = (
-            str(reason) if reason else f"index has no vectors although embedder {backend!r} is configured"
-        )
-    elif backend != "none" and reason:
-        st.degraded_reason = str(reason)
-    st.degraded = st.degraded_reason is not None
-    if st.degraded:
-        st.state = "partial"  # the dense side the user configured is missing or incomplete
-    return st

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aide_tui.core.backend import backend_for
 from aide_tui.core.config import Settings
+from aide_tui.core.errors import IndexMissing, IndexProblem
 from aide_tui.core.events import Cancelled, Committed, Done, Failed, Progress, event_to_json
 from aide_tui.core.events import Event as IndexEvent
 from aide_tui.core.live import EmbedderReady, LiveEvent, LiveWorkspace, Opened, Reloaded
-from aide_tui.core.store.segments import IndexError_, IndexMissing
+from aide_tui.core.search.stores import store_status
 from aide_tui.serve.client import PID_HEADER, SETTINGS_HEADER
 from aide_tui.serve.shapes import search_json
 
@@ -239,7 +240,7 @@ class Service:
 
     async def status(self, request: Request) -> Response:
         live = self.live
-        read = live.current_status if live is not None else backend_for(self.root, self.settings).status
+        read = live.current_status if live is not None else partial(store_status, self.root, self.settings)
         st = await anyio.to_thread.run_sync(read)
         return JSONResponse(st.to_json())
 
@@ -258,7 +259,7 @@ class Service:
             )
         except IndexMissing as exc:
             raise ApiError(503, str(exc)) from None
-        except IndexError_ as exc:
+        except IndexProblem as exc:
             raise ApiError(503, f"index unreadable: {exc}") from None
         return JSONResponse(search_json(resp, req.with_text))
 

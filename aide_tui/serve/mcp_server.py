@@ -16,10 +16,10 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aide_tui.core.backend import backend_for
 from aide_tui.core.config import Settings
+from aide_tui.core.errors import IndexProblem
 from aide_tui.core.live import EmbedderReady, LiveEvent, LiveWorkspace, Opened, Reloaded
-from aide_tui.core.store.segments import IndexError_
+from aide_tui.core.search.stores import store_status
 from aide_tui.serve.client import ServeClient, ServeUnavailable, connect
 from aide_tui.serve.jail import SpanRefused, read_span
 from aide_tui.serve.shapes import search_json
@@ -95,7 +95,7 @@ class Backend:
             self._embedder_ready.wait(READY_TIMEOUT)
         try:
             resp = self.live.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces)
-        except IndexError_ as exc:
+        except IndexProblem as exc:
             raise ToolError(f"index unavailable: {exc}") from None
         return search_json(resp, with_text=True)
 
@@ -105,7 +105,7 @@ class Backend:
             return served
         if self.live is not None:
             return self.live.current_status().to_json()
-        return backend_for(self.root, self.settings).status().to_json()
+        return store_status(self.root, self.settings).to_json()
 
 
 def _filter_value(kind: str, value: str | None) -> str:

@@ -24,7 +24,7 @@ import aide_tui
 from aide_tui.core.appstate import AppState
 from aide_tui.core.config import Settings
 from aide_tui.core.live import LiveEvent, LiveWorkspace
-from aide_tui.core.search.searcher import SearchResponse
+from aide_tui.core.search.response import SearchResponse
 from aide_tui.tui.keys import COMMANDS
 from aide_tui.tui.messages import live_message
 from aide_tui.tui.screens.search import MODES, SearchScreen

@@ -20,7 +20,7 @@ from aide_tui.core.live import (
     ReloadFailed,
     WatchFailed,
 )
-from aide_tui.core.search.searcher import SearchResponse
+from aide_tui.core.search.response import SearchResponse
 
 
 @dataclass

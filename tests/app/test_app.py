@@ -12,9 +12,9 @@ from apphelpers import bm25_settings, indexed, make_app, screen_text, search, wa
 from loopback_server import LoopbackServer
 
 from aide_tui.core.config import load_settings
+from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.events import Progress
 from aide_tui.core.search.searcher import Searcher
-from aide_tui.core.store.segments import IndexCorrupt
 from aide_tui.tui.app import AideApp
 from aide_tui.tui.widgets import HelpScreen, PreviewBody, ResultsList
 

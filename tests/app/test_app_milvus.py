@@ -15,7 +15,7 @@ from apphelpers import indexed, make_app, screen_text, search, wait_for  # noqa:
 from conftest import write_workspace  # noqa: E402
 from milvus_helpers import OTHER, free_port, index_and_release, milvus_settings  # noqa: E402
 
-from aide_tui.core.milvus.store import workspace_id  # noqa: E402
+from aide_tui.core.milvus.connection import workspace_id  # noqa: E402
 
 
 async def test_the_app_searches_its_workspace_then_all_of_the_collection(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aide_tui.core.search.hitlines import best_line, term_spans, vimgrep_line
-from aide_tui.core.search.searcher import Hit
+from aide_tui.core.search.response import Hit
 from aide_tui.core.tokens import tokenize
 
 CHUNK = '''def render(self, options):

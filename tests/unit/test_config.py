@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from aide_tui.core.config import ConfigError, Settings, apply_mapping, load_settings
+from aide_tui.core.config import Settings, apply_mapping, load_settings
+from aide_tui.core.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from aide_tui.core.config import ConfigError, is_network_uri, load_settings
+from aide_tui.core.config import is_network_uri, load_settings
+from aide_tui.core.errors import ConfigError
 
 
 def _ws_config(root: Path, body: str) -> Path:

@@ -19,10 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aide_tui.core.embed.base import Embedder, EmbedderError
+from aide_tui.core.embed.base import Embedder
 from aide_tui.core.embed.bert import erf, gelu_
 from aide_tui.core.embed.builtin import PACKAGED_SHA256, BuiltinEmbedder, packaged_model_dir, verify_files
 from aide_tui.core.embed.safetensors import SafetensorsError, load_safetensors
+from aide_tui.core.errors import EmbedderError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "embed" / "minilm_reference.json"
 

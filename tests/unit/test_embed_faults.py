@@ -16,9 +16,10 @@ import pytest
 from loopback_server import LoopbackServer
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.embed.base import EmbedderError, check_vectors, l2_normalise
+from aide_tui.core.embed.base import check_vectors, l2_normalise
 from aide_tui.core.embed.builtin import BuiltinEmbedder, packaged_model_dir
 from aide_tui.core.embed.http import OllamaEmbedder, OpenAIEmbedder
+from aide_tui.core.errors import EmbedderError
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.search.searcher import Searcher
 

@@ -10,9 +10,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from aide_tui.core.embed.base import Embedder, EmbedderError
+from aide_tui.core.embed.base import Embedder
 from aide_tui.core.embed.http import OllamaEmbedder, OpenAIEmbedder
 from aide_tui.core.embed.policy import check_endpoint, is_loopback_url
+from aide_tui.core.errors import EmbedderError
 
 try:
     from loopback_server import LoopbackServer, fake_vector

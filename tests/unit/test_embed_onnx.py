@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aide_tui.core.embed.base import EmbedderError
 from aide_tui.core.embed.builtin import PACKAGED_SHA256, BuiltinEmbedder
 from aide_tui.core.embed.onnx_embedder import OnnxEmbedder
 from aide_tui.core.embed.onnx_encoder import onnx_importable
+from aide_tui.core.errors import EmbedderError
 
 HERE = Path(__file__).resolve()
 # real code pieces (this project's own source), cut at 128 tokens like the indexer's pieces
@@ -198,8 +198,9 @@ def test_build_is_atomic_offline_and_recovers(tmp_path: Path, monkeypatch: pytes
 
 # -- wired: [embedding] runtime, the factory, the pooled workers ---------------------------------------
 def test_runtime_setting_is_validated_and_resolved(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from aide_tui.core.config import ConfigError, load_settings
+    from aide_tui.core.config import load_settings
     from aide_tui.core.embed.builtin import resolve_runtime
+    from aide_tui.core.errors import ConfigError
 
     cfg = tmp_path / "config.toml"
     cfg.write_text('[embedding]\nruntime = "numpy"\n')

@@ -133,11 +133,11 @@ def test_hostile_tree_indexes_what_it_can(tmp_path: Path) -> None:
         "config.py",
         "/".join(f"d{i}" for i in range(60)) + "/deep.py",
     }
-    assert rep.skipped["fake.py"] == "binary (NUL bytes)"
-    assert rep.skipped["huge.js"].startswith("over size cap")
-    assert "leaves the workspace" in rep.skipped["outside"]
-    assert any("not UTF-8" in v for v in rep.skipped.values())
-    assert ".env" in rep.skipped
+    assert rep.skipped_files["fake.py"] == "binary (NUL bytes)"
+    assert rep.skipped_files["huge.js"].startswith("over size cap")
+    assert "leaves the workspace" in rep.skipped_files["outside"]
+    assert any("not UTF-8" in v for v in rep.skipped_files.values())
+    assert ".env" in rep.skipped_files
     stored = "\n".join(c.text for c in data.chunks if c.path == "config.py")
     assert "AKIAIOSFODNN7EXAMPLE" not in stored and "sk_live_0123456789abcdef" not in stored
     assert "MIIEowIBAAKCAQEA" not in stored and stored.count("\n") == 7  # masked, line count kept
@@ -161,8 +161,8 @@ def test_no_connection_leaves_loopback(workspace: Path, monkeypatch: pytest.Monk
         return real_connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
-    from aide_tui.core.embed.base import EmbedderError
     from aide_tui.core.embed.factory import make_embedder
+    from aide_tui.core.errors import EmbedderError
 
     for backend in ("builtin", "openai", "ollama"):
         settings = load_settings(workspace, {"embedding": {"backend": backend}})
@@ -215,6 +215,6 @@ def test_file_deleted_or_replaced_between_scan_and_read(
 
     monkeypatch.setattr(scan_mod.Scanner, "scan", racing_scan)
     rep = Indexer(workspace, load_settings(workspace, {"embedding": {"backend": "none"}})).run()
-    assert "vanished" in rep.skipped["src/httpclient/retry.py"]
-    assert rep.skipped["docs/usage.md"] == "changed between scan and read (now a directory)"
+    assert "vanished" in rep.skipped_files["src/httpclient/retry.py"]
+    assert rep.skipped_files["docs/usage.md"] == "changed between scan and read (now a directory)"
     assert rep.files == 3

@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from loopback_server import LoopbackServer
 
-from aide_tui.core.config import ConfigError, Settings, apply_mapping, load_settings
-from aide_tui.core.embed.base import EmbedderError
+from aide_tui.core.config import Settings, apply_mapping, load_settings
 from aide_tui.core.embed.http import OllamaEmbedder, OpenAIEmbedder
+from aide_tui.core.errors import ConfigError, EmbedderError
 from aide_tui.core.index.scan import Scanner, decode_text
-from aide_tui.core.search.searcher import Searcher, parse_query
+from aide_tui.core.search.filters import parse_query
+from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.secrets import MASK, mask_secrets
 
 FAST = settings(

@@ -15,12 +15,13 @@ from loopback_server import LoopbackServer
 
 from aide_tui.core.config import Settings, load_settings
 from aide_tui.core.embed.http import OpenAIEmbedder
+from aide_tui.core.errors import LockTimeout
 from aide_tui.core.events import Committed, Event, Progress
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search.searcher import Searcher
-from aide_tui.core.status import read_status
-from aide_tui.core.store.segments import LockTimeout, read_index, writer_lock
+from aide_tui.core.store.segments import read_index, writer_lock
+from aide_tui.core.store.status import read_status
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -147,7 +148,7 @@ def test_corrupt_index_is_rebuilt_with_message(workspace: Path, target: str, dam
 
 def test_flipped_bit_in_vectors_is_detected_not_searched(workspace: Path) -> None:
     """Bit rot in a memory-mapped vector block: same size, so only the checksum can tell."""
-    from aide_tui.core.store.segments import IndexCorrupt
+    from aide_tui.core.errors import IndexCorrupt
 
     with LoopbackServer(dim=8) as srv:
         index(workspace, OpenAIEmbedder(srv.url))

@@ -25,9 +25,11 @@ from conftest import FILES, write_workspace  # noqa: E402
 
 from aide_tui.cli import main  # noqa: E402
 from aide_tui.core.config import Settings  # noqa: E402
-from aide_tui.core.embed.base import EmbedderError  # noqa: E402
-from aide_tui.core.milvus.search import MilvusSearcher  # noqa: E402
-from aide_tui.core.milvus.store import MilvusBackend, escape_term  # noqa: E402
+from aide_tui.core.errors import EmbedderError
+from aide_tui.core.index.indexer import Indexer  # noqa: E402
+from aide_tui.core.milvus.retriever import MilvusRetriever  # noqa: E402
+from aide_tui.core.milvus.terms import escape_term  # noqa: E402
+from aide_tui.core.search.searcher import Searcher  # noqa: E402
 
 PKG_PARENT = str(Path(__file__).resolve().parents[2])
 
@@ -62,12 +64,12 @@ def _settings(db: Path, collection: str = "team", workspace: str = "", **store: 
 
 
 def _index(root: Path, settings: Settings, embedder: object = None, error: str | None = None) -> object:
-    return MilvusBackend(root, settings).make_indexer(embedder, error).run()
+    return Indexer(root, settings, embedder, error).run()  # type: ignore[arg-type]
 
 
 def _rows(settings: Settings, root: Path, collection: str = "") -> list[dict]:
     """Every chunk row of the workspace in the engine: (path, start, end)."""
-    b = MilvusBackend(root, settings)
+    b = MilvusRetriever(root, settings)
     store = b.store()
     try:
         return list(
@@ -121,7 +123,7 @@ def test_index_and_search_find_the_right_file(shared: dict) -> None:
     assert ra.files == len(FILES) and ra.chunks > 0 and rb.files == len(OTHER)
     assert ra.newly_embedded >= ra.chunks and rb.newly_embedded > 0  # `index` prints "N vectors computed"
     assert _index(shared["a"], shared["sa"], HashEmbedder()).newly_embedded == 0  # nothing new
-    searcher = MilvusSearcher(shared["a"], shared["sa"], HashEmbedder())
+    searcher = Searcher(shared["a"], shared["sa"], HashEmbedder())
     resp = searcher.search("parse_header", limit=5)
     assert resp.results[0].path == "src/httpclient/headers.py"
     assert resp.results[0].ranks["bm25"] == 1 and resp.results[0].ranks.get("symbol") == 1
@@ -150,7 +152,7 @@ def test_same_ranking_as_the_local_store(shared: dict, tmp_path: Path) -> None:
     s = replace(s, embedding=replace(s.embedding, backend="none"))
     Indexer(local_root, s).run()
     local = Searcher(local_root, s)
-    milvus = MilvusSearcher(shared["a"], shared["sa"])
+    milvus = Searcher(shared["a"], shared["sa"])
     for q in ("parse_header", "Client.send", "send one request over a socket", "lang:ts cache get",
               "format headers", "path:headers.py split"):  # fmt: skip
         want = [(h.path, h.start_line) for h in local.search(q, limit=5, mode="bm25").results]
@@ -159,7 +161,7 @@ def test_same_ranking_as_the_local_store(shared: dict, tmp_path: Path) -> None:
 
 
 def test_embedder_down_is_degraded_with_bm25_results(shared: dict) -> None:
-    searcher = MilvusSearcher(shared["a"], shared["sa"], HashEmbedder(fail=True))
+    searcher = Searcher(shared["a"], shared["sa"], HashEmbedder(fail=True))
     resp = searcher.search("parse_header", limit=5)
     assert resp.degraded and "down" in (resp.degraded_reason or "")
     assert resp.results[0].path == "src/httpclient/headers.py"
@@ -189,7 +191,7 @@ def test_all_workspaces_labels_each_hit(shared: dict, capsys: pytest.CaptureFixt
 
 
 def test_status_reports_the_store(shared: dict, capsys: pytest.CaptureFixture[str]) -> None:
-    st = MilvusBackend(shared["b"], shared["sb"]).status()
+    st = MilvusRetriever(shared["b"], shared["sb"]).status()
     assert st.state == "ready" and st.files == len(OTHER) and st.extra["workspace"] == "beta"
 
 
@@ -206,20 +208,18 @@ def test_edit_replaces_and_delete_purges(shared: dict, tmp_path: Path) -> None:
     assert report.changed == 1
     rows = _rows(s, root)
     assert len(rows) == len(before)  # replaced, not added
-    searcher = MilvusSearcher(root, s)
+    searcher = Searcher(root, s)
     assert searcher.search("split_header_line", limit=3).results[0].path == "src/httpclient/headers.py"
     assert all("parse_header" not in h.text for h in searcher.search("parse_header", limit=20).results)
     (root / "src/httpclient/client.py").unlink()
     assert _index(root, s).removed == 1
     assert "src/httpclient/client.py" not in {r["path"] for r in _rows(s, root)}
-    b = MilvusBackend(root, s)
+    b = MilvusRetriever(root, s)
     pieces = list(b.store().query_all(b.store().pieces, 'path == "src/httpclient/client.py"', ["path"]))
     assert pieces == []  # no ghosts among the pieces either
     assert "src/httpclient/client.py" not in b.store().records(b.ws)
     b.store().close()
-    assert all(
-        h.path != "src/httpclient/client.py" for h in MilvusSearcher(root, s).search("redirects").results
-    )
+    assert all(h.path != "src/httpclient/client.py" for h in Searcher(root, s).search("redirects").results)
 
 
 class Killed(BaseException):
@@ -242,20 +242,20 @@ class DyingEmbedder(HashEmbedder):
 def test_an_interrupted_batch_is_redone(
     shared: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import aide_tui.core.milvus.store as ms
+    import aide_tui.core.milvus.writer as ms
 
     monkeypatch.setattr(ms, "FILE_BATCH", 2)
     root = write_workspace(tmp_path / "resume")
     s = _settings(shared["db"], collection="resume")
     with pytest.raises(Killed):  # chunk rows of the second batch are in, its records are not
         _index(root, s, DyingEmbedder(after=1))
-    b = MilvusBackend(root, s)
+    b = MilvusRetriever(root, s)
     assert b.store().meta(b.ws)["pending"]  # the batch in flight is journalled
     b.store().close()
     report = _index(root, s, HashEmbedder())
     assert any("interrupted" in m for m in report.messages)
     rows = _rows(s, root)
-    b = MilvusBackend(root, s)
+    b = MilvusRetriever(root, s)
     records = b.store().records(b.ws)
     b.store().close()
     assert set(records) == set(FILES)
@@ -268,7 +268,7 @@ def test_read_only_writes_nothing(shared: dict, tmp_path: Path, capsys: pytest.C
     db = shared["db"]
     s = _settings(db, collection="readonly")
     _index(root, s)
-    b = MilvusBackend(root, s)
+    b = MilvusRetriever(root, s)
     version = b.version_key()
     b.store().close()
     (root / "src/httpclient/new_module.py").write_text("def brand_new_function():\n    return 1\n")
@@ -277,7 +277,7 @@ def test_read_only_writes_nothing(shared: dict, tmp_path: Path, capsys: pytest.C
     assert main(["search", *base, "--read-only", "brand_new_function"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert all(r["path"] != "src/httpclient/new_module.py" for r in out["results"])
-    b = MilvusBackend(root, s)
+    b = MilvusRetriever(root, s)
     assert b.version_key() == version and "src/httpclient/new_module.py" not in b.store().records(b.ws)
     b.store().close()
     code = main(["index", str(root), "--store", "milvus", "--store-uri", str(db), "--collection", "readonly",
@@ -358,7 +358,7 @@ def test_kill_9_mid_batch_then_the_next_run_resumes(tmp_path: Path) -> None:
     # writes; landing between its read and its journal entry is just as valid)
     assert json.loads(done.stdout.strip().splitlines()[-1])["files"] == 400
     s = _settings(db, collection="")
-    b = MilvusBackend(root, s)
+    b = MilvusRetriever(root, s)
     try:
         records = b.store().records(b.ws)
         rows = list(b.store().query_all(b.store().chunks, f'workspace == "{b.ws}"', ["path", "start_line"]))
@@ -385,30 +385,29 @@ def test_vectors_come_with_a_rebuild_when_the_collection_had_none(shared: dict, 
     _index(root, s)  # no embedder: the collection has no vector field
     report = _index(root, s, HashEmbedder())
     assert report.degraded is False or "no vectors" in (report.degraded_reason or "")
-    resp = MilvusSearcher(root, s, HashEmbedder()).search("render a template by name")
+    resp = Searcher(root, s, HashEmbedder()).search("render a template by name")
     assert resp.degraded and "no vectors" in (resp.degraded_reason or "")
-    b = MilvusBackend(root, s)
-    report = b.make_indexer(HashEmbedder(), None).run(rebuild=True)  # alone in it: recreated with vectors
+    report = Indexer(root, s, HashEmbedder(), None).run(rebuild=True)  # alone in it: recreated with vectors
     assert not report.degraded and report.embedded == report.chunks
-    resp = MilvusSearcher(root, s, HashEmbedder()).search("render a template by name")
+    resp = Searcher(root, s, HashEmbedder()).search("render a template by name")
     assert not resp.degraded and any(h.ranks["dense"] for h in resp.results)
 
 
 def test_an_older_layout_is_rebuilt_or_named(shared: dict, tmp_path: Path) -> None:
-    from aide_tui.core.milvus.store import _set_collection_record
-    from aide_tui.core.store.segments import IndexCorrupt
+    from aide_tui.core.errors import IndexCorrupt
+    from aide_tui.core.milvus.connection import set_collection_record
 
     root = write_workspace(tmp_path / "layout", OTHER)
     s = _settings(shared["db"], collection="layout")
     _index(root, s)
-    b = MilvusBackend(root, s)
-    _set_collection_record(b.store(), schema="0")  # as an older aide-tui would have left it
+    b = MilvusRetriever(root, s)
+    set_collection_record(b.store(), schema="0")  # as an older aide-tui would have left it
     b.store().close()
     with pytest.raises(IndexCorrupt, match="layout 0"):
-        MilvusSearcher(root, s).refresh()
+        Searcher(root, s).refresh()
     report = _index(root, s)  # alone in the collection: rebuilt in the current layout
     assert any("rebuilding" in m for m in report.messages) and report.files == len(OTHER)
-    assert MilvusSearcher(root, s).search("evict_oldest").results[0].path == "lib/cache.py"
+    assert Searcher(root, s).search("evict_oldest").results[0].path == "lib/cache.py"
 
 
 def test_a_pasted_traceback_finds_the_files_it_names(shared: dict) -> None:
@@ -419,6 +418,6 @@ def test_a_pasted_traceback_finds_the_files_it_names(shared: dict) -> None:
         'File "/usr/lib/python3/site-packages/httpclient/headers.py", line 6, in parse_header '
         "ValueError: not enough values to unpack. Expected the header to be skipped with a warning."
     )
-    resp = MilvusSearcher(shared["a"], shared["sa"]).search(issue, limit=5, mode="bm25")
+    resp = Searcher(shared["a"], shared["sa"]).search(issue, limit=5, mode="bm25")
     assert resp.results[0].path == "src/httpclient/headers.py"
     assert resp.results[0].ranks.get("path") == 1  # found through the frame it names

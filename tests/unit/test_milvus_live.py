@@ -21,7 +21,8 @@ from serve_helpers import Served, _reap_servers, clean_env, cli  # noqa: E402, F
 
 from aide_tui.core.config import Settings  # noqa: E402
 from aide_tui.core.live import LiveWorkspace, Opened  # noqa: E402
-from aide_tui.core.milvus.store import MilvusBackend, workspace_id  # noqa: E402
+from aide_tui.core.milvus.connection import workspace_id  # noqa: E402
+from aide_tui.core.milvus.retriever import MilvusRetriever  # noqa: E402
 
 
 def until(cond: Any, what: str, timeout: float = 60.0) -> Any:
@@ -202,9 +203,9 @@ def test_a_reindex_asked_before_the_engine_is_hosted_waits_for_it(team: dict[str
 
 def test_a_malformed_workspace_record_from_another_writer_is_skipped(team: dict[str, Any]) -> None:
     alpha, db = team["alpha"], team["db"]
-    backend = MilvusBackend(team["beta"], milvus_settings(db))
+    backend = MilvusRetriever(team["beta"], milvus_settings(db))
     backend.store().put_meta("evil", ["not", "an", "object"])  # type: ignore[arg-type]
-    backend.release()
+    backend.close()
     events: list[object] = []
     live = LiveWorkspace(alpha, milvus_settings(db), events.append, watch=False)
     live.start()

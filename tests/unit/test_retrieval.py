@@ -16,11 +16,13 @@ from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.embed.base import l2_normalise
+from aide_tui.core.errors import QueryError
 from aide_tui.core.filekinds import CHANGELOG, CI, DOCS, EXAMPLE, IMAGE, SOURCE, TRANSLATION, kind_of
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.index.scan import Scanner
+from aide_tui.core.search.filters import canonical_language, parse_query
 from aide_tui.core.search.query import analyze
-from aide_tui.core.search.searcher import QueryError, Searcher, canonical_language, parse_query
+from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.tokens import tokenize
 
 NO_EMBED = {"embedding": {"backend": "none"}}

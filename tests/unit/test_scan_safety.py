@@ -143,9 +143,9 @@ def test_indexer_never_reads_a_file_swapped_after_the_scan(
     settings = load_settings(root, {"embedding": {"backend": "none"}})
     rep = _run_with_hang_guard(lambda: Indexer(root, settings).run(), root / "b.py")
     monkeypatch.undo()
-    assert rep.skipped["a.py"] == "changed between scan and read (now a symlink)"
-    assert rep.skipped["b.py"] == "changed between scan and read (now a FIFO)"
-    assert rep.skipped["alias.py"].startswith("changed between scan and read")
+    assert rep.skipped_files["a.py"] == "changed between scan and read (now a symlink)"
+    assert rep.skipped_files["b.py"] == "changed between scan and read (now a FIFO)"
+    assert rep.skipped_files["alias.py"].startswith("changed between scan and read")
     assert MARKER.encode() not in _index_bytes(root)
     s = Searcher(root, settings)
     s.refresh()
@@ -166,7 +166,7 @@ def test_cli_index_finishes_with_a_fifo_in_the_tree_and_lists_it_skipped(tmp_pat
     done = json.loads(out.stdout.splitlines()[-1])
     assert done["event"] == "done" and done["files"] == 1 and done["skipped"] == 1
     rep = Indexer(root, load_settings(root, {"embedding": {"backend": "none"}})).run()
-    assert rep.skipped["pipe.py"] == "FIFO, not a regular file"
+    assert rep.skipped_files["pipe.py"] == "FIFO, not a regular file"
 
 
 def test_fifos_sockets_and_devices_are_recorded_as_skipped(tmp_path: Path) -> None:
@@ -213,7 +213,7 @@ def test_byte_order_marks_select_utf16_utf32_and_utf8(tmp_path: Path) -> None:
     assert texts["nul.py"][2] == "binary (NUL bytes)"
     settings = load_settings(root, {"embedding": {"backend": "none"}})
     rep = Indexer(root, settings).run()
-    assert rep.files == 5 and "u16le.py" not in rep.skipped
+    assert rep.files == 5 and "u16le.py" not in rep.skipped_files
     s = Searcher(root, settings)
     s.refresh()
     assert s.search("le16_function_name").results[0].path == "u16le.py"
@@ -300,5 +300,5 @@ def test_a_watcher_driven_run_never_reads_a_named_file_swapped_after_its_stat(
     monkeypatch.setattr(indexer_mod, "targeted_scan", racing)
     rep = Indexer(root, settings).run(paths=["a.py"])
     monkeypatch.undo()
-    assert rep.skipped["a.py"] == "changed between scan and read (now a symlink)"
+    assert rep.skipped_files["a.py"] == "changed between scan and read (now a symlink)"
     assert MARKER.encode() not in _index_bytes(root)

@@ -8,7 +8,9 @@ from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.index.indexer import Indexer
-from aide_tui.core.search.searcher import Searcher, parse_query
+from aide_tui.core.search.filters import parse_query
+from aide_tui.core.search.rank import query_terms
+from aide_tui.core.search.searcher import Searcher
 
 FILES = {
     "pkg/routing.py": '''
@@ -109,7 +111,7 @@ def test_long_pasted_issue_still_finds_the_code(tmp_path: Path) -> None:
     # the file named in the traceback is found through the path list even though the query is prose
     assert next(h for h in res if h.path == "pkg/server.py").ranks.get("path") == 1
     # a long query keeps its identifiers and weights them double
-    terms, weights = s._query_terms(s.view, issue)
+    terms, weights = query_terms(s.retriever.term_stats, issue, "", 0.0)
     assert "match_route" in terms and weights is not None and weights["match_route"] == 2.0
 
 
@@ -120,7 +122,7 @@ def test_bad_queries_never_raise(tmp_path: Path) -> None:
 
 
 def test_diversify_caps_per_file_then_fills() -> None:
-    from aide_tui.core.search.searcher import diversify
+    from aide_tui.core.search.rank import diversify
 
     items = ["a1", "a2", "a3", "b1", "a4", "c1"]
     keys = [i[0] for i in items]

@@ -304,7 +304,7 @@ def test_without_the_extra_serve_and_mcp_exit_2(workspace: Path) -> None:
 def test_blank_query_answer_matches_the_search_module() -> None:
     """The served path answers blank batch lines itself (no numpy import); the shape must not drift."""
     from aide_tui.cli.served import BLANK
-    from aide_tui.core.search.searcher import SearchResponse
+    from aide_tui.core.search.response import SearchResponse
 
     got = dict(BLANK, query="  ")
     assert json.dumps(got) == json.dumps(SearchResponse(query="  ", results=[]).to_json())

@@ -12,7 +12,7 @@ from aide_tui.core.config import load_settings
 from aide_tui.core.events import Done, Event, Failed, Progress
 from aide_tui.core.index.service import IndexService
 from aide_tui.core.index.watch import MAX_GROUP_MS, QUIET_MS, ChangeFilter, changed_paths
-from aide_tui.core.status import read_status
+from aide_tui.core.store.status import read_status
 
 
 def test_requests_during_a_run_coalesce_into_one_more(workspace: Path) -> None:
@@ -122,7 +122,7 @@ def test_watcher_storm_coalesces_into_one_or_two_reindexes(workspace: Path) -> N
         stop.set()
         thread.join(10)
         svc.close()
-    from aide_tui.core.status import read_status as status
+    from aide_tui.core.store.status import read_status as status
 
     assert status(workspace).files == 5 + 1 + 5000
 

@@ -19,8 +19,8 @@ from aide_tui.core.embed.http import OpenAIEmbedder
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import fallback_dir, index_dir_for
 from aide_tui.core.search.searcher import Searcher
-from aide_tui.core.status import read_status
 from aide_tui.core.store.segments import read_index
+from aide_tui.core.store.status import read_status
 
 REPO = Path(__file__).resolve().parents[2]
 

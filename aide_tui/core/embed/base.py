@@ -7,11 +7,9 @@ from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from aide_tui.core.errors import EmbedderError
+
 Kind = Literal["document", "query"]
-
-
-class EmbedderError(Exception):
-    """The embedder cannot be used; ``str(exc)`` is a one-line message a user can act on."""
 
 
 @runtime_checkable

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from aide_tui.core.embed.base import EmbedderError, Kind, check_vectors
+from aide_tui.core.embed.base import Kind, check_vectors
 from aide_tui.core.embed.bert import BertEncoder, BertWeightsError
 from aide_tui.core.embed.safetensors import SafetensorsError, load_safetensors
 from aide_tui.core.embed.wordpiece import WordPieceTokenizer, load_vocab
+from aide_tui.core.errors import EmbedderError
 
 if TYPE_CHECKING:
     from aide_tui.core.embed.onnx_encoder import OnnxEncoder

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from aide_tui.core.config import Settings
-from aide_tui.core.embed.base import Embedder, EmbedderError
+from aide_tui.core.embed.base import Embedder
+from aide_tui.core.errors import EmbedderError
 
 
 def make_embedder(settings: Settings, for_indexing: bool = False) -> Embedder | None:

@@ -13,8 +13,9 @@ from typing import Any, Self
 import httpx
 import numpy as np
 
-from aide_tui.core.embed.base import EmbedderError, Kind, check_vectors
+from aide_tui.core.embed.base import Kind, check_vectors
 from aide_tui.core.embed.policy import check_endpoint, display_url, is_loopback_host
+from aide_tui.core.errors import EmbedderError
 
 MAX_BATCH = 16
 BACKOFF = (0.2, 0.5, 1.0)  # seconds before retry 1, 2, 3+

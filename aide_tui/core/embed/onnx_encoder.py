@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from aide_tui.core.embed.base import EmbedderError
 from aide_tui.core.embed.bert import BertEncoder
+from aide_tui.core.errors import EmbedderError
 
 VARIANTS = ("fp32", "int8")
 GRAPH_VERSION = 1  # bump when the graph below changes: old cache files are then ignored

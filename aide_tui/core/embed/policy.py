@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit, urlunsplit
 
-from aide_tui.core.embed.base import EmbedderError
+from aide_tui.core.errors import EmbedderError
 
 ALLOWED_SCHEMES = ("http", "https")
 

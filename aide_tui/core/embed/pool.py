@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from aide_tui.core.embed.base import EmbedderError, Kind
+from aide_tui.core.embed.base import Kind
+from aide_tui.core.errors import EmbedderError
 
 _worker: Any = None
 PR_SET_PDEATHSIG = 1  # linux/prctl.h

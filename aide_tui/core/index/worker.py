@@ -29,13 +29,12 @@ from aide_tui.core.priority import WORKER_NICE, lower_priority
 
 def main(argv: list[str]) -> int:
     """Serve indexing requests for one workspace until stdin closes or ``exit`` arrives."""
-    from aide_tui.core.backend import backend_for
     from aide_tui.core.config import Settings, apply_mapping
-    from aide_tui.core.embed.base import EmbedderError
     from aide_tui.core.embed.factory import make_embedder
+    from aide_tui.core.errors import EmbedderError, IndexProblem
     from aide_tui.core.events import Cancelled, Event, Failed, event_to_json
+    from aide_tui.core.index.indexer import Indexer
     from aide_tui.core.index.service import settings_from_child_env
-    from aide_tui.core.store.segments import IndexError_
 
     root = Path(argv[0])
     settings = apply_mapping(Settings(), settings_from_child_env(argv[1]), "settings")
@@ -57,7 +56,7 @@ def main(argv: list[str]) -> int:
         emb_error = None
     except EmbedderError as exc:
         embedder, emb_error = None, str(exc)
-    indexer = backend_for(root, settings).make_indexer(embedder, emb_error)
+    indexer = Indexer(root, settings, embedder, emb_error)
     requests: queue.Queue[dict[str, Any] | None] = queue.Queue()
     cancel = threading.Event()
     yield_now = threading.Event()
@@ -78,13 +77,13 @@ def main(argv: list[str]) -> int:
                     should_yield=yield_now.is_set,
                     paths=None if req.get("paths") is None else [str(p) for p in req["paths"]],
                 )
-            except IndexError_ as exc:
+            except IndexProblem as exc:
                 emit(Failed(str(exc)))
                 continue
             except OSError as exc:
                 emit(Failed(f"cannot write the index: {exc}"))
                 continue
-            emit(Cancelled() if report.cancelled else report.to_event())
+            emit(Cancelled() if report.cancelled else report)
     finally:
         if hasattr(embedder, "close"):
             embedder.close()

@@ -29,7 +29,7 @@ _HEADING = re.compile(r"(?:^|\s)(?:#{1,6}\s|\*\*[A-Z][^*]{0,60}\*\*|```|Tracebac
 _ERROR_LINE = re.compile(
     r"\b([A-Z]\w*(?:Error|Exception|Warning)): ([^`\n]{3,160}?)(?=\s{2}|\s*```|\s+File \"|\s\*\*|\s#|$)"
 )
-_CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")
+CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")  # an identifier, not a word
 
 
 @dataclass
@@ -105,12 +105,12 @@ def analyze(text: str) -> QueryParts:
     # names: code-like identifiers; the title and inline code count more than a pasted script
     names: Counter[str] = Counter()
     for w in identifiers(parts.prose):
-        if _CODE_LIKE.search(w) and not w[:1].isdigit():
+        if CODE_LIKE.search(w) and not w[:1].isdigit():
             names[w] += 1
     for w in identifiers(" ".join(parts.inline_code)):
         names[w] += 2
     for w in identifiers(parts.title):
-        if _CODE_LIKE.search(w) or re.fullmatch(r"[A-Z][a-z0-9]+[A-Z]\w*", w):
+        if CODE_LIKE.search(w) or re.fullmatch(r"[A-Z][a-z0-9]+[A-Z]\w*", w):
             names[w] += 3
     for f in parts.frames:
         if f.func and not f.func.startswith("<"):

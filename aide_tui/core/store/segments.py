@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from aide_tui.core.bm25 import DocTerms, Postings, concat, term_order
+from aide_tui.core.errors import IndexCorrupt, IndexMissing, LockTimeout
 from aide_tui.core.model import Chunk
 from aide_tui.core.paths import MANIFEST
 from aide_tui.core.safeio import UnsafeFile, crc32_mapped, load_npy, parse_npy, read_bounded
@@ -63,26 +64,6 @@ _ROW_ARRAYS = (
     "plines",
 )
 SEGMENT_FILES = ("chunks.json", "texts.bin", "pieces.json", "vocab.json", *(f"{a}.npy" for a in _ROW_ARRAYS))
-
-
-class IndexError_(Exception):
-    """Base of index problems; the message is meant for the user."""
-
-
-class IndexMissing(IndexError_):
-    """No index has been built yet."""
-
-
-class IndexCorrupt(IndexError_):
-    """The index exists but cannot be trusted (truncated, garbage, unknown format)."""
-
-
-class LockTimeout(IndexError_):
-    """Another writer holds the index lock."""
-
-    def __init__(self, message: str, pid: int | None) -> None:
-        super().__init__(message)
-        self.pid = pid
 
 
 @dataclass

@@ -18,13 +18,10 @@ from typing import Any
 import numpy as np
 
 from aide_tui.core.bm25 import MultiBM25, Postings
+from aide_tui.core.errors import VectorDimensionMismatch
 from aide_tui.core.model import Chunk
 from aide_tui.core.safeio import gather_rows, mapped_row_windows
 from aide_tui.core.store.chunktable import ConcatChunks, defines_all, paths_of
-
-
-class VectorDimensionMismatch(Exception):
-    """The query vector's dimension differs from the stored vectors' (the model changed)."""
 
 
 @dataclass

@@ -32,11 +32,11 @@ from textual.widgets import Footer, Input
 
 from aide_tui.core.appstate import AppState
 from aide_tui.core.config import Settings
+from aide_tui.core.errors import IndexMissing, IndexProblem
 from aide_tui.core.live import LiveWorkspace
 from aide_tui.core.search.hitlines import hit_best_line, hit_file, hit_root, shown_path, vimgrep_line
-from aide_tui.core.search.searcher import Hit, SearchResponse
+from aide_tui.core.search.response import Hit, SearchResponse
 from aide_tui.core.status import IndexStatus
-from aide_tui.core.store.segments import IndexError_, IndexMissing
 from aide_tui.tui import keys
 from aide_tui.tui.messages import (
     EmbedderLoaded,
@@ -302,7 +302,7 @@ class SearchScreen(Screen[None]):
             resp = self.live.search(query, limit=self.limit, mode=mode, all_workspaces=everywhere)
         except IndexMissing:
             error, missing = "no index yet: indexing…", True
-        except IndexError_ as exc:
+        except IndexProblem as exc:
             error = str(exc)
         except Exception as exc:  # noqa: BLE001 - the search thread must outlive any bad answer
             error = f"search failed: {exc.__class__.__name__}: {exc}"

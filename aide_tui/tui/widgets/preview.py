@@ -28,7 +28,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from aide_tui.core.search.hitlines import best_line, hit_file, shown_path, term_spans
-from aide_tui.core.search.searcher import Hit
+from aide_tui.core.search.response import Hit
 from aide_tui.core.textsafe import printable
 from aide_tui.tui.widgets.results import location
 

@@ -19,7 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from aide_tui.core.search.hitlines import workspace_label
-from aide_tui.core.search.searcher import Hit
+from aide_tui.core.search.response import Hit
 from aide_tui.core.textsafe import printable
 
 RANK_TAGS = (("bm25", "B"), ("dense", "D"), ("symbol", "S"), ("path", "P"))

@@ -1,0 +1,204 @@
+"""The ranked lists a query asks a retriever for, built the same way over any store.
+
+Each list is a short function over a :class:`~aide_tui.core.search.retriever.Retrieval[K]`: which names
+or files the query points at is decided here, the store only looks them up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+
+from aide_tui.core.search.query import CODE_LIKE, QueryParts
+from aide_tui.core.search.retriever import Candidate, K, Retrieval
+from aide_tui.core.tokens import STOPWORDS, identifiers
+
+MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
+MAX_SYMBOL_DEFS = 8  # a name defined in more chunks than this says little about where to look
+QUOTED = re.compile(r'"([^"]{2,200})"')
+_FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
+
+Frames = list[tuple[str | None, int]]
+
+
+def looks_like_code(text: str) -> bool:
+    """A short query made of identifiers (``parse_header``, ``Client.send``) rather than prose."""
+    words = text.split()
+    return 0 < len(words) <= 3 or sum(bool(CODE_LIKE.search(w)) for w in words) * 2 >= len(words) > 0
+
+
+# -- names ----------------------------------------------------------------------------------------------
+
+
+def _name_candidates(name: str) -> list[str]:
+    """A name and its last dotted part, when long enough and not a stopword."""
+    return [
+        c
+        for c in dict.fromkeys([name, name.rsplit(".", 1)[-1]])
+        if len(c) >= 3 and c.lower() not in STOPWORDS
+    ]
+
+
+def symbol_names(text: str, parts: QueryParts) -> list[tuple[str, float]]:
+    """(name, weight) pairs to look up as definitions: for a pasted text the names it is about
+    (weighted by where they occur); for a short query its identifiers (all of them when it has at most
+    three words, else the code-like ones)."""
+    if parts.long:
+        return [(c, float(w)) for name, w in parts.names.items() for c in _name_candidates(name)]
+    words = identifiers(text)
+    short = len(words) <= 3
+    return [(c, 1.0) for w in words if short or CODE_LIKE.search(w) for c in _name_candidates(w)]
+
+
+def symbol_list(r: Retrieval[K], text: str, parts: QueryParts, limit: int) -> list[K]:
+    """Chunks defining the names the query mentions: an exact-case definition first, then by BM25. For a
+    pasted text a chunk scores the weights of the names it defines; a name defined in more than
+    MAX_SYMBOL_DEFS chunks is skipped."""
+    names = symbol_names(text, parts)
+    if not names:
+        return []
+    defs = r.defining(list(dict.fromkeys(n for n, _ in names)))
+    scored: dict[K, float] = {}
+    for name, weight in names:
+        keys = defs.get(name.lower(), [])
+        if parts.long and (not keys or len(keys) > MAX_SYMBOL_DEFS):
+            continue
+        for k in keys:
+            exact = name in r.chunk(k).defines
+            if parts.long:
+                scored[k] = scored.get(k, 0.0) + weight * (1.0 if exact else 0.5)
+            else:
+                scored[k] = max(scored.get(k, 0.0), 2.0 if exact else 1.0)
+    return sorted(scored, key=lambda k: (-scored[k], -r.score(k), r.order(k)))[:limit]
+
+
+# -- files ----------------------------------------------------------------------------------------------
+
+
+def named_files(
+    text: str, path_parts: Mapping[str, Iterable[str]], bare_words: bool
+) -> tuple[dict[str, int], bool]:
+    """Indexed files the query names, each with a weight (2 per explicit path or file name, 1 per bare
+    word when ``bare_words``), and whether any was explicit; empty when none or more than 50 match.
+    ``path_parts`` maps a lower-cased path component to the files having it."""
+    hits: dict[str, int] = {}
+    explicit = False
+    words = dict.fromkeys(raw.lower().strip("./-") for raw in re.findall(r"[\w./-]+", text))
+    for word in list(words)[:MAX_PATH_WORDS]:
+        if len(word) < 3 or word in STOPWORDS:
+            continue
+        if "/" in word or _FILE_NAME.fullmatch(word):
+            for p in path_parts.get(word.rsplit("/", 1)[-1], ()):  # files named, or under, the last part
+                low = p.lower()
+                if low == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}":
+                    hits[p] = hits.get(p, 0) + 2
+                    explicit = True
+        elif bare_words:
+            for p in path_parts.get(word, ()):
+                hits[p] = hits.get(p, 0) + 1
+    return (hits, explicit) if len(hits) <= 50 else ({}, False)
+
+
+def path_list(
+    r: Retrieval[K], text: str, path_parts: Mapping[str, Iterable[str]], limit: int, bare_words: bool
+) -> tuple[list[K], bool]:
+    """Chunks of files named by the query, by BM25 score within them; and whether a path was explicit.
+
+    Explicit paths (``cli/main.go``, ``server.py``, as in a stack trace) always count; bare words
+    (``routing``) only when ``bare_words`` (identifier-like queries).
+    """
+    hits, explicit = named_files(text, path_parts, bare_words)
+    if not hits:
+        return [], False
+    keys = r.in_files(hits, limit)
+    keys.sort(key=lambda k: (-hits[r.path(k)], -r.score(k), r.order(k)))
+    return keys[:limit], explicit
+
+
+def resolve_path(path_parts: Mapping[str, Iterable[str]], written: str) -> list[str]:
+    """Indexed files a written path names: those sharing the longest tail of path components.
+
+    ``/usr/lib/python3/site-packages/pkg/mod.py`` finds ``src/pkg/mod.py``; a bare file name must
+    be unambiguous enough (at most 3 files), a longer path must share at least two components.
+    """
+    comps = [c for c in written.replace("\\", "/").lower().split("/") if c and c not in (".", "..")]
+    if not comps:
+        return []
+    best: list[str] = []
+    best_len = 0
+    for p in path_parts.get(comps[-1], ()):
+        pc = p.lower().split("/")
+        if pc[-1] != comps[-1]:
+            continue
+        common = 0
+        while common < min(len(pc), len(comps)) and pc[-1 - common] == comps[-1 - common]:
+            common += 1
+        if common > best_len:
+            best, best_len = [p], common
+        elif common == best_len:
+            best.append(p)
+    if not best or (best_len < 2 and best_len < len(comps)) or (best_len == 1 and len(best) > 3):
+        return []
+    return sorted(best)
+
+
+def mentioned_files(parts: QueryParts, resolve: Callable[[str], list[str]]) -> dict[str, Frames]:
+    """Indexed files a pasted text names, in order (traceback frames innermost first, then written
+    paths), each with its frames' (function, line); empty when none or more than 30 are named."""
+    files: dict[str, Frames] = {}
+    for f in reversed(parts.frames):
+        for p in resolve(f.path):
+            files.setdefault(p, []).append((f.func, f.line))
+    for written in parts.paths:
+        for p in resolve(written):
+            files.setdefault(p, [])
+    return files if len(files) <= 30 else {}
+
+
+def _holds_frame(c: Candidate, frames: Frames) -> bool:
+    """Whether a chunk defines a frame's function or holds its line."""
+    return any(
+        (func and (func in c.defines or func.rsplit(".", 1)[-1] in c.defines))
+        or c.start_line <= line <= c.end_line
+        for func, line in frames
+    )
+
+
+def mention_list(
+    r: Retrieval[K], parts: QueryParts, path_parts: Mapping[str, Iterable[str]], limit: int
+) -> list[K]:
+    """Chunks of the files a pasted text names: traceback frames innermost first, then written paths.
+    Each file leads with the chunk defining the frame's function (or holding its line)."""
+    files = mentioned_files(parts, lambda written: resolve_path(path_parts, written))
+    if not files:
+        return []
+    by_file: dict[str, list[K]] = {p: [] for p in files}
+    for k in r.all_in_files(files):
+        by_file.setdefault(r.path(k), []).append(k)
+    heads: list[K] = []
+    tails: list[K] = []
+    for p, frames in files.items():
+        keys = by_file[p]
+        if not keys:
+            continue
+
+        def key(k: K, frames: Frames = frames) -> tuple[int, float, object]:
+            return (0 if _holds_frame(r.chunk(k), frames) else 1, -r.score(k), r.order(k))
+
+        keys.sort(key=key)  # type: ignore[arg-type]  # order() is comparable within one retriever
+        heads.append(keys[0])
+        tails.extend(keys[1:3])
+    return (heads + tails)[:limit]
+
+
+# -- phrases --------------------------------------------------------------------------------------------
+
+
+def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
+    """Chunks with a BM25 score holding every "double-quoted" span of the query verbatim (any case)."""
+    phrases = [p.lower() for p in QUOTED.findall(text) if p.strip()]
+    if not phrases:
+        return []
+    hits = [k for k in r.positive() if all(p in r.chunk(k).text.lower() for p in phrases)]
+    hits.sort(key=lambda k: (-r.score(k), r.order(k)))
+    return hits[:limit]

@@ -1,0 +1,211 @@
+"""The local retriever: candidate lists over the segments under ``<root>/.aide/index`` (an IndexView).
+
+Keys are global row numbers of the loaded view. A query's filters become one row mask, applied before
+any top-n is taken; ties break by (path, first line) through the view's ``row_order``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from aide_tui.core.config import Settings
+from aide_tui.core.errors import VectorDimensionMismatch
+from aide_tui.core.paths import MANIFEST, index_dir_for
+from aide_tui.core.search.filters import ParsedQuery
+from aide_tui.core.search.retriever import Candidate, DenseLists, IndexedFile
+from aide_tui.core.status import IndexStatus
+from aide_tui.core.store.segments import load_view
+from aide_tui.core.store.status import read_status
+from aide_tui.core.store.view import IndexView
+
+
+class LocalRetrieval:
+    """One query over one view: BM25 scores of its terms, zero outside the filter's rows."""
+
+    def __init__(
+        self, ix: IndexView, allowed: np.ndarray | None, terms: list[str], weights: dict[str, float] | None
+    ) -> None:
+        self.ix = ix
+        self.allowed = allowed
+        self.terms = terms
+        self.weights = weights
+        scores = ix.bm25_scores(terms, weights) if terms else np.zeros(ix.n_rows, np.float32)
+        self.scores = scores if allowed is None else np.where(allowed, scores, np.float32(0.0))
+
+    def bm25(self, n: int) -> list[int]:
+        """Rows with the ``n`` best positive scores; ties by path and line."""
+        scores = self.scores
+        positive = np.flatnonzero(scores > 0)
+        if positive.size == 0 or n <= 0:
+            return []
+        vals = scores[positive]
+        if positive.size > n:
+            cut = np.partition(-vals, n - 1)[n - 1]
+            keep = -vals <= cut
+            positive, vals = positive[keep], vals[keep]
+        order = np.lexsort((self.ix.row_order[positive], -vals))
+        return [int(r) for r in positive[order][:n]]
+
+    def score(self, key: int) -> float:
+        return float(self.scores[key])
+
+    def positive(self) -> Iterable[int]:
+        return map(int, np.flatnonzero(self.scores > 0))
+
+    def piece_bm25(self, n: int) -> list[int]:
+        return list(self.ix.piece_ranked_chunks(self.terms, n, self.weights, allowed=self.allowed))
+
+    def defining(self, names: Sequence[str]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for name in names:
+            key = name.lower()
+            if key not in out:
+                rows = self.ix.symbol_rows(key)
+                out[key] = [r for r in rows if self.allowed is None or self.allowed[r]]
+        return out
+
+    def in_files(self, files: Collection[str], n: int) -> list[int]:
+        paths = self.ix.paths
+        return [int(r) for r in np.flatnonzero(self.scores > 0) if paths[r] in files]
+
+    def all_in_files(self, files: Collection[str]) -> list[int]:
+        paths = self.ix.paths
+        mask = self.ix.alive_mask if self.allowed is None else self.allowed
+        return [int(r) for r in np.flatnonzero(mask) if paths[r] in files]
+
+    def dense(self, vectors: Sequence[np.ndarray], embedder_id: str, n: int) -> DenseLists[int]:
+        ix = self.ix
+        if ix.embedder != embedder_id:
+            return DenseLists[
+                int
+            ]()  # vectors are still being computed: not degraded, just nothing to fuse yet
+        try:
+            first = ix.dense_ranked(vectors[0], n, allowed=self.allowed)
+            rest = [ix.dense_ranked_chunks(v, n, allowed=self.allowed) for v in vectors[1:]]
+        except VectorDimensionMismatch as exc:
+            return DenseLists[int](degraded=str(exc))
+        spans: dict[int, tuple[int, int]] = {r: span for r, span in first if span is not None}
+        lists: list[list[int]] = [[r for r, _ in first], *rest]
+        return DenseLists(lists, spans)
+
+    def fetch(self, keys: Iterable[int]) -> None:
+        pass  # rows are at hand
+
+    def chunk(self, key: int) -> Candidate:
+        c = self.ix.chunks[key]
+        return Candidate(c.path, c.start_line, c.end_line, c.language, c.symbol, c.text, tuple(c.defines))
+
+    def path(self, key: int) -> str:
+        return self.ix.paths[key]
+
+    def file_of(self, key: int) -> str:
+        return self.ix.paths[key]
+
+    def order(self, key: int) -> object:
+        return int(self.ix.row_order[key])
+
+
+class LocalRetriever:
+    """The local store's current version, reloaded when a new manifest lands."""
+
+    all_workspaces = False
+
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.root = Path(root)
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._key: object | None = None
+        self._view: IndexView | None = None  # replaced whole, so a query never mixes two versions
+
+    @property
+    def view(self) -> IndexView | None:
+        """The loaded index version (None before the first refresh)."""
+        return self._view
+
+    @property
+    def loaded(self) -> bool:
+        return self._view is not None
+
+    def _loaded(self) -> IndexView:
+        view = self._view
+        if view is None:
+            self.refresh()
+            view = self._view
+        assert view is not None
+        return view
+
+    @property
+    def version(self) -> str:
+        view = self._view
+        return str(view.meta.get("generation", "")) if view is not None else ""
+
+    @property
+    def vectors_missing(self) -> int:
+        return int(self._loaded().meta.get("counts", {}).get("vectors_missing", 0))
+
+    @property
+    def path_parts(self) -> Mapping[str, set[str]]:
+        return self._loaded().path_parts
+
+    @property
+    def term_stats(self) -> IndexView:
+        return self._loaded()
+
+    def version_key(self) -> object | None:
+        try:
+            st = os.stat(index_dir_for(self.root, create=False) / MANIFEST)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_ino, st.st_size)
+
+    def refresh(self) -> bool:
+        """Load the index if it changed; True when (re)loaded. Raises IndexProblem.
+
+        Segments already loaded are reused, so picking up a small delta costs what the delta holds.
+        """
+        key = self.version_key()
+        with self._lock:
+            if key is not None and key == self._key and self._view is not None:
+                return False
+            view = load_view(index_dir_for(self.root, create=False), self._view)
+            view.warm()
+            self._view = view
+            self._key = key
+            return True
+
+    def files(self) -> list[IndexedFile]:
+        return [IndexedFile(p) for p in self._loaded().files]
+
+    def end_lines(self, files: Sequence[IndexedFile]) -> list[int]:
+        """The last line of each file's last live chunk (a file's chunks are stored in line order)."""
+        ix = self._loaded()
+        wanted = {f.path for f in files}
+        last_row: dict[str, int] = {}
+        for i, (p, live) in enumerate(zip(ix.paths, ix.alive_mask, strict=True)):
+            if live and p in wanted:
+                last_row[p] = i
+        return [ix.chunks[last_row[f.path]].end_line if f.path in last_row else 1 for f in files]
+
+    def begin(
+        self, parsed: ParsedQuery, terms: list[str], weights: dict[str, float] | None
+    ) -> LocalRetrieval:
+        ix = self._loaded()
+        allowed = None
+        if parsed.has_filters:
+            keep = {p for p in ix.files if parsed.accepts_path(p)}
+            allowed = np.fromiter((p in keep for p in ix.paths), bool, count=ix.n_rows) & ix.alive_mask
+        return LocalRetrieval(ix, allowed, terms, weights)
+
+    def status(self) -> IndexStatus:
+        return read_status(self.root, self.settings.embedding.backend)
+
+    def child_settings(self) -> Settings:
+        return self.settings
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,235 @@
+"""One ranking pipeline over any retriever: lists → RRF fusion → priors → file aggregation → rows.
+
+For a query it chooses the BM25 terms (a pasted text keeps its identifiers and rarest words), asks the
+retriever for the lexical lists (BM25 over chunks and over function-sized pieces, definitions of the
+names mentioned, files named, quoted phrases) and the dense list, fuses them by weighted RRF, scales
+by the test-file and file-kind priors, adds file-level evidence and builds the result rows. Nothing
+here knows which store answers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from aide_tui.core import filekinds
+from aide_tui.core.config import SearchSettings
+from aide_tui.core.errors import EmbedderError
+from aide_tui.core.search import lists as L
+from aide_tui.core.search.filters import ParsedQuery
+from aide_tui.core.search.fuse import Fused, rrf
+from aide_tui.core.search.query import CODE_LIKE, LONG_QUERY_TERMS, QueryParts, analyze
+from aide_tui.core.search.response import Hit
+from aide_tui.core.search.retriever import Key, Retrieval, Retriever, TermStats
+from aide_tui.core.tokens import identifiers, tokenize
+
+T = TypeVar("T")
+PROSE_SYMBOL_FACTOR = 0.15  # prose mentioning a name usually asks about code using it, not its definition
+PROSE_PATH_FACTOR = 0.0
+LIST_ORDER = ("bm25", "phrase", "piece", "symbol", "path", "dense")  # fusion adds them in this order
+TEST_PATH = re.compile(
+    r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
+)
+
+
+@dataclass
+class QueryEncoder:
+    """The dense side as ranking sees it: ``encode(texts)`` gives (embedder id, vectors) or raises
+    EmbedderError; ``encode`` None means no embedder (``error`` says why, None when none is configured)."""
+
+    encode: Callable[[list[str]], tuple[str, list[np.ndarray]]] | None
+    error: str | None = None
+
+
+@dataclass
+class Ranked:
+    """The result rows and why the dense side was left out (None: it took part, or was not asked)."""
+
+    hits: list[Hit]
+    degraded: str | None = None
+
+
+def diversify(items: list[T], keys: list[str], cap: int, window: int) -> list[T]:
+    """Reorder so the first ``window`` items hold at most ``cap`` per key; the overflow follows in order."""
+    head: list[T] = []
+    rest: list[T] = []
+    seen: dict[str, int] = {}
+    for item, key in zip(items, keys, strict=True):
+        if len(head) < window and seen.get(key, 0) < cap:
+            seen[key] = seen.get(key, 0) + 1
+            head.append(item)
+        else:
+            rest.append(item)
+    return head + rest
+
+
+def query_terms(
+    stats: TermStats | None, text: str, title: str, title_weight: float
+) -> tuple[list[str], dict[str, float] | None]:
+    """BM25 terms and weights. A long pasted text (issue, stack trace) keeps its identifiers, weighted
+    double, and its rarest other terms, so boilerplate prose cannot drown the names that matter; the
+    words of its title (what the issue is about) are kept too. A store without a vocabulary keeps every
+    term (identifiers still weighted double)."""
+    terms = list(dict.fromkeys(tokenize(text)))
+    if len(terms) <= LONG_QUERY_TERMS:
+        return terms, None
+    code_terms = list(dict.fromkeys(t for w in identifiers(text) if CODE_LIKE.search(w) for t in tokenize(w)))
+    weights = {t: 2.0 for t in code_terms}
+    if stats is None:
+        return terms, weights
+    vocab = stats.vocab
+    known = sorted(
+        ((stats.idf(t) or 0.0, t) for t in terms if t in vocab and t not in code_terms), reverse=True
+    )
+    keep = [t for t in code_terms if t in vocab][: 2 * LONG_QUERY_TERMS]
+    keep += [t for _, t in known[: max(LONG_QUERY_TERMS - len(keep) // 2, 8)]]
+    if title and title_weight > 0:
+        for t in dict.fromkeys(tokenize(title)):
+            if t in vocab:
+                if t not in keep:
+                    keep.append(t)
+                weights[t] = max(weights.get(t, 1.0), title_weight)
+    return keep, weights
+
+
+def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: bool) -> dict[str, float]:
+    """RRF weight of each ranked list for this kind of query."""
+    w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
+         "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight}  # fmt: skip
+    if long:
+        w.update(symbol=s.long_symbol_weight, path=s.mention_weight, phrase=s.long_phrase_weight,
+                 dense=s.long_dense_weight)  # fmt: skip
+    elif not code_like:
+        w["symbol"] *= PROSE_SYMBOL_FACTOR
+        if not explicit_path:
+            w["path"] *= PROSE_PATH_FACTOR
+    return w
+
+
+def rank(
+    retriever: Retriever, parsed: ParsedQuery, mode: str, limit: int, encoder: QueryEncoder, s: SearchSettings
+) -> Ranked:
+    """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``."""
+    parts = analyze(parsed.text)
+    code_like = L.looks_like_code(parsed.text)
+    terms, weights = query_terms(retriever.term_stats, parsed.text, parts.title, s.title_weight)
+    q = retriever.begin(parsed, terms, weights)
+    found: dict[str, list[Key]] = {}
+    explicit_path = False
+    if mode in ("hybrid", "bm25"):
+        explicit_path = _lexical_lists(q, retriever, parsed.text, parts, s.top_n, found)
+    spans: dict[Key, tuple[int, int]] = {}
+    degraded = None
+    if mode in ("hybrid", "dense") and parsed.text:
+        texts = [parsed.text] + (parts.segments() if parts.long and s.dense_segments else [])
+        dense, degraded, spans = _dense_list(q, texts, s, encoder)
+        if dense is not None:
+            found["dense"] = dense
+    q.fetch(k for keys in found.values() for k in keys)
+    if mode in ("hybrid", "bm25"):
+        # in a pasted text only the prose's quotes are phrases (not code, not traceback file names)
+        found["phrase"] = L.phrase_list(
+            q, parts.prose_without_frames() if parts.long else parsed.text, s.top_n
+        )
+    lists = {name: found[name] for name in LIST_ORDER if name in found}
+    fused = rrf(
+        lists, k=s.rrf_k, weights=list_weights(s, parts.long, code_like, explicit_path), order=q.order
+    )
+    apply_priors(q, fused, parsed.text, parts, code_like, s)
+    fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), q.order(f.doc)))
+    if s.per_file_cap > 0:
+        fused = diversify(fused, [q.file_of(f.doc) for f in fused], s.per_file_cap, limit)
+    top = fused[:limit]
+    q.fetch(f.doc for f in top)
+    return Ranked([_hit(q, f, terms, spans.get(f.doc)) for f in top], degraded)
+
+
+def _lexical_lists(
+    q: Retrieval[Any], retriever: Retriever, text: str, parts: QueryParts, n: int, found: dict[str, list[Key]]
+) -> bool:
+    """Add the keyword-side lists but phrases to ``found``; True when the query names a path outright."""
+    found["bm25"] = q.bm25(n)
+    found["piece"] = q.piece_bm25(n)
+    found["symbol"] = L.symbol_list(q, text, parts, n)
+    if parts.long:
+        found["path"] = L.mention_list(q, parts, retriever.path_parts, n)
+        return False
+    found["path"], explicit = L.path_list(q, text, retriever.path_parts, n, L.looks_like_code(text))
+    return explicit
+
+
+def _dense_list(
+    q: Retrieval[Any], texts: list[str], s: SearchSettings, encoder: QueryEncoder
+) -> tuple[list[Key] | None, str | None, dict[Key, tuple[int, int]]]:
+    """The dense list (None when unusable, with why), with each chunk's best-piece lines.
+
+    Several texts (a pasted issue's whole text, title, prose and code) each rank the chunks; their
+    rankings are fused by RRF into one list.
+    """
+    if encoder.encode is None:
+        return None, encoder.error, {}
+    try:
+        emb_id, vectors = encoder.encode(texts)
+    except EmbedderError as exc:
+        return None, str(exc), {}
+    got = q.dense(vectors, emb_id, s.top_n)
+    if got.degraded is not None:
+        return None, got.degraded, {}
+    if len(got.lists) <= 1:
+        return (got.lists[0] if got.lists else []), None, got.spans  # a chunk ranks by its best piece
+    fused = rrf({str(i): keys for i, keys in enumerate(got.lists)}, k=s.rrf_k, order=q.order)
+    return [f.doc for f in fused[: s.top_n]], None, got.spans
+
+
+def apply_priors(
+    q: Retrieval[Any],
+    fused: Sequence[Fused],
+    text: str,
+    parts: QueryParts,
+    code_like: bool,
+    s: SearchSettings,
+) -> None:
+    """Scale fused scores by the test-path and file-kind priors, then add file-level evidence."""
+    test_weight = s.long_test_weight if parts.long else s.test_weight
+    if test_weight != 1 and "test" not in (parts.title.lower() if parts.long else text.lower()):
+        for f in fused:
+            if TEST_PATH.search(q.path(f.doc)):
+                f.score *= test_weight
+    strength = s.kind_prior if parts.long else (0.0 if code_like else s.prose_kind_prior)
+    if strength > 0:
+        about = parts.title if parts.long else text
+        exempt = filekinds.kinds_asked_about(set(re.findall(r"[\w.-]+", about.lower())))
+        for f in fused:
+            f.score *= filekinds.prior(q.path(f.doc), exempt, strength)
+    agg = s.file_agg if parts.long else s.prose_file_agg
+    if agg > 0:
+        aggregate_files(fused, q.file_of, agg)
+
+
+def aggregate_files(fused: Sequence[Fused], file_of: Callable[[Key], str], agg: float) -> None:
+    """File-level evidence: a file's best chunk scores its best plus ``agg`` times the damped sum of
+    its other chunks (the i-th next best counts 1/i), so a file hit in many places rises."""
+    by_file: dict[str, list[Fused]] = {}
+    for f in fused:
+        by_file.setdefault(file_of(f.doc), []).append(f)
+    for items in by_file.values():
+        if len(items) < 2:
+            continue
+        items.sort(key=lambda f: -f.score)
+        extra = sum(f.score / i for i, f in enumerate(items[1:], start=1))
+        items[0].score += agg * extra
+
+
+def _hit(q: Retrieval[Any], f: Fused, terms: list[str], span: tuple[int, int] | None) -> Hit:
+    """The result row of fused item ``f``."""
+    c = q.chunk(f.doc)
+    ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
+    for extra in ("symbol", "path", "piece", "phrase"):
+        if extra in f.ranks:
+            ranks[extra] = f.ranks[extra]
+    return Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text,
+               best_piece=span, workspace=c.workspace, root=c.root, file_hash=c.file_hash)  # fmt: skip

@@ -1,0 +1,109 @@
+"""The layering rules of docs/architecture.md, checked on the static import graph: every import
+statement counts, inside functions too (a rule that holds only at run time is no rule)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from import_graph import graph, reachable
+
+G = graph()
+CORE = "aide_tui.core."
+
+# Leaf modules of core: any layer may use them, they use nothing but each other.
+LEAVES = {
+    "appstate", "config", "errors", "events", "filekinds", "languages", "model", "paths", "priority",
+    "safeio", "secrets", "status", "textsafe", "tokens", "bm25",
+}  # fmt: skip
+
+# Per layer of core, the modules it must never import (regular expressions over names below core).
+FORBIDDEN = {
+    r"embed\..*": r"(chunk|index|search|store|milvus)\b.*|live",
+    r"chunk\..*": r"(embed|index|search|store|milvus)\b.*|live",
+    r"store\..*": r"(embed|chunk|index|search|milvus)\b.*|live",
+    r"search\..*": r"(chunk|index)\b.*|milvus\.writer|live|secrets",
+    r"milvus\.(connection|lite|terms|retriever)":
+        r"(chunk|index)\b.*|milvus\.writer|search\.(rank|searcher|lists|local|stores)|live",
+    r"index\..*": r"search\b.*|live",
+}  # fmt: skip
+
+# Nothing on the search path may import the indexing side, at any depth.
+SEARCH_PATH_ROOTS = [
+    "aide_tui.core.search.searcher",
+    "aide_tui.core.search.stores",
+    "aide_tui.core.search.hitlines",
+]
+INDEXING_SIDE = re.compile(r"aide_tui\.core\.(index\b.*|chunk\b.*|milvus\.writer|secrets)$")
+
+
+def core_edges() -> list[tuple[str, str]]:
+    return [(m[len(CORE):], d[len(CORE):]) for m, ds in G.items() if m.startswith(CORE) for d in ds
+            if d.startswith(CORE)]  # fmt: skip
+
+
+def test_the_graph_is_read() -> None:
+    assert "aide_tui.core.search.rank" in G["aide_tui.core.search.searcher"]
+    assert len(G) > 80
+
+
+def test_core_imports_no_front_end() -> None:
+    front = ("aide_tui.tui", "aide_tui.cli", "aide_tui.serve")
+    bad = [(m, d) for m, ds in G.items() if m.startswith(CORE) for d in ds
+           if d.split(".")[0] == "textual" or d.startswith(front)]  # fmt: skip
+    assert bad == []
+
+
+def test_leaves_use_only_leaves() -> None:
+    bad = [(m, d) for m, d in core_edges() if m in LEAVES and d not in LEAVES and d.split(".")[0] != "store"]
+    # status of the local store lives in store/status.py, so a leaf never reaches a store
+    assert bad == []
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_layer_rules(layer: str) -> None:
+    banned = re.compile(FORBIDDEN[layer])
+    bad = [(m, d) for m, d in core_edges() if re.fullmatch(layer, m) and banned.fullmatch(d)]
+    assert bad == []
+
+
+@pytest.mark.parametrize("start", SEARCH_PATH_ROOTS)
+def test_the_search_path_never_reaches_the_indexing_side(start: str) -> None:
+    assert sorted(m for m in reachable(G, start) if INDEXING_SIDE.match(m)) == []
+
+
+def test_no_import_cycles() -> None:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in G.get(v, ()):
+            if w not in G or w == v or G.get(w) is None:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(G):
+        if v not in index:
+            visit(v)
+    assert cycles == []
