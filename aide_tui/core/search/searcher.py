@@ -19,6 +19,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.languages import LANGUAGES, detect_language
 from aide_tui.core.model import Chunk
+from aide_tui.core.search import rerank
 from aide_tui.core.search.fuse import rrf
 from aide_tui.core.search.query import LONG_QUERY_TERMS, QueryParts, analyze
 from aide_tui.core.store.view import IndexView, VectorDimensionMismatch
@@ -114,6 +115,7 @@ class SearchResponse:
     mode: str = "hybrid"
     vectors_missing: int = 0  # dense pieces of the searched version still without a vector
     error: str | None = None  # the query could not be understood (unknown lang:): show it, no results
+    rerank: str | None = None  # reranking on: "ok" or "degraded: <reason>" (see rerank.py)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -126,6 +128,8 @@ class SearchResponse:
         }
         if self.error is not None:
             out["error"] = self.error
+        if self.rerank is not None:
+            out["rerank"] = self.rerank
         return out
 
 
@@ -557,7 +561,8 @@ class Searcher:
         else:
             if parsed.has_filters:
                 _, allowed = self._file_mask(ix, parsed)
-            self._rank(ix, parsed, mode, limit, allowed, resp)
+            self._rank(ix, parsed, mode, rerank.depth(self.settings.search, limit), allowed, resp)
+        rerank.rerank_response(self.settings.search, parsed.text, resp, limit)  # opt-in, after fusion
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
 
