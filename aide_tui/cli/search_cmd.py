@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -108,13 +109,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         return max(_search_milvus(args, root, settings, queries, fmt, mode, emit), 2 * int(failed))
     from aide_tui.core.search.searcher import SearchResponse
 
-    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
-    searcher = _open_searcher(root, settings, args, embedder, emb_err)
-    if isinstance(searcher, int):
-        return searcher
-    code = _ready_for_mode(searcher, mode, embedder, emb_err)
-    if code:
-        return code
+    opened = open_searcher(args, root, settings, mode)
+    if isinstance(opened, int):
+        return opened
+    searcher = opened[0]
     for q in queries:
         q = q.rstrip("\r")
         if not q.strip():
@@ -132,11 +130,25 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _served(args: argparse.Namespace, root: Path, settings: Any, queries: list[str], fmt: str, mode: str,
             emit: Any, everywhere: bool) -> int:  # fmt: skip
     """How many of ``queries`` a running server answered (0: none runs, or it cannot give this format)."""
-    if args.no_server or fmt not in ("text", "json"):
+    if args.no_server or args.rerank or fmt not in ("text", "json"):  # --rerank: this process reranks
         return 0
     from aide_tui.cli.served import served_search
 
     return served_search(root, settings, queries, max(args.limit, 0), mode, emit, everywhere)
+
+
+def open_searcher(
+    args: argparse.Namespace, root: Path, settings: Any, mode: str
+) -> tuple[Any, Callable[[], None]] | int:
+    """The searcher ``search`` answers from, after its usual refresh (local index or Milvus store), and
+    how to release it; or an exit code after saying why. ``ask`` retrieves through it too."""
+    if settings.store.backend == "milvus":
+        return _open_milvus(args, root, settings, mode)
+    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
+    searcher = _open_searcher(root, settings, args, embedder, emb_err)
+    if isinstance(searcher, int):
+        return searcher
+    return _ready_for_mode(searcher, mode, embedder, emb_err) or (searcher, lambda: None)
 
 
 def _open_searcher(
@@ -194,19 +206,14 @@ def _search_milvus(
     args: argparse.Namespace, root: Path, settings: Any, queries: list[str], fmt: str, mode: str, emit: Any
 ) -> int:
     """The same answers from a Milvus store (``--all-workspaces``: every workspace of the collection)."""
-    from aide_tui.core.milvus.search import MilvusSearcher
     from aide_tui.core.search.searcher import SearchResponse
     from aide_tui.core.store.segments import IndexError_
 
-    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
-    searcher = MilvusSearcher(root, settings, embedder, emb_err, all_workspaces=args.all_workspaces)
+    opened = _open_milvus(args, root, settings, mode)
+    if isinstance(opened, int):
+        return opened
+    searcher, close = opened
     try:
-        if not settings.store.read_only and (not args.no_update or searcher.backend.version_key() is None):
-            _refresh_milvus(root, settings, mode)
-        searcher.refresh()
-        code = _ready_for_mode(searcher, mode, embedder, emb_err)
-        if code:
-            return code
         for q in queries:
             q = q.rstrip("\r")
             resp = SearchResponse(query=q, results=[], mode=mode) if not q.strip() else searcher.search(
@@ -221,8 +228,32 @@ def _search_milvus(
         err(str(exc))
         return 1
     finally:
-        searcher.store.close()
+        close()
     return 0
+
+
+def _open_milvus(
+    args: argparse.Namespace, root: Path, settings: Any, mode: str
+) -> tuple[Any, Callable[[], None]] | int:
+    """:func:`open_searcher` for a Milvus store: this workspace's rows refreshed, the searcher loaded."""
+    from aide_tui.core.milvus.search import MilvusSearcher
+    from aide_tui.core.store.segments import IndexError_
+
+    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
+    everywhere = bool(getattr(args, "all_workspaces", False))
+    searcher = MilvusSearcher(root, settings, embedder, emb_err, all_workspaces=everywhere)
+    try:
+        if not settings.store.read_only and (not args.no_update or searcher.backend.version_key() is None):
+            _refresh_milvus(root, settings, mode)
+        searcher.refresh()
+        code = _ready_for_mode(searcher, mode, embedder, emb_err)
+    except IndexError_ as exc:
+        err(str(exc))
+        code = 1
+    if code:
+        searcher.store.close()
+        return code
+    return searcher, searcher.store.close
 
 
 def _refresh_milvus(root: Path, settings: Any, mode: str) -> None:
@@ -247,6 +278,8 @@ def _write(answer: dict[str, Any], as_json: bool) -> None:
     else:
         if answer["degraded"]:
             err(f"degraded (BM25 only): {answer['degraded_reason']}")
+        if str(answer.get("rerank", "")).startswith("degraded"):
+            err(f"rerank {answer['rerank']} (fused order kept)")
         for h in answer["results"]:
             path, symbol = printable(h["path"]), printable(h["symbol"] or "")
             if "workspace" in h:
