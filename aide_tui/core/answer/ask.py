@@ -238,6 +238,9 @@ def _run(question: str, search: SearchFn, settings: AnswerSettings, client: Chat
             first = time.monotonic() if first is None else first
             pieces.append(event.text)
             yield event
+            if cancel is not None and cancel.is_set():  # the front end cancelled while rendering it
+                yield AskCancelled("".join(pieces))
+                return
         elif isinstance(event, Usage):
             usage = event
         elif isinstance(event, StreamDone):
