@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from aide_tui.core.embed.policy import display_url, endpoint_url, request_problem
+from aide_tui.core.httpclient import shared_client
 from aide_tui.core.watchdog import SocketWatchdog
 
 MAX_LINE = 1 << 20  # bytes of one stream line
@@ -236,17 +237,10 @@ class ChatClient:
         self.shown = display_url(self.url)
         self.where = f"model server at {self.shown}"
         self.timeout = timeout
-        self._owns = client is None
-        # trust_env=False: never route a loopback request through a proxy from the environment;
-        # no keep-alive: each request has its own socket, which the watchdog can shut down
-        self._client = client or httpx.Client(
-            trust_env=False, follow_redirects=False, limits=httpx.Limits(max_keepalive_connections=0)
-        )
+        self._client = client or shared_client()  # no proxy, no redirects, a socket per request
 
     def close(self) -> None:
-        """Close the HTTP client if this object created it."""
-        if self._owns:
-            self._client.close()
+        """Nothing to release: the HTTP client is the process's shared one, or the caller's."""
 
     def body(self, messages: list[dict[str, str]], context_tokens: int | None) -> dict[str, Any]:
         """The request body for ``messages`` (``context_tokens``: the prompt's estimated size)."""

@@ -116,17 +116,15 @@ def _post(url: str, body: dict[str, Any], timeout: float) -> Any:
     """POST ``body``; the decoded JSON answer. The whole exchange is bounded by ``timeout``."""
     import httpx
 
+    from aide_tui.core.httpclient import shared_client
     from aide_tui.core.watchdog import SocketWatchdog
 
     dog = SocketWatchdog(timeout)
     late = f"no answer within {timeout:g}s"
     try:
-        with (
-            httpx.Client(trust_env=False, follow_redirects=False) as client,
-            client.stream(
-                "POST", url, json=body, timeout=httpx.Timeout(timeout), extensions={"trace": dog.trace}
-            ) as resp,  # fmt: skip
-        ):
+        with shared_client().stream(
+            "POST", url, json=body, timeout=httpx.Timeout(timeout), extensions={"trace": dog.trace}
+        ) as resp:
             raw = b""
             for chunk in resp.iter_bytes():
                 raw += chunk
