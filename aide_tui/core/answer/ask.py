@@ -117,8 +117,9 @@ class Answered:
 
 @dataclass(frozen=True)
 class AskFailed:
-    """The run stopped: ``message`` is one line; ``setup`` says it is about having no model server;
-    ``partial`` is what was answered before (may be empty)."""
+    """The run stopped: ``message`` is one line; ``setup`` says it is about having no usable model
+    server (none answers, or ``[answer]`` names one that cannot be used); ``partial`` is what was
+    answered before (may be empty)."""
 
     message: str
     setup: bool = False
@@ -188,17 +189,12 @@ def ask(
     if len(question) > MAX_QUESTION:
         yield AskFailed(f"the question is longer than {MAX_QUESTION} characters")
         return
-    own = client is None
     try:
         client = client or chat_for(settings)
     except ChatError as exc:
         yield AskFailed(str(exc), setup=True)
         return
-    try:
-        yield from _run(question, search, settings, client, cancel, t0, deadline)
-    finally:
-        if own:
-            client.close()
+    yield from _run(question, search, settings, client, cancel, t0, deadline)
 
 
 def _retrieve(question: str, search: SearchFn, settings: AnswerSettings, t0: float) -> Retrieved | AskFailed:
