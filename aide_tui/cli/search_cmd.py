@@ -239,6 +239,8 @@ def _open_milvus(
     from aide_tui.core.milvus.search import MilvusSearcher
     from aide_tui.core.store.segments import IndexError_
 
+    if settings.search.rerank != "off":
+        err("reranking is not applied to a milvus store yet; the fused order is kept")
     embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
     everywhere = bool(getattr(args, "all_workspaces", False))
     searcher = MilvusSearcher(root, settings, embedder, emb_err, all_workspaces=everywhere)

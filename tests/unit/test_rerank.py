@@ -180,3 +180,14 @@ def test_search_cli_rerank_flag(root: Path, server: ModelServer) -> None:
     server.set_mode("error")
     out = run(*base[:-2], "--no-update", "--rerank", QUERY, env=env)  # text mode: the reason on stderr
     assert out.returncode == 0 and "rerank degraded: HTTP 500" in out.stderr and ":1-" in out.stdout
+
+
+def test_a_milvus_store_says_it_is_not_reranked(workspace: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pymilvus", reason="aide-tui[milvus] is not installed")
+    db = tmp_path / "team.db"
+    out = run("index", str(workspace), "--store", "milvus", "--store-uri", str(db), "--embedder", "none")
+    assert out.returncode == 0, out.stderr
+    out = run("search", "--path", str(workspace), "--store", "milvus", "--store-uri", str(db), "--embedder",
+              "none", "--no-update", "--json", "--rerank", "--no-server", "redirects")  # fmt: skip
+    assert out.returncode == 0 and json.loads(out.stdout)["results"], out.stderr
+    assert "reranking is not applied to a milvus store yet" in out.stderr
