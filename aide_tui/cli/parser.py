@@ -7,7 +7,7 @@ from typing import Any
 
 from aide_tui import __version__
 
-SUBCOMMANDS = ("index", "search", "status", "serve", "mcp")
+SUBCOMMANDS = ("index", "search", "ask", "status", "serve", "mcp")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,6 +48,44 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workspace-id", help="milvus: this workspace's id in the collection")
     p.add_argument("--read-only", action="store_true", default=None, help="never write to the store")
     p.add_argument("--max-file-kb", type=int, help="skip files larger than this (default 512)")
+
+
+def _rerank_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rerank", action="store_const", const="http", default=None,
+                   help="rerank the top fused hits by the [search] rerank_url server")  # fmt: skip
+    p.add_argument("--allow-remote-reranker", dest="rerank_allow_remote", action="store_true", default=None,
+                   help="allow a non-loopback rerank_url (your code is sent there)")  # fmt: skip
+
+
+def _ask_parser(sub: Any) -> None:
+    """``aide-tui ask``: a cited answer from a local model server over the search's hits."""
+    p = sub.add_parser(
+        "ask",
+        help="answer a question about ROOT's code with a local model server, citing the code",
+        description="Search ROOT's index for the question (the same pipeline as `search`), send the best "
+        "hits within a token budget, each numbered with path:start-end, to a local model server "
+        "(llama.cpp's llama-server, llamafile, LM Studio, vLLM: --backend openai; Ollama: --backend "
+        "ollama) and stream its answer, then list the code it cites. Defaults come from [answer].",
+    )
+    p.set_defaults(handler=_handler("ask"), subparser=p)
+    p.add_argument("question", nargs="*", help="the question")
+    p.add_argument("--path", default=".", help="workspace root (default .)")
+    p.add_argument("--json", action="store_true", help="print one JSON object when the answer is complete")
+    p.add_argument("--backend", dest="answer_backend", choices=["openai", "ollama"],
+                   help="wire format of the model server (default openai)")  # fmt: skip
+    p.add_argument("--url", dest="answer_url",
+                   help="model server URL (default http://127.0.0.1:8080; ollama: :11434)")  # fmt: skip
+    p.add_argument("--model", dest="answer_model", help="model name sent to the server")
+    p.add_argument("--limit", dest="answer_limit", type=_positive_int, help="hits sent at most (default 5)")
+    p.add_argument("--max-context-tokens", dest="answer_max_context_tokens", type=_positive_int,
+                   help="token budget of the hits sent (default 3000)")  # fmt: skip
+    p.add_argument("--timeout", dest="answer_timeout", type=float, help="seconds for the whole answer")
+    p.add_argument("--allow-remote-model", dest="answer_allow_remote", action="store_true", default=None,
+                   help="allow a non-loopback model server URL (your code is sent there)")  # fmt: skip
+    p.add_argument("--no-update", action="store_true", help="do not refresh the index before searching")
+    p.add_argument("--wait", action="store_true", help="compute every missing vector before answering")
+    _rerank_flags(p)
+    _common(p)
 
 
 def _handler(name: str) -> Any:
@@ -124,7 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="milvus: search every workspace of the collection (each result says which)",
     )
+    _rerank_flags(p)
     _common(p)
+
+    _ask_parser(sub)
 
     p = sub.add_parser("status", help="show the state of ROOT's index")
     p.set_defaults(handler=_handler("status"), subparser=p)
@@ -157,7 +198,7 @@ def tui_parser() -> argparse.ArgumentParser:
         "path",
         nargs="?",
         default=".",
-        help="workspace (default .); subcommands: index, search, status, serve, mcp",
+        help="workspace (default .); subcommands: index, search, ask, status, serve, mcp",
     )
     p.add_argument("--no-watch", action="store_true", help="do not watch the workspace for changes")
     _common(p)
@@ -166,7 +207,7 @@ def tui_parser() -> argparse.ArgumentParser:
 
 def flags(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Map parsed flags onto config sections (only the ones given)."""
-    out: dict[str, dict[str, Any]] = {"embedding": {}, "index": {}, "search": {}, "store": {}}
+    out: dict[str, dict[str, Any]] = {"embedding": {}, "index": {}, "search": {}, "store": {}, "answer": {}}
     pairs = [
         ("embedder", "embedding", "backend"),
         ("embedding_url", "embedding", "url"),
@@ -181,6 +222,12 @@ def flags(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         ("collection", "store", "collection"),
         ("workspace_id", "store", "workspace"),
         ("read_only", "store", "read_only"),
+        ("rerank", "search", "rerank"),
+        ("rerank_allow_remote", "search", "rerank_allow_remote"),
+        *(
+            (f"answer_{k}", "answer", k)
+            for k in ("backend", "url", "model", "limit", "max_context_tokens", "timeout", "allow_remote")
+        ),
     ]
     for attr, section, key in pairs:
         value = getattr(args, attr, None)

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -105,14 +106,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     from aide_tui.core.errors import IndexProblem
     from aide_tui.core.search.response import SearchResponse
 
-    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
-    searcher = _open_searcher(root, settings, args, embedder, emb_err, everywhere)
-    if isinstance(searcher, int):
-        return searcher
+    opened = open_searcher(args, root, settings, mode)
+    if isinstance(opened, int):
+        return opened
+    searcher, close = opened
     try:
-        code = _ready_for_mode(searcher, mode, embedder, emb_err)
-        if code:
-            return code
         for q in queries[done:]:
             q = q.rstrip("\r")
             if not q.strip():
@@ -128,18 +126,35 @@ def cmd_search(args: argparse.Namespace) -> int:
         err(str(exc))
         return 1
     finally:
-        searcher.retriever.close()
+        close()
     return 2 if failed else 0
 
 
 def _served(args: argparse.Namespace, root: Path, settings: Any, queries: list[str], fmt: str, mode: str,
             emit: Any, everywhere: bool) -> int:  # fmt: skip
     """How many of ``queries`` a running server answered (0: none runs, or it cannot give this format)."""
-    if args.no_server or fmt not in ("text", "json"):
+    if args.no_server or args.rerank or fmt not in ("text", "json"):  # --rerank: this process reranks
         return 0
     from aide_tui.cli.served import served_search
 
     return served_search(root, settings, queries, max(args.limit, 0), mode, emit, everywhere)
+
+
+def open_searcher(
+    args: argparse.Namespace, root: Path, settings: Any, mode: str
+) -> tuple[Any, Callable[[], None]] | int:
+    """The searcher ``search`` answers from, after its usual refresh, and how to release it; or an exit
+    code after saying why. ``ask`` retrieves through it too."""
+    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
+    everywhere = bool(getattr(args, "all_workspaces", False))
+    searcher = _open_searcher(root, settings, args, embedder, emb_err, everywhere)
+    if isinstance(searcher, int):
+        return searcher
+    code = _ready_for_mode(searcher, mode, embedder, emb_err)
+    if code:
+        searcher.retriever.close()
+        return code
+    return searcher, searcher.retriever.close
 
 
 def _open_searcher(
@@ -222,6 +237,8 @@ def _write(answer: dict[str, Any], as_json: bool) -> None:
     else:
         if answer["degraded"]:
             err(f"degraded (BM25 only): {answer['degraded_reason']}")
+        if str(answer.get("rerank", "")).startswith("degraded"):
+            err(f"rerank {answer['rerank']} (fused order kept)")
         for h in answer["results"]:
             path, symbol = printable(h["path"]), printable(h["symbol"] or "")
             if "workspace" in h:

@@ -1,9 +1,9 @@
 """Settings: defaults < user config < workspace config < AIDE_* environment < flags.
 
 Every key lives in a ``[section]`` of a TOML file and maps to the environment variable
-``AIDE_<SECTION>_<KEY>`` (upper case). ``embedding.allow_remote`` is honoured from the user config,
-the environment and flags only, never from the workspace config: a cloned repository must not be
-able to send your code anywhere.
+``AIDE_<SECTION>_<KEY>`` (upper case). ``embedding.allow_remote`` (and ``answer.allow_remote``,
+``search.rerank_allow_remote``) is honoured from the user config, the environment and flags only, never
+from the workspace config: a cloned repository must not be able to send your code anywhere.
 """
 
 from __future__ import annotations
@@ -77,6 +77,13 @@ class SearchSettings:
     # short prose queries ("where are redirects followed", a commit message)
     prose_kind_prior: float = 1.0  # the same file-kind priors (identifier queries never get them)
     prose_file_agg: float = 0.0  # the same file aggregation
+    # opt-in reranking of the top fused hits by a local server (llama.cpp --reranking: POST /v1/rerank)
+    rerank: str = "off"  # off | http
+    rerank_url: str = ""  # empty: http://127.0.0.1:8080
+    rerank_model: str = ""
+    rerank_top: int = 30  # fused hits sent to the reranker
+    rerank_timeout: float = 5.0  # seconds; slower leaves the fused order ("rerank": "degraded: ...")
+    rerank_allow_remote: bool = False  # like embedding.allow_remote: never from the workspace config
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,19 @@ class StoreSettings:
 
 
 @dataclass(frozen=True)
+class AnswerSettings:
+    """``aide-tui ask`` (``[answer]``): the local chat model server that writes cited answers."""
+
+    backend: str = "openai"  # openai (llama.cpp's llama-server, llamafile, LM Studio, vLLM) | ollama
+    url: str = ""  # empty = the backend's loopback default
+    model: str = ""  # empty: the model the server has loaded (openai); ollama needs a name
+    limit: int = 5  # hits sent to the model at most
+    max_context_tokens: int = 3000  # their budget, in estimated tokens
+    timeout: float = 120.0  # seconds for the whole answer
+    allow_remote: bool = False  # like embedding.allow_remote: never from the workspace config
+
+
+@dataclass(frozen=True)
 class Settings:
     """All settings, grouped by section."""
 
@@ -112,9 +132,11 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     tui: TuiSettings = field(default_factory=TuiSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
 
 
-_WORKSPACE_FORBIDDEN = {("embedding", "allow_remote"), ("store", "token")}
+_WORKSPACE_FORBIDDEN = {("embedding", "allow_remote"), ("store", "token"), ("answer", "allow_remote"),
+                        ("search", "rerank_allow_remote")}  # fmt: skip
 STORE_BACKENDS = ("local", "milvus")
 _NETWORK_SCHEMES = ("http://", "https://", "tcp://", "grpc://", "grpcs://", "unix://", "unix:")
 
@@ -194,6 +216,11 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     },  # fmt: skip
     ("search", "kind_prior"): (0.0, 1.0, True),
     ("search", "prose_kind_prior"): (0.0, 1.0, True),
+    ("search", "rerank_top"): (1, 1000, True),
+    ("search", "rerank_timeout"): (0.0, 600.0, False),
+    ("answer", "limit"): (1, 100, True),
+    ("answer", "max_context_tokens"): (100, 1_000_000, True),
+    ("answer", "timeout"): (0.0, 86_400.0, False),
 }
 MAX_CONFIG_BYTES = 1 << 20
 # builtin encoder runtimes; "onnx" is onnx-int8, the explicit variants are for measuring
@@ -402,4 +429,9 @@ def load_settings(
         )
     if settings.search.mode not in ("hybrid", "bm25", "dense"):
         raise ConfigError(f"unknown search mode {settings.search.mode!r} (hybrid, bm25, dense)")
+    choices = (("search.rerank", settings.search.rerank, ("off", "http")),
+               ("answer.backend", settings.answer.backend, ("openai", "ollama")))  # fmt: skip
+    for key, value, allowed in choices:
+        if value not in allowed:
+            raise ConfigError(f"unknown {key} {value!r} ({', '.join(allowed)})")
     return settings

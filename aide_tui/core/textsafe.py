@@ -8,3 +8,8 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def printable_lines(text: str) -> str:
+    """:func:`printable`, but line breaks and tabs stay (a model's answer, streamed to a terminal)."""
+    return "\n".join("\t".join(map(printable, line.split("\t"))) for line in text.split("\n"))

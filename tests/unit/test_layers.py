@@ -14,7 +14,7 @@ CORE = "aide_tui.core."
 # Leaf modules of core: any layer may use them, they use nothing but each other.
 LEAVES = {
     "appstate", "config", "errors", "events", "filekinds", "languages", "model", "paths", "priority",
-    "safeio", "secrets", "status", "textsafe", "tokens", "bm25",
+    "safeio", "secrets", "status", "textsafe", "tokens", "bm25", "watchdog", "httpclient",
 }  # fmt: skip
 
 # Per layer of core, the modules it must never import (regular expressions over names below core).
@@ -22,7 +22,7 @@ FORBIDDEN = {
     r"embed\..*": r"(chunk|index|search|store|milvus)\b.*|live",
     r"chunk\..*": r"(embed|index|search|store|milvus)\b.*|live",
     r"store\..*": r"(embed|chunk|index|search|milvus)\b.*|live",
-    r"search\..*": r"(chunk|index)\b.*|milvus\.writer|live|secrets",
+    r"search\..*": r"(chunk|index)\b.*|milvus\.writer|live",
     r"milvus\.(connection|lite|terms|retriever)":
         r"(chunk|index)\b.*|milvus\.writer|search\.(rank|searcher|lists|local|stores)|live",
     r"index\..*": r"search\b.*|live",
@@ -34,7 +34,7 @@ SEARCH_PATH_ROOTS = [
     "aide_tui.core.search.stores",
     "aide_tui.core.search.hitlines",
 ]
-INDEXING_SIDE = re.compile(r"aide_tui\.core\.(index\b.*|chunk\b.*|milvus\.writer|secrets)$")
+INDEXING_SIDE = re.compile(r"aide_tui\.core\.(index\b.*|chunk\b.*|milvus\.writer)$")
 
 
 def core_edges() -> list[tuple[str, str]]:

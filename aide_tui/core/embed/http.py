@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ import numpy as np
 from aide_tui.core.embed.base import Kind, check_vectors
 from aide_tui.core.embed.policy import check_endpoint, display_url, is_loopback_host
 from aide_tui.core.errors import EmbedderError
+from aide_tui.core.watchdog import SocketWatchdog as _Watchdog
 
 MAX_BATCH = 16
 BACKOFF = (0.2, 0.5, 1.0)  # seconds before retry 1, 2, 3+
@@ -35,48 +35,6 @@ class _Unavailable(EmbedderError):
 
 class _Deadline(Exception):
     """The whole answer did not arrive in time (not retried: a retry would wait as long again)."""
-
-
-class _Watchdog:
-    """Shuts the request's socket down when the overall deadline passes.
-
-    httpx's timeouts apply to each read, so a server that sends one byte at a time never trips
-    them; closing the socket under the blocked read ends the request however slowly it trickles.
-    The socket comes from the documented ``trace`` extension (``connection.connect_tcp.complete``).
-    """
-
-    def __init__(self, seconds: float) -> None:
-        self.fired = False
-        self._sock: socket.socket | None = None
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def trace(self, event: str, info: dict[str, Any]) -> None:
-        stream = info.get("return_value")
-        if event.endswith(".complete") and stream is not None and hasattr(stream, "get_extra_info"):
-            sock = stream.get_extra_info("socket")
-            if isinstance(sock, socket.socket):
-                with self._lock:
-                    self._sock = sock
-                    if self.fired:
-                        self._shutdown()
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            self._shutdown()
-
-    def _shutdown(self) -> None:
-        if self._sock is not None:
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def cancel(self) -> None:
-        self._timer.cancel()
 
 
 # Circuit breaker shared by every embedder of the process: (endpoint, model) -> (until, message).

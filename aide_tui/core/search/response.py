@@ -61,6 +61,7 @@ class SearchResponse:
     mode: str = "hybrid"
     vectors_missing: int = 0  # dense pieces of the searched version still without a vector
     error: str | None = None  # the query could not be understood (unknown lang:): show it, no results
+    rerank: str | None = None  # reranking on: "ok" or "degraded: <reason>" (see rerank.py)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -73,4 +74,6 @@ class SearchResponse:
         }
         if self.error is not None:
             out["error"] = self.error
+        if self.rerank is not None:
+            out["rerank"] = self.rerank
         return out

@@ -15,6 +15,7 @@ import numpy as np
 
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
+from aide_tui.core.search import rerank
 from aide_tui.core.search.filters import parse_query
 from aide_tui.core.search.finder import find_files
 from aide_tui.core.search.rank import QueryEncoder, rank
@@ -77,10 +78,12 @@ class Searcher:
         elif parsed.has_filters and not parsed.text:
             resp.results = find_files(retriever, parsed, limit)
         else:
-            ranked = rank(retriever, parsed, mode, limit, self._encoder(), self.settings.search)
+            s = self.settings.search
+            ranked = rank(retriever, parsed, mode, rerank.depth(s, limit), self._encoder(), s)
             resp.results = ranked.hits
             if ranked.degraded is not None:
                 resp.degraded, resp.degraded_reason = True, ranked.degraded
+            rerank.rerank_response(s, parsed.text, resp, limit)  # opt-in; cuts the list to ``limit``
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
 
