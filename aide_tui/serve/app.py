@@ -153,9 +153,14 @@ async def read_json(request: Request) -> Any:
     if not body.strip():
         return None
     try:
-        return json.loads(body)
+        obj = json.loads(body)
     except (ValueError, RecursionError):
         raise ApiError(400, "malformed JSON") from None
+    try:  # JSON may spell a lone surrogate ("\ud800"); no answer that echoes it could be encoded
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(400, "request body is not valid Unicode text (a lone surrogate)") from None
+    return obj
 
 
 def _int_field(obj: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:

@@ -27,6 +27,15 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
+def is_unicode(text: str) -> bool:
+    """False for a string holding a lone surrogate (JSON can spell one; nothing can encode it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class SpanRefused(ValueError):
     """A path or range read_span will not serve (the message says why)."""
 
@@ -55,6 +64,8 @@ def clean_relative(path: str) -> list[str]:
     """The components of a workspace-relative path, or SpanRefused."""
     if not isinstance(path, str) or not path.strip() or "\0" in path:
         raise SpanRefused("path must be a non-empty workspace-relative path")
+    if not is_unicode(path):
+        raise SpanRefused("path is not valid Unicode text (a lone surrogate)")
     if path.startswith(("/", "\\", "~")) or os.path.isabs(path) or (len(path) > 1 and path[1] == ":"):
         raise SpanRefused(f"{path}: absolute paths are refused; give a path relative to the workspace")
     parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]

@@ -87,6 +87,10 @@ def test_search_answers_one_contract_line(served: Served, home: Path) -> None:
         ("POST", "/search", b'{"query": "x", "limit": true}', 400, "limit"),
         ("POST", "/reindex", b'{"rebuild": "yes"}', 400, "rebuild"),
         ("POST", "/reindex", b"[]", 400, "object"),
+        ("POST", "/search", b'{"query": "\\ud800"}', 400, "lone surrogate"),  # JSON spells one
+        ("POST", "/search", b'{"query": "x\xed\xa0\x80y"}', 400, "lone surrogate"),  # UTF-8 bytes of one
+        ("POST", "/search", b'{"query": "x", "\\udfff": 1}', 400, "lone surrogate"),  # in a key
+        ("POST", "/reindex", b'{"rebuild": false, "x": ["\\udc80"]}', 400, "lone surrogate"),
         ("GET", "/nope", None, 404, "no such route"),
         ("GET", "/", None, 404, "no such route"),
         ("GET", "/search", None, 405, "method not allowed"),
