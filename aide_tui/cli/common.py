@@ -34,10 +34,14 @@ def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
 
             data = settings_from_child_env(args.settings_json)
             return _checked(root.resolve(), apply_mapping(Settings(), data, "settings"))
-        return _checked(root.resolve(), load_settings(root.resolve(), flags(args)))
+        notes: list[str] = []  # what the workspace config set but may not (ignored)
+        settings = load_settings(root.resolve(), flags(args), notes=notes)
     except (ConfigError, ValueError) as exc:  # ValueError: settings handed over by a parent process
         err(f"config error: {exc}")
         return None
+    for note in notes:
+        err(f"note: {note}")
+    return _checked(root.resolve(), settings)
 
 
 def _checked(root: Path, settings: Any) -> tuple[Path, Any] | None:
