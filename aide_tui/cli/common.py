@@ -95,7 +95,7 @@ def run_index(
             line = f"{p.state} {p.files_done}/{p.files_total} files"
         else:
             line = f"{p.state} {p.message}".strip()
-        print(f"\r\x1b[K{line}", end="", file=sys.stderr, flush=True)
+        print(f"\r\x1b[K{printable(line)}", end="", file=sys.stderr, flush=True)  # quotes file names
 
     try:
         report = (

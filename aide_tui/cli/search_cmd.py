@@ -40,8 +40,10 @@ def _shown_path(root: Path, rel: str) -> str:
 
 def _write_locations(out: Any, root: Path, resp: Any, fmt: str, roots: dict[str, Path] | None = None) -> None:
     """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: distinct files in rank order.
-    ``roots``: each workspace's root, for the hits of ``--all-workspaces`` (they carry their workspace)."""
+    ``roots``: each workspace's root, for the hits of ``--all-workspaces`` (they carry their workspace).
+    Control characters in names are escaped and in line text shown (␛), as the text format does."""
     from aide_tui.core.search.hitlines import vimgrep_line
+    from aide_tui.core.textsafe import visible
 
     def base(h: Any) -> Path:
         ws = getattr(h, "workspace", None)
@@ -50,11 +52,11 @@ def _write_locations(out: Any, root: Path, resp: Any, fmt: str, roots: dict[str,
     if resp.degraded:
         err(f"degraded (BM25 only): {resp.degraded_reason}")
     if fmt == "paths":
-        for shown in dict.fromkeys(_shown_path(base(h), h.path) for h in resp.results):
+        for shown in dict.fromkeys(printable(_shown_path(base(h), h.path)) for h in resp.results):
             out.write(shown + "\n")
         return
     for h in resp.results:
-        out.write(vimgrep_line(_shown_path(base(h), h.path), h) + "\n")
+        out.write(visible(vimgrep_line(printable(_shown_path(base(h), h.path)), h)) + "\n")
 
 
 def _queries(args: argparse.Namespace) -> list[str] | None:
