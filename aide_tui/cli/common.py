@@ -35,10 +35,14 @@ def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
 
             data = settings_from_child_env(args.settings_json)
             return _checked(root.resolve(), apply_mapping(Settings(), data, "settings"))
-        return _checked(root.resolve(), load_settings(root.resolve(), flags(args)))
+        notes: list[str] = []  # what the workspace config set but may not (ignored)
+        settings = load_settings(root.resolve(), flags(args), notes=notes)
     except (ConfigError, ValueError) as exc:  # ValueError: settings handed over by a parent process
         err(f"config error: {exc}")
         return None
+    for note in notes:
+        err(f"note: {note}")
+    return _checked(root.resolve(), settings)
 
 
 def _checked(root: Path, settings: Any) -> tuple[Path, Any] | None:
@@ -92,7 +96,7 @@ def run_index(
             line = f"{p.state} {p.files_done}/{p.files_total} files"
         else:
             line = f"{p.state} {p.message}".strip()
-        print(f"\r\x1b[K{line}", end="", file=sys.stderr, flush=True)
+        print(f"\r\x1b[K{printable(line)}", end="", file=sys.stderr, flush=True)  # quotes file names
 
     try:
         report = Indexer(root, settings, embedder, emb_err).run(

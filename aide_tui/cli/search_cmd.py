@@ -41,8 +41,10 @@ def _shown_path(root: Path, rel: str) -> str:
 
 def _write_locations(out: Any, root: Path, resp: Any, fmt: str) -> None:
     """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: distinct files in rank order.
-    A hit of another workspace (``--all-workspaces``) is shown under the root it was indexed from."""
+    A hit of another workspace (``--all-workspaces``) is shown under the root it was indexed from.
+    Control characters in names are escaped and in line text shown (␛), as the text format does."""
     from aide_tui.core.search.hitlines import vimgrep_line
+    from aide_tui.core.textsafe import visible
 
     def base(h: Any) -> Path:
         return Path(h.root) if h.workspace and h.root else root
@@ -50,11 +52,11 @@ def _write_locations(out: Any, root: Path, resp: Any, fmt: str) -> None:
     if resp.degraded:
         err(f"degraded (BM25 only): {resp.degraded_reason}")
     if fmt == "paths":
-        for shown in dict.fromkeys(_shown_path(base(h), h.path) for h in resp.results):
+        for shown in dict.fromkeys(printable(_shown_path(base(h), h.path)) for h in resp.results):
             out.write(shown + "\n")
         return
     for h in resp.results:
-        out.write(vimgrep_line(_shown_path(base(h), h.path), h) + "\n")
+        out.write(visible(vimgrep_line(printable(_shown_path(base(h), h.path)), h)) + "\n")
 
 
 def _queries(args: argparse.Namespace) -> list[str] | None:
@@ -173,7 +175,7 @@ def _open_searcher(
                 not args.no_update or searcher.retriever.version_key() is None
             ):
                 _refresh_shared(root, settings, settings.search.mode)
-        elif not args.no_update or searcher.retriever.version_key() is None:
+        elif not args.no_update or not _readable_index(root):
             code = _refresh(root, settings, embedder, wait=args.wait)
             if code:
                 return code
@@ -249,12 +251,23 @@ def _write(answer: dict[str, Any], as_json: bool) -> None:
     out.flush()
 
 
+def _readable_index(root: Path) -> bool:
+    """Whether the local store has a manifest that reads (a damaged one counts as none: it is rebuilt)."""
+    from aide_tui.core.errors import IndexProblem
+    from aide_tui.core.paths import index_dir_for
+    from aide_tui.core.store.segments import read_manifest
+
+    try:
+        read_manifest(index_dir_for(root, create=False))
+    except IndexProblem:
+        return False
+    return True
+
+
 def _refresh(root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild: bool = False) -> int:
     """Bring the index up to date before answering; returns an exit code (0 = go on)."""
     from aide_tui.core.errors import LockTimeout
-    from aide_tui.core.search.local import LocalRetriever
-
-    have = LocalRetriever(root, settings).version_key() is not None and not rebuild
+    have = _readable_index(root) and not rebuild
     # the configured embedder even in bm25 mode: the index records whose vectors it holds
     idx_embedder, idx_err = make_embedder(settings, for_indexing=wait)
     quick = replace(settings, index=replace(settings.index, lock_timeout=0.0)) if have else settings

@@ -1,9 +1,13 @@
 """Settings: defaults < user config < workspace config < AIDE_* environment < flags.
 
 Every key lives in a ``[section]`` of a TOML file and maps to the environment variable
-``AIDE_<SECTION>_<KEY>`` (upper case). ``embedding.allow_remote`` (and ``answer.allow_remote``,
-``search.rerank_allow_remote``) is honoured from the user config, the environment and flags only, never
-from the workspace config: a cloned repository must not be able to send your code anywhere.
+``AIDE_<SECTION>_<KEY>`` (upper case). A workspace's own config (``<root>/.aide/config.toml``) comes with
+a cloned repository, so some keys are honoured from the user config, the environment and flags only and
+ignored there, with a note saying so: ``embedding.allow_remote``, ``answer.allow_remote`` and
+``search.rerank_allow_remote`` (a repository must not be able to send your code anywhere) and
+``store.uri``, ``store.collection``, ``store.workspace``, ``store.token`` (it must not be able to name a
+shared store and overwrite another workspace's index in it). A network ``store.uri`` there is an error
+instead, unless the environment or a flag sets one.
 """
 
 from __future__ import annotations
@@ -101,8 +105,8 @@ class StoreSettings:
 
     backend: str = "local"  # local | milvus
     # milvus: a path ending in .db = Milvus Lite (empty: <state dir>/milvus.db); http(s)://host:port = a
-    # server. The workspace config may only name a local file (a cloned repository must not be able
-    # to send your code to a server); a network URI comes from the user config, AIDE_STORE_URI or a flag.
+    # server. uri, collection, workspace and token come from the user config, AIDE_STORE_* or flags only:
+    # the workspace config may choose backend = "milvus" (its own Lite file), never a shared store.
     uri: str = ""
     collection: str = ""  # empty: aide_<hash of the resolved workspace root>; share one by naming it
     workspace: str = ""  # this workspace's id inside the collection (empty: <folder name>-<hash of root>)
@@ -135,8 +139,10 @@ class Settings:
     answer: AnswerSettings = field(default_factory=AnswerSettings)
 
 
-_WORKSPACE_FORBIDDEN = {("embedding", "allow_remote"), ("store", "token"), ("answer", "allow_remote"),
-                        ("search", "rerank_allow_remote")}  # fmt: skip
+_WORKSPACE_FORBIDDEN = {
+    ("embedding", "allow_remote"), ("answer", "allow_remote"), ("search", "rerank_allow_remote"),
+    ("store", "uri"), ("store", "collection"), ("store", "workspace"), ("store", "token"),
+}  # fmt: skip
 STORE_BACKENDS = ("local", "milvus")
 _NETWORK_SCHEMES = ("http://", "https://", "tcp://", "grpc://", "grpcs://", "unix://", "unix:")
 
@@ -306,8 +312,15 @@ def _check_range(section: str, key: str, value: Any, where: str) -> None:
         raise ConfigError(f"{where}: {_show(value)} is out of range ({allowed})")
 
 
-def apply_mapping(settings: Settings, data: dict[str, Any], source: str, workspace: bool = False) -> Settings:
-    """Overlay a parsed TOML mapping onto ``settings``; ConfigError names any unknown or bad entry."""
+def apply_mapping(
+    settings: Settings,
+    data: dict[str, Any],
+    source: str,
+    workspace: bool = False,
+    ignored: list[tuple[str, str, Any]] | None = None,
+) -> Settings:
+    """Overlay a parsed TOML mapping onto ``settings``; ConfigError names any unknown or bad entry.
+    ``workspace``: the keys a workspace config may not set are skipped (and listed in ``ignored``)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a table of sections, not {type(data).__name__}")
     sections = [f.name for f in fields(Settings)]
@@ -334,6 +347,8 @@ def apply_mapping(settings: Settings, data: dict[str, Any], source: str, workspa
                 did = f" (did you mean {section.name}.{hint[0]}?)" if hint else ""
                 raise ConfigError(f"{source}: unknown key {section.name}.{key}{did}")
             if workspace and (section.name, key) in _WORKSPACE_FORBIDDEN:
+                if ignored is not None:
+                    ignored.append((section.name, key, value))
                 continue  # never honoured from inside the workspace
             where = f"{source}: {section.name}.{key}"
             changes[key] = _coerce(value, getattr(current, key), where)
@@ -392,34 +407,52 @@ def env_overrides(environ: dict[str, str] | None = None) -> dict[str, dict[str, 
     return out
 
 
+_WHY_IGNORED = {
+    "embedding": "it could send your code to another machine",
+    "store": "it could name a shared store and overwrite another workspace's index in it",
+    "answer": "it could send your code to another machine",
+    "search": "it could send your code to another machine",
+}
+
+
+def _ignored_note(source: Path, ignored: list[tuple[str, str, Any]]) -> str:
+    """One line naming the workspace-config keys that were not honoured, and where to set them."""
+    keys = ", ".join(f"{s}.{k}" for s, k, _ in ignored)
+    why = "; ".join(dict.fromkeys(_WHY_IGNORED[s] for s, _, _ in ignored))
+    return (
+        f"{source}: ignored {keys}: a workspace's own config may not set these ({why}); "
+        f"set them in {user_config_path()}, the environment (AIDE_<SECTION>_<KEY>) or a flag"
+    )
+
+
 def load_settings(
     root: Path | None,
     flags: dict[str, dict[str, Any]] | None = None,
     environ: dict[str, str] | None = None,
     user_config: Path | None = None,
+    notes: list[str] | None = None,
 ) -> Settings:
-    """Resolve settings for a workspace through every layer, lowest precedence first."""
+    """Resolve settings for a workspace through every layer, lowest precedence first. ``notes`` gets a
+    line for what the workspace config set but may not (ignored)."""
     settings = Settings()
     settings = apply_mapping(settings, _read_toml(user_config or user_config_path()), "user config")
-    ws_uri: str | None = None  # a network URI that only the workspace config asked for
+    ignored: list[tuple[str, str, Any]] = []
     if root is not None:
         ws = workspace_config_path(root)
-        before = settings.store.uri
-        settings = apply_mapping(settings, _read_toml(ws), str(ws), workspace=True)
-        if settings.store.uri != before and is_network_uri(settings.store.uri):
-            ws_uri = settings.store.uri
+        settings = apply_mapping(settings, _read_toml(ws), str(ws), workspace=True, ignored=ignored)
     env = env_overrides(environ)
     settings = apply_mapping(settings, env, "environment")
     if flags:
         settings = apply_mapping(settings, flags, "command line")
-    overridden = "uri" in env.get("store", {}) or "uri" in (flags or {}).get("store", {})
-    if ws_uri is not None and not overridden:
+    ws_uri = next((v for s, k, v in ignored if (s, k) == ("store", "uri") and isinstance(v, str)), "")
+    if is_network_uri(ws_uri) and not settings.store.uri:  # it would have been used: say so loudly
         raise ConfigError(
             f"{workspace_config_path(root) if root is not None else 'workspace config'}: store.uri "
             f"{_show(ws_uri)} is a network address, which a workspace config may not choose (your code "
-            "would be sent there); set it in the user config, AIDE_STORE_URI or --store-uri, or use a "
-            "local Milvus Lite file (a path ending in .db)"
+            "would be sent there); set it in the user config, AIDE_STORE_URI or --store-uri"
         )
+    if ignored and notes is not None and root is not None:
+        notes.append(_ignored_note(workspace_config_path(root), ignored))
     _check_store(settings)
     if settings.embedding.backend not in ("builtin", "openai", "ollama", "none"):
         raise ConfigError(f"unknown embedder {settings.embedding.backend!r} (builtin, openai, ollama, none)")

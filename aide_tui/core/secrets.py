@@ -88,12 +88,15 @@ _PLACEHOLDER = re.compile(
     r"""(?ix)^(?:
         <[^>]*> | \$\{?[\w.]*\}? | \$\(.*\) | \{\{.*\}\} | %\(?\w*\)?s? | \#\{.*\} | @\w+@
         | x{3,} | \*{3,} | \.{3,} | -+ | _+
-        | (?:your|my|some|the)[-_ ].* | .*[-_ ]here | (?:example|placeholder|dummy|sample|redacted|fake)\b.*
+        | (?:your|my|some|the)[-_ ](?-i:[a-z_ -]*|[A-Z_ -]*) | .*[-_ ]here
+        | (?:example|placeholder|dummy|sample|redacted|fake)\b.*
         | changeme | change[-_]me | none | null | nil | true | false | undefined | todo | tbd | secret
         | password | passwd | pass | pwd | token | str | string | int | bytes | bool | any | optional
         | [^A-Za-z0-9]* | .*%[sdr].* | .*\{\w*\}.* | arn:.* | \w+://.*
     )$"""
 )
+_NAME_LIKE = re.compile(r"[A-Za-z_]+[0-9]*")  # db_password, userPassword, password2: a variable's name
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _TYPE_WORDS = frozenset(
     "str string int bytes bool boolean number any optional none null nil true false".split()
 )
@@ -116,6 +119,16 @@ def looks_random(value: str) -> bool:
         (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value))
     )
     return classes >= 2 and any(c.isdigit() for c in value) and _entropy(value) >= 3.0
+
+
+def looks_random_punctuated(value: str) -> bool:
+    """A generated secret drawn from letters, digits and punctuation (Django's SECRET_KEY alphabet
+    has ``!@#$%^&*(-_=+)``): long, no spaces, digits and punctuation, high entropy."""
+    if len(value) < 16 or any(c.isspace() for c in value) or not value.isprintable():
+        return False
+    has = (any(c.isalpha() for c in value), any(c.isdigit() for c in value),
+           any(not c.isalnum() for c in value))  # fmt: skip
+    return all(has) and _entropy(value) >= 3.5
 
 
 def _key_kind(key: str) -> str | None:
@@ -143,6 +156,29 @@ def _key_kind(key: str) -> str | None:
     return None
 
 
+def _plain_setting(text: str, m: re.Match[str], key_start: int) -> bool:
+    """``KEY=value`` / ``key: value`` alone on its line (a trailing comment allowed)."""
+    line_start = text.rfind("\n", 0, key_start) + 1
+    rest_end = text.find("\n", m.end())
+    rest = text[m.end() : len(text) if rest_end < 0 else rest_end].strip()
+    return (
+        m.group("op") in ("=", ":")
+        and _LINE_START.match(text, line_start, key_start) is not None
+        and (not rest or rest.startswith(("#", "//", ";")))
+    )
+
+
+def _shell_env(text: str, m: re.Match[str], key_start: int) -> bool:
+    """A shell variable set for one command: ``PGPASSWORD=... pg_dump``, ``docker run -e KEY=...``
+    (an upper-case name right against ``=`` and its value, after whitespace or at a line start)."""
+    before = text[key_start - 1] if key_start else "\n"
+    return (
+        before in " \t\n"
+        and text[m.end("word") : m.start("val")] == "="
+        and _ENV_NAME.fullmatch(text[key_start : m.end("word")]) is not None
+    )
+
+
 def _assignment_mask(text: str, m: re.Match[str]) -> tuple[int, int] | None:
     """The span of ``text`` to mask for an ``_ASSIGN`` match ``m`` (found in the lower-cased text)."""
     start, word_end = m.span("word")
@@ -162,7 +198,7 @@ def _assignment_mask(text: str, m: re.Match[str]) -> tuple[int, int] | None:
         return None
     low = inner.lower()
     named = kind != "blob" and any(w in low for w in ("pass", "secret", "token"))
-    if named and (not quoted or " " in inner):
+    if named and (" " in inner or not quoted and _NAME_LIKE.fullmatch(inner)):
         return None  # names a variable (db_password) or asks for one ("Enter password")
     if kind == "blob":
         ok = _BASE64ISH.match(inner) is not None and _CODE_VALUE.search(inner) is None
@@ -171,16 +207,12 @@ def _assignment_mask(text: str, m: re.Match[str]) -> tuple[int, int] | None:
             ok = 3 <= len(inner) <= 200 and inner.count(" ") <= 2
         elif kind == "secret":  # api_key = "...": a token has digits (pagination names do not)
             ok = len(inner) >= 8 and _TOKEN_CHARS.match(inner) is not None and any(c.isdigit() for c in inner)
+            ok = ok or looks_random_punctuated(inner)
         else:
-            ok = looks_random(inner)
+            ok = looks_random(inner) or looks_random_punctuated(inner)
     else:
-        line_start = text.rfind("\n", 0, key_start) + 1
-        rest_end = text.find("\n", m.end())
-        rest = text[m.end() : len(text) if rest_end < 0 else rest_end].strip()
         plain = (
-            m.group("op") in ("=", ":")
-            and _LINE_START.match(text, line_start, key_start) is not None
-            and (not rest or rest.startswith(("#", "//", ";")))
+            (_plain_setting(text, m, key_start) or _shell_env(text, m, key_start))
             and _CODE_VALUE.search(inner) is None
             and low not in _TYPE_WORDS
         )

@@ -154,9 +154,14 @@ async def read_json(request: Request) -> Any:
     if not body.strip():
         return None
     try:
-        return json.loads(body)
+        obj = json.loads(body)
     except (ValueError, RecursionError):
         raise ApiError(400, "malformed JSON") from None
+    try:  # JSON may spell a lone surrogate ("\ud800"); no answer that echoes it could be encoded
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(400, "request body is not valid Unicode text (a lone surrogate)") from None
+    return obj
 
 
 def _int_field(obj: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
@@ -347,13 +352,18 @@ async def _crash(request: Request, exc: Exception) -> Response:
 
 
 class Guard:
-    """Outermost layer of one listener: the Bearer token (TCP listeners only; the Unix socket is protected by
-    its 0600 mode) and the settings fingerprint + PID headers on every answer (clients use a server only
-    when it runs with their own settings)."""
+    """Outermost layer of one listener. On TCP (a token given): requests from browsers are refused (an
+    ``Origin`` header, or a ``Host`` that is not a loopback name: DNS rebinding), then the Bearer token is
+    checked; the Unix socket is protected by its 0600 mode and folder. Only admitted requests get the
+    settings fingerprint + PID headers (clients use a server only when it runs with their own
+    settings); a refusal tells nothing about the server."""
 
-    def __init__(self, app: ASGIApp, fingerprint: str, token: str | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, fingerprint: str, token: str | None = None, hosts: frozenset[bytes] = frozenset()
+    ) -> None:
         self.app = app
         self.expected = f"Bearer {token}".encode() if token is not None else None
+        self.hosts = hosts
         self.extra = [
             (SETTINGS_HEADER.encode(), fingerprint.encode()),
             (PID_HEADER.encode(), str(os.getpid()).encode()),
@@ -363,27 +373,35 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", []), *self.extra]
             await send(message)
 
-        if not self._allowed(scope):
-            resp = error(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
-            await resp(scope, receive, send_with_headers)
-            return
         await self.app(scope, receive, send_with_headers)
 
-    def _allowed(self, scope: Scope) -> bool:
+    def _refusal(self, scope: Scope) -> Response | None:
+        """The answer to a request this listener does not admit (None: admit it). It closes the
+        connection: a client without the token holds no kept-alive connection (see deadline.py)."""
         if self.expected is None:
-            return True
-        given = b""
+            return None
+        headers: dict[bytes, bytes] = {}
         for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                given = value
-                break
-        return hmac.compare_digest(given, self.expected)
+            headers.setdefault(name, value)
+        close = {"Connection": "close"}
+        if b"origin" in headers:
+            return error(403, "requests from web pages are refused (Origin header)", close)
+        if headers.get(b"host", b"").lower() not in self.hosts:
+            why = "Host must be a loopback name (127.0.0.1, localhost, [::1]) with this port"
+            return error(403, why, close)
+        if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
+            return error(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer", **close})
+        return None
 
 
 def create_app(

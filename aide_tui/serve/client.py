@@ -10,12 +10,17 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import os
 import socket
+import stat
+import struct
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from aide_tui.serve.locations import remove_dead_socket, socket_candidates
+from aide_tui.core.textsafe import printable
+from aide_tui.serve.locations import remove_dead_socket, socket_candidates, untrusted_folder
 
 SETTINGS_HEADER = "x-aide-settings"
 PID_HEADER = "x-aide-pid"
@@ -42,6 +47,38 @@ class ConnectFailed(ServeUnavailable):
     """Nobody accepts connections on the socket (a dead server's leftover)."""
 
 
+class UntrustedSocket(ServeUnavailable):
+    """The socket, its folder or the process behind it is not ours: nothing is sent to it."""
+
+
+def untrusted_socket(path: Path) -> str | None:
+    """Why the socket file at ``path`` may have been put there by someone else (None: it is a socket
+    of ours, in a folder of ours that no other user may write to)."""
+    why = untrusted_folder(path.parent)
+    if why is not None:
+        return why
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    if not stat.S_ISSOCK(st.st_mode):
+        return f"{path} is not a socket"
+    if st.st_uid != os.geteuid():
+        return f"{path} belongs to another user (uid {st.st_uid})"
+    return None
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a connected Unix socket (None where the system cannot
+    tell: SO_PEERCRED is Linux's; other systems rely on the file and folder checks)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return uid
+
+
 class _UnixConnection(http.client.HTTPConnection):
     """The standard library's HTTP/1.1 client over a Unix socket (httpx costs ~0.25 s to import and set
     up, more than a whole warm search, in a CLI call that lives for one query)."""
@@ -51,13 +88,20 @@ class _UnixConnection(http.client.HTTPConnection):
         self.unix_path = path
 
     def connect(self) -> None:
+        why = untrusted_socket(Path(self.unix_path))
+        if why is not None:
+            raise UntrustedSocket(why)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
             sock.connect(self.unix_path)
+            uid = peer_uid(sock)
         except OSError:
             sock.close()
             raise
+        if uid is not None and uid != os.geteuid():  # the file was ours, the listener is not
+            sock.close()
+            raise UntrustedSocket(f"{self.unix_path}: the server behind it runs as another user (uid {uid})")
         self.sock = sock
 
 
@@ -81,6 +125,9 @@ class ServeClient:
             self._conn = _UnixConnection(str(self.sock), self.timeout)
             try:
                 self._conn.connect()
+            except UntrustedSocket:
+                self.close()
+                raise
             except OSError as exc:
                 self.close()
                 raise ConnectFailed(f"{self.sock}: {exc}") from exc
@@ -100,7 +147,7 @@ class ServeClient:
         payload = None if body is None else json.dumps(body).encode()
         try:
             status, headers, raw = self._exchange(method, path, payload)
-        except ConnectFailed:
+        except (ConnectFailed, UntrustedSocket):
             raise
         except ServeUnavailable:  # a kept-alive connection the server closed meanwhile: once more
             status, headers, raw = self._exchange(method, path, payload)
@@ -149,6 +196,9 @@ def connect(root: Path, settings: Any) -> ServeClient | None:
         try:
             client.status()
             return client
+        except UntrustedSocket as exc:  # never removed: it may be another user's file, or a trap
+            client.close()
+            print(f"aide-tui: ignoring a server socket: {printable(str(exc))}", file=sys.stderr)
         except ConnectFailed:
             client.close()
             remove_dead_socket(sock, lock)

@@ -2,9 +2,17 @@
 
 A relative posix path only (no ``..``, nothing absolute); every component is opened relative to its parent
 with O_NOFOLLOW, so no symlink is followed anywhere on the way; the state folder (``.aide``: the server's
-token) and version-control folders are out of bounds; files the scanner would not index (secrets such as
-``.env`` or keys, binaries, files over the size cap) are refused; credential-looking lines are masked as
+token) and version-control folders are out of bounds, in any letter case; files the scanner would not
+index are refused by the scanner's own rules (:meth:`Scanner.path_skip_reason`: ignored by
+``.gitignore``/``.aideignore``/``index.exclude``, excluded folders, virtualenvs, secrets such as ``.env``
+or keys in any letter case, binaries, files over the size cap); credential-looking lines are masked as
 in the index.
+
+Hard links are refused: a file with more than one name (``st_nlink > 1``) may be a second name of a
+file outside the workspace (``ln ~/.ssh/config notes.txt``), and O_NOFOLLOW cannot tell. The index
+records no inode numbers to compare against, and a hard-linked source file in a workspace is rare
+(tools that hard-link, such as package stores, live in folders that are never indexed anyway); the
+message says why, and the file's indexed chunks are still in search results.
 """
 
 from __future__ import annotations
@@ -17,14 +25,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aide_tui.core.index.scan import Scanner
+from aide_tui.core.index.scan import PRIVATE_DIRS, Scanner
 from aide_tui.core.secrets import mask_secrets
 
 MAX_SPAN_LINES = 400
 MAX_SPAN_CHARS = 64_000
-FORBIDDEN_DIRS = frozenset({".aide", ".git", ".hg", ".svn"})
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def is_unicode(text: str) -> bool:
+    """False for a string holding a lone surrogate (JSON can spell one; nothing can encode it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class SpanRefused(ValueError):
@@ -55,6 +71,8 @@ def clean_relative(path: str) -> list[str]:
     """The components of a workspace-relative path, or SpanRefused."""
     if not isinstance(path, str) or not path.strip() or "\0" in path:
         raise SpanRefused("path must be a non-empty workspace-relative path")
+    if not is_unicode(path):
+        raise SpanRefused("path is not valid Unicode text (a lone surrogate)")
     if path.startswith(("/", "\\", "~")) or os.path.isabs(path) or (len(path) > 1 and path[1] == ":"):
         raise SpanRefused(f"{path}: absolute paths are refused; give a path relative to the workspace")
     parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
@@ -62,7 +80,7 @@ def clean_relative(path: str) -> list[str]:
         raise SpanRefused(f"{path}: '..' is refused; paths stay inside the workspace")
     if not parts:
         raise SpanRefused(f"{path}: not a file")
-    if any(p in FORBIDDEN_DIRS for p in parts):
+    if any(p.lower() in PRIVATE_DIRS for p in parts):
         raise SpanRefused(f"{path}: the state and version-control folders are out of bounds")
     return parts
 
@@ -98,9 +116,10 @@ def read_span(root: Path, settings: Any, path: str, start_line: int, end_line: i
     scanner = Scanner(
         root,
         max_file_bytes=settings.index.max_file_kb * 1024,
+        extra_excludes=tuple(settings.index.exclude),
         include_sensitive=settings.index.include_sensitive,
     )
-    reason = scanner.file_skip_reason(rel, 0)
+    reason = scanner.path_skip_reason(rel, 0)
     if reason is not None:
         raise SpanRefused(f"{rel}: refused ({reason})")
     fd = _open_jailed(Path(root), parts)
@@ -108,6 +127,10 @@ def read_span(root: Path, settings: Any, path: str, start_line: int, end_line: i
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise SpanRefused(f"{rel}: not a regular file")
+        if st.st_nlink > 1:
+            raise SpanRefused(
+                f"{rel}: refused (a hard link: it may be another name of a file outside the workspace)"
+            )
         reason = scanner.file_skip_reason(rel, st.st_size)
         if reason is not None:
             raise SpanRefused(f"{rel}: refused ({reason})")

@@ -2,6 +2,8 @@
 
 AF_UNIX paths are limited to 107 bytes; a deep workspace gets its socket in a private per-user runtime
 folder instead, under a name derived from the workspace's real path, so clients find it the same way.
+That folder (``$XDG_RUNTIME_DIR/aide-tui-<uid>``, else in the temp dir, where anyone may create it first)
+is used only when it is ours and nobody else may write to it: :func:`untrusted_folder` says why not.
 """
 
 from __future__ import annotations
@@ -41,12 +43,36 @@ def socket_for(root: Path, state: Path) -> Path:
     return _short_socket(root)
 
 
+def untrusted_folder(folder: Path) -> str | None:
+    """Why a socket's folder cannot be trusted (None when it is a real folder of ours that no other user
+    may write to: nobody else can have put a socket in it, nor replace ours)."""
+    try:
+        st = os.lstat(folder)
+    except OSError as exc:
+        return f"{folder}: {exc.strerror or exc}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{folder} is not a folder (a symlink?)"
+    if st.st_uid != os.geteuid():
+        return f"{folder} belongs to another user (uid {st.st_uid})"
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        return f"{folder} is writable by other users (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
 def prepare_socket_dir(sock: Path) -> None:
-    """Make sure the socket's folder exists, is ours and is 0700 (raises OSError otherwise)."""
+    """Make sure the socket's folder exists, is ours and is 0700 (raises OSError otherwise). The runtime
+    folder is refused when another user owns it or may write to it (created 0700 by us otherwise)."""
     folder = sock.parent
     if not trusted_dir(folder):
         raise OSError(f"{folder} is a symlink or belongs to another user")
+    if folder == runtime_dir() and os.path.lexists(folder):
+        why = untrusted_folder(folder)  # someone else's files may be in it: never chmod it into ours
+        if why is not None:
+            raise OSError(f"{why}: not using it for the server's socket; remove it")
     private_dir(folder)
+    why = untrusted_folder(folder)  # checked again after creating it: another user may have been first
+    if why is not None:
+        raise OSError(f"{why}: not using it for the server's socket")
 
 
 def server_state_dir(root: Path) -> Path:

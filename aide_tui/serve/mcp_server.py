@@ -7,21 +7,26 @@ own, started at once so the first question finds it warm. ``read_span`` always r
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
+import mcp_types
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from aide_tui.core.config import Settings
 from aide_tui.core.errors import IndexProblem
 from aide_tui.core.live import EmbedderReady, LiveEvent, LiveWorkspace, Opened, Reloaded
 from aide_tui.core.search.stores import store_status
 from aide_tui.serve.client import ServeClient, ServeUnavailable, connect
-from aide_tui.serve.jail import SpanRefused, read_span
+from aide_tui.serve.jail import SpanRefused, is_unicode, read_span
 from aide_tui.serve.shapes import search_json
 
 MODES = ("hybrid", "bm25", "dense")
@@ -108,6 +113,14 @@ class Backend:
         return store_status(self.root, self.settings).to_json()
 
 
+def _unicode(**args: str | None) -> None:
+    """ToolError for an argument holding a lone surrogate: JSON can spell one, but no reply that echoes
+    it could be encoded, and the client would wait forever."""
+    for name, value in args.items():
+        if value is not None and not is_unicode(value):
+            raise ToolError(f"{name} is not valid Unicode text (a lone surrogate)")
+
+
 def _filter_value(kind: str, value: str | None) -> str:
     if value is None or value == "":
         return ""
@@ -137,6 +150,7 @@ def build_server(backend: Backend) -> MCPServer:
         all_workspaces: search every workspace sharing the index (a Milvus store); each result then
         names its workspace (read_span reads this workspace's files only).
         """
+        _unicode(query=query, mode=mode, path=path, lang=lang)
         if not query.strip():
             raise ToolError("query is empty")
         if mode not in MODES:
@@ -168,6 +182,7 @@ def build_server(backend: Backend) -> MCPServer:
         """Lines start_line..end_line (1-based, inclusive, at most 400) of a file, by its path relative to the
         workspace root (as search_code returns it). Secrets files, '..', absolute paths and symlinks are
         refused."""
+        _unicode(path=path)
         try:
             span = await anyio.to_thread.run_sync(
                 _read_span, backend.root, backend.settings, path, start_line, end_line
@@ -182,11 +197,60 @@ def build_server(backend: Backend) -> MCPServer:
 _read_span = read_span  # the tool above shadows the name inside build_server
 
 
+UNREADABLE = "the request is not valid Unicode text (it spells a lone surrogate such as \\ud800)"
+
+
+def reply_to_unreadable(exc: Exception) -> SessionMessage | None:
+    """An error reply to a line the SDK could not parse but which is a JSON-RPC request (the SDK's
+    parser refuses a lone surrogate that JSON itself allows, and drops the request: its client would
+    wait forever). A ``tools/call`` gets a tool error, any other method an invalid-params error."""
+    errors = getattr(exc, "errors", None)
+    try:
+        line = errors()[0].get("input") if callable(errors) else None
+        request = json.loads(line) if isinstance(line, str) else None
+    except (ValueError, IndexError, TypeError, RecursionError):
+        return None
+    if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+        return None
+    rid = request.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, int | str):
+        return None  # a notification (no id) gets no reply
+    if request["method"] == "tools/call":
+        result = mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=UNREADABLE)],
+                                          is_error=True)  # fmt: skip
+        dumped = result.model_dump(by_alias=True, exclude_none=True)
+        return SessionMessage(mcp_types.JSONRPCResponse(jsonrpc="2.0", id=rid, result=dumped))
+    error = mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=UNREADABLE)
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=rid, error=error))
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """``MCPServer.run_stdio_async``, with :func:`reply_to_unreadable` between the transport and the
+    server: every request gets an answer."""
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        relay: MemoryObjectSendStream[SessionMessage | Exception]
+        relay, relayed = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def forward() -> None:
+            async with relay:
+                async for item in read_stream:
+                    reply = reply_to_unreadable(item) if isinstance(item, Exception) else None
+                    if reply is not None:
+                        await write_stream.send(reply)
+                    else:
+                        await relay.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forward)
+            await lowlevel.run(relayed, write_stream, lowlevel.create_initialization_options())
+
+
 def run_stdio(root: Path, settings: Settings, watch: bool = True) -> None:
     """Serve MCP on stdin/stdout until the client closes them."""
     backend = Backend(root, settings, watch=watch)
     backend.start()
     try:
-        anyio.run(build_server(backend).run_stdio_async)
+        anyio.run(serve_stdio, build_server(backend))
     finally:
         backend.close()

@@ -69,10 +69,10 @@ def make_chunks(n: int, target: int = 1500) -> list[str]:
 
 
 def make_embedder(runtime: str, **kwargs: object):  # noqa: ANN201 - BuiltinEmbedder or OnnxEmbedder
-    """The numpy encoder or the same weights on onnxruntime (aide_tui.core.embed.onnx_encoder)."""
+    """The numpy encoder or the same weights on onnxruntime (aide_tui.core.embed.onnx_embedder)."""
     if runtime == "numpy":
         return BuiltinEmbedder(**kwargs)  # type: ignore[arg-type]
-    from aide_tui.core.embed.onnx_encoder import OnnxEmbedder
+    from aide_tui.core.embed.onnx_embedder import OnnxEmbedder
 
     return OnnxEmbedder(runtime.removeprefix("onnx-"), **kwargs)
 

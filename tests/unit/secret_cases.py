@@ -163,6 +163,26 @@ SECRETS: list[tuple[str, str, str]] = [
         "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     ),
     ("api_key quoted", 'api_key = "0123456789abcdef0123"\n', "0123456789abcdef0123"),
+    # issue 22: values the rules above let through
+    (
+        "Django SECRET_KEY with punctuation",
+        "SECRET_KEY = 'django-insecure-k3$!@#9x^f*a&(zq=+w5)n0_r!b@2#c$'\n",
+        "k3$!@#9x^f*a&(zq=+w5)n0_r!b@2#c$",
+    ),
+    ("password starting my_", 'DB_PASSWORD = "my_Sup3rDbPw"\n', "my_Sup3rDbPw"),
+    ("password starting the-", "admin_password: 'the-R3al-0ne'\n", "the-R3al-0ne"),
+    (
+        "PGPASSWORD before a command",
+        "PGPASSWORD=Pg5ecretPw9 pg_dump -h db.internal -U app shop > shop.sql\n",
+        "Pg5ecretPw9",
+    ),
+    (
+        "env password passed to docker",
+        "docker run -e MYSQL_ROOT_PASSWORD=My5qlRootPw -d mysql:8\n",
+        "My5qlRootPw",
+    ),
+    ("unquoted password containing pass", "db:\n  password: PassW0rd2024!\n", "PassW0rd2024!"),
+    ("unquoted password, name-like with digits", "password = Passw0rdX\n", "Passw0rdX"),
 ]
 
 # Ordinary code and config that must come through unchanged.
@@ -196,6 +216,17 @@ NOT_SECRETS: list[str] = [
     '"auth": "none",\n',
     "Basic usage of the client\n",
     "postgres://localhost/app\n",
+    # near misses of the issue-22 rules
+    'DB_PASSWORD = "my_password"\n',
+    'API_KEY = "the-api-key"\n',
+    "password = db_password\n",
+    "password: PASSWORD\n",
+    "password = password2\n",
+    "PGPASSWORD=$PGPASS pg_dump shop\n",
+    "PGPASSWORD=${DB_PASSWORD} psql -h db\n",
+    'private_key = "/etc/ssl/private/server.key"\n',
+    'SECRET_KEY = "%(secret)s"\n',
+    "run: KEY_FILE=keys/prod.pem deploy.sh\n",
 ]
 
 # Files skipped by name or path before anything is read (relative path, content).

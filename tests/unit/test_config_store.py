@@ -3,6 +3,7 @@ token; a missing milvus extra is one line with the install command (exit 2). No 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -57,14 +58,42 @@ def test_workspace_config_may_not_choose_a_network_uri(tmp_path: Path, uri: str)
     assert load_settings(root, environ={}, user_config=user).store.uri == uri  # the same one: it is yours
 
 
-def test_workspace_config_may_choose_milvus_lite_but_not_a_token(tmp_path: Path) -> None:
+def test_workspace_config_may_choose_milvus_but_not_which_store(tmp_path: Path) -> None:
+    """Issue 22 #4: a clone's config naming a shared Lite file, collection and workspace id replaced another
+    workspace's index. It may choose backend = "milvus" (its own Lite file); the rest is ignored, said."""
+    team = tmp_path / "team.db"
     root = _ws_config(
-        tmp_path / "ws", '[store]\nbackend = "milvus"\nuri = "team.db"\ntoken = "stolen:creds"\n'
+        tmp_path / "ws",
+        f'[store]\nbackend = "milvus"\nuri = "{team}"\ncollection = "team"\nworkspace = "api"\n'
+        'token = "stolen:creds"\n[embedding]\nallow_remote = true\n',
     )
-    s = load_settings(root, environ={}, user_config=tmp_path / "none.toml")
-    assert (s.store.backend, s.store.uri, s.store.token) == ("milvus", "team.db", "")
-    s = load_settings(root, environ={"AIDE_STORE_TOKEN": "mine"}, user_config=tmp_path / "none.toml")
-    assert s.store.token == "mine"
+    notes: list[str] = []
+    s = load_settings(root, environ={}, user_config=tmp_path / "none.toml", notes=notes)
+    assert s.store.backend == "milvus" and s.store.read_only is False
+    assert (s.store.uri, s.store.collection, s.store.workspace, s.store.token) == ("", "", "", "")
+    assert s.embedding.allow_remote is False
+    (note,) = notes
+    for key in ("store.uri", "store.collection", "store.workspace", "store.token", "embedding.allow_remote"):
+        assert key in note, note
+    assert "ignored" in note and "config.toml" in note and "team.db" not in note
+    # the user's own choices are honoured, from the user config, the environment or flags
+    user = tmp_path / "user.toml"
+    user.write_text(f'[store]\nuri = "{team}"\ncollection = "team"\nworkspace = "api"\n')
+    s = load_settings(root, environ={"AIDE_STORE_TOKEN": "mine"}, user_config=user)
+    assert (s.store.uri, s.store.collection, s.store.workspace, s.store.token) == (
+        str(team),
+        "team",
+        "api",
+        "mine",
+    )
+    s = load_settings(root, environ={}, user_config=tmp_path / "none.toml",
+                      flags={"store": {"collection": "flagged"}})  # fmt: skip
+    assert s.store.collection == "flagged"
+    # a workspace config without those keys gets no note
+    plain = _ws_config(tmp_path / "plain", '[store]\nbackend = "milvus"\n')
+    notes.clear()
+    assert load_settings(plain, environ={}, user_config=tmp_path / "none.toml", notes=notes).store.uri == ""
+    assert notes == []
 
 
 def test_bad_store_values(tmp_path: Path) -> None:
@@ -173,3 +202,37 @@ def test_child_processes_get_settings_in_their_environment_not_on_the_command_li
         assert any(type(e).__name__ == "Done" for e in events)
     finally:
         svc.close()
+
+
+def test_a_clone_cannot_overwrite_another_workspace_in_a_shared_lite_file(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Issue 22 #4, end to end: the victim's index in a shared Milvus Lite file stays theirs when a clone
+    whose config names that file, collection and workspace id is searched; the clone is told why."""
+    pytest.importorskip("milvus_lite")
+    team = tmp_path / "team.db"
+    home = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    mine = {**home, "AIDE_STORE_BACKEND": "milvus", "AIDE_STORE_URI": str(team),
+            "AIDE_STORE_COLLECTION": "team", "AIDE_STORE_WORKSPACE": "api"}  # fmt: skip
+    done = _cli(["index", str(workspace), "--embedder", "none"], tmp_path, mine)
+    assert done.returncode == 0, done.stderr
+    clone = tmp_path / "clone"
+    (clone / "src").mkdir(parents=True)
+    (clone / "src" / "evil.py").write_text("def parse_header(line):\n    return 'served from the clone'\n")
+    _ws_config(
+        clone, f'[store]\nbackend = "milvus"\nuri = "{team}"\ncollection = "team"\nworkspace = "api"\n'
+    )
+    out = _cli(
+        ["search", "--path", str(clone), "--embedder", "none", "--json", "parse_header"], tmp_path, home
+    )
+    assert out.returncode == 0, out.stderr
+    assert "note:" in out.stderr and "ignored store.uri, store.collection, store.workspace" in out.stderr
+    assert [r["path"] for r in json.loads(out.stdout)["results"]] == ["src/evil.py"]  # its own store
+    assert (clone / ".aide" / "milvus.db").exists() or any((clone / ".aide").rglob("*.db"))
+    victim = _cli(["search", "--path", str(workspace), "--embedder", "none", "--json", "parse_header"],
+                  tmp_path, mine)  # fmt: skip
+    assert victim.returncode == 0, victim.stderr
+    paths = [r["path"] for r in json.loads(victim.stdout)["results"]]
+    assert paths[0] == "src/httpclient/headers.py" and "src/evil.py" not in paths, paths
+    st = _cli(["status", str(workspace), "--json"], tmp_path, mine)
+    assert json.loads(st.stdout)["files"] == 5, st.stdout

@@ -5,7 +5,10 @@ missing onnxruntime is tested always)."""
 from __future__ import annotations
 
 import os
+import platform
+import shutil
 import socket
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -54,7 +57,7 @@ def test_missing_onnxruntime_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails as if not installed
     emb = OnnxEmbedder("int8")
-    assert emb.id == f"builtin:all-MiniLM-L6-v2:{SHA[:8]}:onnx-int8"  # never the numpy encoder's id
+    assert emb.id == f"builtin:all-MiniLM-L6-v2:{SHA[:8]}:onnx-int8-u8"  # never the numpy encoder's id
     assert OnnxEmbedder("fp32").id.endswith(":onnx-fp32")
     with pytest.raises(EmbedderError, match=r"pip install 'aide-tui\[onnx\]'"):
         emb.embed(["x"])
@@ -101,6 +104,64 @@ def test_int8_graph_is_close_to_numpy(model_cache: Path, numpy_vectors: tuple[np
         s_np, s_ort = docs @ q_np, got @ q_ort
         assert s_ort.max() - s_ort[np.argmax(s_np)] < 0.01, (s_np, s_ort)
         assert np.abs(s_np - s_ort).max() < 0.03  # measured up to 0.016
+
+
+@needs_onnx
+def test_int8_graph_has_no_saturating_products(model_cache: Path) -> None:
+    """Every quantized product of the int8 graph takes uint8 weights: onnxruntime runs u8 x s8 products
+    through a saturating int16 pair sum on CPUs without VNNI (vectors then drift to a cosine of 0.979);
+    u8 x u8 products are exact integers on every CPU."""
+    import onnx
+    from onnx import numpy_helper
+
+    emb = OnnxEmbedder("int8")
+    emb.load()
+    assert emb.encoder is not None
+    model = onnx.load(str(emb.encoder.path))
+    inits = {t.name: t for t in model.graph.initializer}
+    quantized = [n for n in model.graph.node if n.op_type in ("DynamicQuantizeMatMul", "MatMulInteger",
+                                                             "QAttention", "QLinearMatMul")]  # fmt: skip
+    assert len(quantized) >= 4 * 6, [n.op_type for n in quantized]  # 4 products per layer, 6 layers
+    weight_types = set()
+    for n in quantized:
+        weight = n.input[1]  # B of DynamicQuantizeMatMul / MatMulInteger, the weight of QAttention
+        assert weight in inits, (n.name, weight)
+        weight_types.add(numpy_helper.to_array(inits[weight]).dtype)
+    assert weight_types == {np.dtype(np.uint8)}, weight_types
+
+
+QEMU = shutil.which("qemu-x86_64")
+NO_VNNI_PROBE = """
+import sys, numpy as np
+sys.path.insert(0, {root!r})
+from aide_tui.core.embed.onnx_embedder import OnnxEmbedder
+pieces = {pieces!r}
+ref = np.load({ref!r})
+got = OnnxEmbedder("int8").embed(pieces)
+cos = (got * ref).sum(axis=1)
+print(f"{{cos.mean():.5f}} {{cos.min():.5f}}")
+"""
+
+
+@needs_onnx
+@pytest.mark.skipif(QEMU is None or platform.machine() != "x86_64", reason="needs qemu-x86_64 (qemu-user)")
+def test_int8_graph_is_close_to_numpy_without_vnni(
+    model_cache: Path, numpy_vectors: tuple[np.ndarray, ...], tmp_path: Path
+) -> None:
+    """The same parity on a CPU without VNNI (an AVX2 Haswell, emulated: onnxruntime has no switch to
+    force its non-VNNI kernels), where the int8-weight graph gave a cosine of 0.979 to numpy."""
+    docs, _ = numpy_vectors
+    OnnxEmbedder("int8").load()  # build the graph natively (the emulated run only reads it)
+    pieces = PIECES[:4]
+    ref = tmp_path / "ref.npy"
+    np.save(ref, docs[:4])
+    script = NO_VNNI_PROBE.format(root=str(HERE.parents[2]), pieces=pieces, ref=str(ref))
+    env = {**os.environ, "XDG_CACHE_HOME": str(model_cache)}
+    out = subprocess.run([QEMU, "-cpu", "Haswell", sys.executable, "-c", script], capture_output=True,
+                         text=True, env=env, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    mean, low = map(float, out.stdout.split())
+    assert mean > 0.997 and low > 0.995, (mean, low)
 
 
 def test_int8_calibration_is_data_free_and_keyed() -> None:
@@ -235,7 +296,7 @@ def test_factory_passes_the_runtime_to_every_worker(tmp_path: Path) -> None:
     plain = make_embedder(settings("numpy"))
     assert plain is not None and plain.id == f"builtin:all-MiniLM-L6-v2:{SHA[:8]}"
     onnx = make_embedder(settings("onnx"))
-    assert onnx is not None and onnx.id == plain.id + ":onnx-int8"
+    assert onnx is not None and onnx.id == plain.id + ":onnx-int8-u8"
     fp32 = make_embedder(settings("onnx-fp32"))
     assert fp32 is not None and fp32.id == plain.id + ":onnx-fp32"
     pooled = make_embedder(settings("onnx"), for_indexing=True)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import subprocess
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -166,3 +169,73 @@ async def test_mcp_on_a_milvus_store_searches_every_workspace(tmp_path: Path) ->
         assert not err and st["files"] == 5 and st["source"] == "in-process"
         err, span = await call(s, "read_span", path="lib/render.py", start_line=1, end_line=2)
         assert err  # read_span reads this workspace's files only
+
+
+class RawClient:
+    """JSON-RPC lines written by hand to a real ``aide-tui mcp``: the SDK's own client cannot send a lone
+    surrogate (its serializer refuses one), but JSON can spell it and other clients send it."""
+
+    def __init__(self, root: Path, home: Path) -> None:
+        self.errlog = open(home / "mcp-raw-stderr.log", "w")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "aide_tui", "mcp", str(root), *NONE],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog, env=clean_env(home),
+        )  # fmt: skip
+
+    def send(self, raw: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(raw.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self, timeout: float = 30) -> dict[str, Any] | None:
+        """The next line from the server as JSON, or None when nothing came within ``timeout``."""
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        return json.loads(self.proc.stdout.readline()) if ready else None
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(20)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe:
+                pipe.close()
+        self.errlog.close()
+
+
+def test_a_lone_surrogate_gets_a_tool_error_not_silence(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    raw = RawClient(root, tmp_path)
+    try:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        }
+        raw.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        assert (raw.reply() or {}).get("id") == 1
+        raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        calls = {
+            2: '{"name": "search_code", "arguments": {"query": "parse\\ud800header"}}',
+            3: '{"name": "read_span", "arguments": {"path": "\\udc80.py", "start_line": 1, "end_line": 2}}',
+            4: '{"name": "search_code", "arguments": {"query": "x", "path": "\\udfff"}}',
+        }
+        for rid, params in calls.items():
+            raw.send(f'{{"jsonrpc": "2.0", "id": {rid}, "method": "tools/call", "params": {params}}}')
+            got = raw.reply(timeout=20)
+            assert got is not None, f"no reply to request {rid}: the client would wait forever"
+            assert got["id"] == rid and got["result"]["isError"] is True, got
+            assert "lone surrogate" in got["result"]["content"][0]["text"]
+        raw.send('{"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"cursor": "\\ud800"}}')
+        got = raw.reply(timeout=20)
+        assert got is not None and got["id"] == 5 and "lone surrogate" in got["error"]["message"], got
+        # the server keeps working
+        params = {"name": "search_code", "arguments": {"query": "parse_header", "limit": 1}}
+        raw.send(json.dumps({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": params}))
+        got = raw.reply(timeout=90)
+        assert got is not None and got["id"] == 6 and not got["result"].get("isError"), got
+        assert (
+            json.loads(got["result"]["content"][0]["text"])["results"][0]["path"]
+            == "src/httpclient/headers.py"
+        )
+    finally:
+        raw.close()

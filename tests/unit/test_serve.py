@@ -87,6 +87,10 @@ def test_search_answers_one_contract_line(served: Served, home: Path) -> None:
         ("POST", "/search", b'{"query": "x", "limit": true}', 400, "limit"),
         ("POST", "/reindex", b'{"rebuild": "yes"}', 400, "rebuild"),
         ("POST", "/reindex", b"[]", 400, "object"),
+        ("POST", "/search", b'{"query": "\\ud800"}', 400, "lone surrogate"),  # JSON spells one
+        ("POST", "/search", b'{"query": "x\xed\xa0\x80y"}', 400, "lone surrogate"),  # UTF-8 bytes of one
+        ("POST", "/search", b'{"query": "x", "\\udfff": 1}', 400, "lone surrogate"),  # in a key
+        ("POST", "/reindex", b'{"rebuild": false, "x": ["\\udc80"]}', 400, "lone surrogate"),
         ("GET", "/nope", None, 404, "no such route"),
         ("GET", "/", None, 404, "no such route"),
         ("GET", "/search", None, 405, "method not allowed"),
@@ -204,31 +208,55 @@ def test_cli_goes_through_the_server_with_identical_output(tmp_path: Path) -> No
         assert srv.stop() == 0
 
 
+def _token_file(srv: Served) -> Path:
+    """The token file the server names in its start-up line."""
+    line = next(x for x in srv.lines if x.startswith("listening http://"))
+    return Path(line.split("Bearer <", 1)[1].rsplit(">", 1)[0])
+
+
 def test_tcp_needs_the_token_and_only_loopback(tmp_path: Path) -> None:
     root = write_workspace(tmp_path / "ws")
     env = clean_env(tmp_path)
+    planted = root / ".aide" / "serve.token"  # issue 22 #2: a token that came with the repository
+    planted.parent.mkdir()
+    planted.write_text("p" * 43 + "\n")
     srv = Served(root, *NONE, "--port", "0", env=env)
     try:
         assert srv.port
-        token_file = root / ".aide" / "serve.token"
-        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token_file = _token_file(srv)
+        assert root not in token_file.parents and token_file.parent.is_relative_to(tmp_path / "xdg-cache")
+        st = token_file.stat()
+        assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid() and st.st_nlink == 1
         token = token_file.read_text().strip()
-        assert len(token) >= 32
+        assert len(token) >= 32 and token != "p" * 43
         url = f"http://127.0.0.1:{srv.port}"
         with httpx.Client(base_url=url, timeout=30) as web:
-            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token},
+                            {"Authorization": "Bearer " + "p" * 43}):  # fmt: skip
                 for method, path in (("GET", "/status"), ("POST", "/search"), ("GET", "/nope")):
                     r = web.request(method, path, headers=headers, json={"query": "x"})
                     assert r.status_code == 401 and r.json() == {"error": "missing or wrong bearer token"}
                     assert r.headers["www-authenticate"] == "Bearer"
+                    assert "x-aide-pid" not in r.headers and "x-aide-settings" not in r.headers
             ok = {"Authorization": f"Bearer {token}"}
             srv.wait_ready()
-            assert web.get("/status", headers=ok).status_code == 200
+            r = web.get("/status", headers=ok)
+            assert r.status_code == 200 and r.headers["x-aide-pid"] == str(srv.proc.pid)
             r = web.post("/search", headers=ok, json={"query": "parse_header", "mode": "bm25"})
             assert r.status_code == 200 and r.json()["results"][0]["path"] == "src/httpclient/headers.py"
+            # DNS rebinding and web pages: a foreign Host or any Origin is refused, even with the token
+            for extra in ({"Host": f"evil.example:{srv.port}"}, {"Host": "127.0.0.1.nip.io"},
+                          {"Host": f"localhost:{srv.port + 1}"}, {"Origin": "http://evil.example"},
+                          {"Origin": f"http://127.0.0.1:{srv.port}"}, {"Origin": "null"}):  # fmt: skip
+                r = web.get("/status", headers={**ok, **extra})
+                assert r.status_code == 403 and "error" in r.json(), (extra, r.text)
+                assert "x-aide-pid" not in r.headers and "x-aide-settings" not in r.headers
+            for host in (f"localhost:{srv.port}", f"[::1]:{srv.port}", "localhost", f"127.0.0.1:{srv.port}"):
+                assert web.get("/status", headers={**ok, "Host": host}).status_code == 200, host
         assert srv.http.get("/status").status_code == 200  # the socket needs no token
     finally:
         assert srv.stop() == 0
+    assert planted.read_text() == "p" * 43 + "\n"  # left alone, never used
     # the token survives restarts; any non-loopback bind is refused before anything starts
     srv = Served(root, *NONE, "--port", "0", env=env)
     srv.stop()
@@ -236,6 +264,38 @@ def test_tcp_needs_the_token_and_only_loopback(tmp_path: Path) -> None:
     for host in ("0.0.0.0", "192.0.2.1", "::"):
         out = cli("serve", str(root), "--port", "0", "--host", host, *NONE, env=env, timeout=30)
         assert out.returncode == 2 and "loopback only" in out.stderr
+
+
+def test_a_token_file_we_did_not_create_is_refused(tmp_path: Path) -> None:
+    """A token file that others can read, that is a link, or that is not ours, is never used."""
+    root = write_workspace(tmp_path / "ws")
+    env = clean_env(tmp_path)
+    srv = Served(root, *NONE, "--port", "0", env=env)
+    token_file = _token_file(srv)
+    srv.stop()
+    token = token_file.read_text()
+    other = tmp_path / "other.token"
+    damage = {
+        "readable by others": lambda: token_file.chmod(0o644),
+        "a symlink": lambda: (token_file.unlink(), other.write_text(token), token_file.symlink_to(other)),
+        "a hard link": lambda: (
+            token_file.unlink(),
+            other.write_text(token),
+            other.chmod(0o600),
+            os.link(other, token_file),
+        ),  # fmt: skip
+        "another user's": lambda: os.chown(token_file, 65534, 65534),
+    }
+    for what, spoil in damage.items():
+        for p in (token_file, other):
+            if p.is_symlink() or p.exists():
+                p.unlink()
+        token_file.write_text(token)
+        token_file.chmod(0o600)
+        spoil()
+        out = cli("serve", str(root), "--port", "0", *NONE, env=env, timeout=60)
+        assert out.returncode == 1 and "not a token file aide-tui created" in out.stderr, (what, out.stderr)
+        assert "listening" not in out.stdout, what
 
 
 def test_second_server_on_the_same_root_is_refused(tmp_path: Path) -> None:
@@ -308,3 +368,69 @@ def test_blank_query_answer_matches_the_search_module() -> None:
 
     got = dict(BLANK, query="  ")
     assert json.dumps(got) == json.dumps(SearchResponse(query="  ", results=[]).to_json())
+
+
+SLOWLORIS = """
+import socket, sys, time
+port, count, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+partial = b"GET /status HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nX-Slow: "  # never finished
+
+def opened():
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(partial)
+    s.setblocking(False)
+    return s
+
+held = [opened() for _ in range(count)]
+print("ready", flush=True)
+end, reopened = time.monotonic() + seconds, 0
+while time.monotonic() < end:  # keep every connection open: reopen the ones the server closed
+    for i, s in enumerate(held):
+        try:
+            if s.recv(1) == b"":
+                raise ConnectionResetError
+        except BlockingIOError:
+            continue
+        except OSError:
+            s.close()
+            held[i] = opened()
+            reopened += 1
+    time.sleep(0.05)
+print("reopened", reopened, flush=True)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(), reason="needs root + setpriv")
+def test_half_open_connections_from_another_user_do_not_starve_the_port(tmp_path: Path) -> None:
+    """Issue 22 #6: 600 connections that never finish their headers, held by uid 65534 and reopened as
+    soon as the server closes them, while the token holder's requests keep getting answers."""
+    root = write_workspace(tmp_path / "ws")
+    srv = Served(root, *NONE, "--port", "0", env=clean_env(tmp_path))
+    attacker = None
+    try:
+        token = _token_file(srv).read_text().strip()
+        srv.wait_ready()
+        attacker = subprocess.Popen(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", SLOWLORIS,
+             str(srv.port), "600", "20"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert attacker.stdout is not None and attacker.stdout.readline().strip() == "ready"
+        ok = {"Authorization": f"Bearer {token}"}
+        codes = []
+        with httpx.Client(base_url=f"http://127.0.0.1:{srv.port}", timeout=15) as web:
+            for _ in range(10):
+                codes.append(web.get("/status", headers=ok).status_code)
+                time.sleep(0.3)
+            r = web.post("/search", headers=ok, json={"query": "parse_header", "mode": "bm25"})
+        assert codes == [200] * 10 and r.status_code == 200, (codes, r.text)
+        assert srv.http.get("/status").status_code == 200
+        assert attacker.poll() is None  # still attacking all along
+    finally:
+        if attacker is not None:
+            attacker.kill()
+            attacker.wait(20)
+            for pipe in (attacker.stdout, attacker.stderr):
+                if pipe:
+                    pipe.close()
+        assert srv.stop() == 0

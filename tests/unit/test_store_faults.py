@@ -19,7 +19,7 @@ from aide_tui.core.embed.http import OpenAIEmbedder
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import fallback_dir, index_dir_for
 from aide_tui.core.search.searcher import Searcher
-from aide_tui.core.store.segments import read_index
+from aide_tui.core.store.segments import encode_manifest, read_index
 from aide_tui.core.store.status import read_status
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,6 +34,12 @@ def cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> 
 
 def bm25(root: Path):  # noqa: ANN201
     return load_settings(root, {"embedding": {"backend": "none"}})
+
+
+def rewrite_manifest(path: Path, manifest: dict) -> None:
+    """Write a changed manifest with a valid checksum (what a buggy or hostile writer would leave)."""
+    manifest.pop("checksum", None)
+    path.write_bytes(encode_manifest(manifest))
 
 
 def first_segment(root: Path) -> Path:
@@ -109,7 +115,7 @@ def test_manifest_with_wrong_types_is_rebuilt_without_traceback(workspace: Path,
     path = index_dir_for(workspace) / "manifest.json"
     manifest = json.loads(path.read_text())
     damage(manifest)
-    path.write_text(json.dumps(manifest))
+    rewrite_manifest(path, manifest)  # checksummed: the shape checks themselves must catch it
     assert read_status(workspace).state == "corrupt"
     out = cli("status", str(workspace), "--embedder", "none")
     assert out.returncode == 0 and "Traceback" not in out.stderr
@@ -287,7 +293,43 @@ def test_a_segment_of_an_older_layout_is_rebuilt_by_the_indexer(workspace: Path)
     path = index_dir_for(workspace) / "manifest.json"
     manifest = json.loads(path.read_text())
     del manifest["segments"][0]["files"]["order.npy"]
-    path.write_text(json.dumps(manifest))
+    rewrite_manifest(path, manifest)
     rep = Indexer(workspace, bm25(workspace)).run()
     assert any("lacks order.npy" in m for m in rep.messages) and rep.changed == 5
     assert Searcher(workspace, bm25(workspace)).search("parse_header").results
+
+
+def test_a_flipped_bit_in_the_manifest_is_detected(workspace: Path) -> None:
+    """One bit of a file-path key (``headers.py`` -> ``hdaders.py``): the manifest's own checksum
+    catches it: ``status`` says corrupt instead of ready, and ``search --no-update`` says so and rebuilds
+    instead of silently dropping the file."""
+    Indexer(workspace, bm25(workspace)).run()
+    path = index_dir_for(workspace) / "manifest.json"
+    raw = path.read_bytes()
+    key = b'"src/httpclient/headers.py"'
+    at = raw.index(key) + len(b'"src/httpclient/he')
+    path.write_bytes(raw[:at] + bytes([raw[at] ^ 0x01]) + raw[at + 1 :])  # headers.py -> hdaders.py
+    assert json.loads(path.read_bytes())["files"]  # still valid JSON: only the checksum can tell
+    st = read_status(workspace)
+    assert st.state == "corrupt" and "checksum" in (st.error or ""), st
+    # --no-update reads the index as it is: a damaged one counts as none, said on stderr, and is rebuilt
+    args = ("--embedder", "none", "--no-update", "--json", "parse_header")
+    out = cli("search", "--path", str(workspace), *args)
+    assert out.returncode == 0 and "checksum" in out.stderr, out.stderr
+    assert json.loads(out.stdout)["results"][0]["path"] == "src/httpclient/headers.py"
+    assert read_status(workspace).state == "ready"
+
+
+def test_every_single_bit_flip_of_the_manifest_is_detected(workspace: Path) -> None:
+    """A sweep: each of 400 evenly spread bytes of a real manifest, one bit flipped, never parses."""
+    from aide_tui.core.errors import IndexCorrupt
+    from aide_tui.core.store.segments import parse_manifest
+
+    Indexer(workspace, bm25(workspace)).run()
+    raw = (index_dir_for(workspace) / "manifest.json").read_bytes()
+    parse_manifest(raw)
+    step = max(1, len(raw) // 400)
+    for at in range(0, len(raw), step):
+        bit = 1 << (at % 8)
+        with pytest.raises(IndexCorrupt):
+            parse_manifest(raw[:at] + bytes([raw[at] ^ bit]) + raw[at + 1 :])

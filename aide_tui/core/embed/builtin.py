@@ -171,7 +171,8 @@ class BuiltinEmbedder:
     @property
     def id(self) -> str:
         """``builtin:all-MiniLM-L6-v2:53aa5117`` or ``builtin:<folder>:<sha256[:8] of weights>``, with
-        ``:onnx-int8`` / ``:onnx-fp32`` appended for onnxruntime: caches never mix two runtimes' vectors."""
+        ``:onnx-int8-u8`` / ``:onnx-fp32`` appended for onnxruntime: caches never mix two runtimes'
+        vectors."""
         if self._id is None:
             if self._packaged:
                 self._id = f"builtin:{PACKAGED_NAME}:{self._expected['model.safetensors'][:8]}"
@@ -182,7 +183,9 @@ class BuiltinEmbedder:
                 name = self.model_dir.resolve().name or "model"
                 self._id = f"builtin:{name}:{file_sha256(weights)[:8]}"
             if self.runtime != "numpy":
-                self._id += f":{self.runtime}"
+                from aide_tui.core.embed.onnx_encoder import id_tag
+
+                self._id += f":{id_tag(self.runtime.removeprefix('onnx-'))}"
         return self._id
 
     @property

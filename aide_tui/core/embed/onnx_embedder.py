@@ -11,15 +11,15 @@ import numpy as np
 from aide_tui.core.embed.base import check_vectors
 from aide_tui.core.embed.bert import BertEncoder
 from aide_tui.core.embed.builtin import BuiltinEmbedder, file_sha256
-from aide_tui.core.embed.onnx_encoder import VARIANTS, OnnxEncoder, load_encoder, require_onnx
+from aide_tui.core.embed.onnx_encoder import VARIANTS, OnnxEncoder, id_tag, load_encoder, require_onnx
 
 
 class OnnxEmbedder:
     """The builtin model on onnxruntime, for measurement (not wired into the app or the settings).
 
     Loading, sha256 verification and tokenization are the wrapped :class:`BuiltinEmbedder`'s own, so
-    both runtimes see the same ids; only the encoder is replaced. The id carries ``:onnx-<variant>``
-    so vectors of two runtimes are never taken for each other.
+    both runtimes see the same ids; only the encoder is replaced. The id carries the variant's tag
+    (``:onnx-int8-u8``, ``:onnx-fp32``) so vectors of two runtimes are never taken for each other.
     """
 
     def __init__(self, variant: str = "int8", **builtin_kwargs: Any) -> None:
@@ -31,7 +31,7 @@ class OnnxEmbedder:
 
     @property
     def id(self) -> str:
-        return f"{self.base.id}:onnx-{self.variant}"
+        return f"{self.base.id}:{id_tag(self.variant)}"
 
     @property
     def dim(self) -> int:

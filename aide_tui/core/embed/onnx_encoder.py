@@ -7,11 +7,11 @@ shared): embeddings + LayerNorm, per layer a fused ``com.microsoft.Attention`` (
 scaled dot-product attention under a padding mask), output projection + residual + LayerNorm
 (``SkipLayerNormalization``), exact-erf GELU (``BiasGelu``), and pooling over the real tokens.
 Tokenization stays ours, so both runtimes see the same ids. ``int8`` is the fp32 graph passed
-through ``onnxruntime.quantization.quantize_dynamic`` (per-channel int8 weights, activations
-quantized per call), after exact rewrites that keep the few huge activation channels of this model
-out of the int8 products (:class:`QuantPrep`, calibrated on vocabulary tokens: no data, no network).
-One intra-op thread per session (the indexer runs one process per core), sequential execution, all
-graph optimizations.
+through ``onnxruntime.quantization.quantize_dynamic`` (per-channel uint8 weights, uint8 activations
+quantized per call: see :data:`WEIGHT_TYPE` for why not int8 weights), after exact rewrites that
+keep the few huge activation channels of this model out of the int8 products (:class:`QuantPrep`,
+calibrated on vocabulary tokens: no data, no network). One intra-op thread per session (the indexer
+runs one process per core), sequential execution, all graph optimizations.
 
 Measured on the public eval and ``tests/benchmarks/bench_embed.py`` (docs/benchmarks.md): int8 is
 2.2x the numpy encoder's rate, fp32 1.06x; see there why it is not the app's encoder.
@@ -41,7 +41,16 @@ from aide_tui.core.embed.bert import BertEncoder
 from aide_tui.core.errors import EmbedderError
 
 VARIANTS = ("fp32", "int8")
-GRAPH_VERSION = 1  # bump when the graph below changes: old cache files are then ignored
+GRAPH_VERSION = 2  # bump when the graph below changes: old cache files are then ignored
+# The int8 graph's weights are uint8 (U8U8 products), not int8 (U8S8). onnxruntime runs U8S8 products on
+# CPUs without VNNI (AVX2, AVX-512 without VNNI) with vpmaddubsw, which adds two u8 x s8 products into a
+# saturating int16: 2 x 255 x 127 overflows, and this model's vectors then drift to a cosine of ~0.979
+# to the numpy encoder's (0.998 with VNNI). U8U8 products widen to int16 first and never saturate, so
+# every CPU computes the same integers (measured in docs/benchmarks.md, "onnx int8 on CPUs without VNNI").
+WEIGHT_TYPE = "QUInt8"
+# The embedder id's tag per variant: vectors of the int8 graph with int8 weights ("onnx-int8", graph 1)
+# are not this graph's, so indexes and caches built with it are re-embedded, never mixed.
+ID_TAGS = {"fp32": "onnx-fp32", "int8": "onnx-int8-u8"}
 INSTALL_HINT = "pip install 'aide-tui[onnx]'"
 _OPSET = 17
 # int8 preparation (see QuantPrep): calibration = 64 sequences of 126 vocabulary tokens; per layer, the
@@ -109,10 +118,17 @@ def graph_key(
         "positions": encoder.max_positions,
         "act": _act_name(config),
         "pooling": pooling,
-        "int8": [CALIBRATION_SHAPE, OUTLIERS] if calibration else None,
+        "int8": [CALIBRATION_SHAPE, OUTLIERS, WEIGHT_TYPE] if calibration else None,
         "calibration": hashlib.sha256(np.asarray(calibration, np.int64).tobytes()).hexdigest(),
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def id_tag(variant: str) -> str:
+    """What an embedder id carries for vectors of this graph variant (``onnx-fp32``, ``onnx-int8-u8``)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown onnx variant {variant!r}")
+    return ID_TAGS[variant]
 
 
 def cached_model_path(weights_sha256: str, variant: str, key: str) -> Path:
@@ -423,7 +439,7 @@ def ensure_model(
                     op_types_to_quantize=["MatMul", "Attention"],
                     nodes_to_exclude=fp32_only,
                     per_channel=True,  # per-tensor int8 weights: cosine 0.94 to numpy; per-channel: 0.994
-                    weight_type=QuantType.QInt8,
+                    weight_type=getattr(QuantType, WEIGHT_TYPE),  # never saturates (see WEIGHT_TYPE)
                     # shape inference does not type the com.microsoft nodes' outputs: they are all float
                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
                 )

@@ -24,6 +24,16 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
     }
 )  # fmt: skip
 
+# State and version-control folders: never indexed nor served in any letter case (``.AIDE`` is ``.aide``
+# on a case-insensitive file system, and holds the index and the server's token).
+PRIVATE_DIRS = frozenset({".aide", ".git", ".hg", ".svn"})
+
+
+def excluded_dir(name: str) -> bool:
+    """A folder the walk never enters, whatever the ignore files say."""
+    return name in DEFAULT_EXCLUDED_DIRS or name.lower() in PRIVATE_DIRS
+
+
 LOCK_FILES = frozenset(
     {
         "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "Cargo.lock", "poetry.lock", "Pipfile.lock",
@@ -55,8 +65,11 @@ SENSITIVE_PATTERNS = [
 ]  # fmt: skip
 
 # File names only (no "/"), so one regular expression tests them all (pathspec's per-pattern loop cost
-# more than the rest of a no-op reindex on a 7,000-file tree).
-_SENSITIVE_NAME = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in SENSITIVE_PATTERNS))
+# more than the rest of a no-op reindex on a 7,000-file tree). Case-insensitive: ``.ENV`` and
+# ``server.KEY`` hold the same secrets, and on a case-insensitive file system they are the same file.
+_SENSITIVE_NAME = re.compile(
+    "|".join(f"(?:{fnmatch.translate(p)})" for p in SENSITIVE_PATTERNS), re.IGNORECASE
+)
 
 # Credential files recognised by their folder as well as their name (matched against the path's end).
 SENSITIVE_PATH_SUFFIXES = ("/.docker/config.json", "/.kube/config", "/.aws/credentials", "/.aws/config")
@@ -198,7 +211,7 @@ class Scanner:
         if kind_reason and not (self.extra is not None and self.extra.check_file(rel).include is False):
             return kind_reason  # a kind not indexed by default, unless index.exclude negates it ("!*.svg")
         if self.sensitive is not None and (
-            self.sensitive.fullmatch(name) or ("/" + rel).endswith(SENSITIVE_PATH_SUFFIXES)
+            self.sensitive.fullmatch(name) or ("/" + rel).lower().endswith(SENSITIVE_PATH_SUFFIXES)
         ):
             return "sensitive file (set index.include_sensitive to index it)"
         if size > self.max_file_bytes:
@@ -208,7 +221,7 @@ class Scanner:
     def is_ignored(self, rel: str, is_dir: bool = False) -> bool:
         """Whether a path (posix, relative to the root) would be left out by the walk's ignore rules."""
         parts = rel.split("/")
-        if any(p in DEFAULT_EXCLUDED_DIRS for p in (parts if is_dir else parts[:-1])):
+        if any(excluded_dir(p) for p in (parts if is_dir else parts[:-1])):
             return True
         specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
         for depth in range(len(parts)):
@@ -223,6 +236,25 @@ class Scanner:
             if depth < len(parts) - 1 and self._ignored("/".join(parts[: depth + 1]), True, specs):
                 return True
         return self._ignored(rel, is_dir, specs)
+
+    def path_skip_reason(self, rel: str, size: int) -> str | None:
+        """Why a scan would not index the file at ``rel`` (posix, relative to the root), from its path
+        and size alone: an excluded folder, an ignore rule (``.gitignore``, ``.aideignore``,
+        ``index.exclude``), a virtualenv, then :meth:`file_skip_reason`. None = it would be indexed.
+
+        For callers that meet one path rather than walk the tree (``read_span``); the walk applies the
+        same rules as it goes. Symlinks are the caller's business (the walk follows in-root ones).
+        """
+        parts = rel.split("/")
+        excluded = next((p for p in parts[:-1] if excluded_dir(p)), None)
+        if excluded is not None:
+            return f"inside {excluded}/, which is never indexed"
+        if self.is_ignored(rel):
+            return "ignored by .gitignore, .aideignore or index.exclude"
+        for depth in range(1, len(parts)):
+            if os.path.exists(os.path.join(self.root, *parts[:depth], "pyvenv.cfg")):
+                return "inside a virtualenv"
+        return self.file_skip_reason(rel, size)
 
     def _inside_root(self, real: str) -> bool:
         return real == self.root or real.startswith(self.root + os.sep)
@@ -289,7 +321,7 @@ class Scanner:
                 result.skipped[rel] = "symlink leaves the workspace (not followed)"
                 continue
             if stat.S_ISDIR(st.st_mode):
-                if de.name in DEFAULT_EXCLUDED_DIRS or self._ignored(rel, True, specs):
+                if excluded_dir(de.name) or self._ignored(rel, True, specs):
                     continue
                 if os.path.exists(os.path.join(de.path, "pyvenv.cfg")):
                     continue  # a virtualenv under any name

@@ -3,7 +3,8 @@
 Layout under the state dir (``<root>/.aide/`` or the user cache dir, see paths.py)::
 
     index/manifest.json       the single source of truth: segments, files (and which segment holds
-                              each), counts, settings, embedder; sizes and CRC32 of every file
+                              each), counts, settings, embedder; sizes and CRC32 of every file; its
+                              last member is the CRC32 of the rest of the manifest itself
     index/s<stamp>-<pid>/     one immutable segment: chunks.json + texts.bin + text_offsets.npy,
                               pieces.json + owners.npy, BM25 rows (doc_ptr/term_ids/tfs, and p* for
                               pieces), vocab.json (the terms this segment added), and vector blocks
@@ -48,7 +49,10 @@ from aide_tui.core.store.chunktable import ChunkTable
 from aide_tui.core.store.view import IndexView, Part, VectorBlock
 
 T = TypeVar("T")
-FORMAT_VERSION = 5
+# 6: the manifest carries a checksum of its own bytes. A format-5 manifest (none) is rebuilt like any
+# other old format: the embedding cache keeps the vectors, so only chunking and BM25 are redone, and no
+# manifest is ever trusted unverified (a damaged checksum cannot pass as an older format without one).
+FORMAT_VERSION = 6
 MAX_MANIFEST_BYTES = 512 << 20
 _ROW_ARRAYS = (
     "doc_ptr",
@@ -304,8 +308,34 @@ def _parse_segment(obj: Any) -> SegmentEntry:
     )  # fmt: skip
 
 
+_CHECKSUM_MEMBER = b', "checksum": "crc32:'
+
+
+def _checksum(body: bytes) -> bytes:
+    return b"%08x" % zlib.crc32(body)
+
+
+def encode_manifest(obj: dict[str, Any]) -> bytes:
+    """A manifest's JSON bytes, ending with ``"checksum": "crc32:<hex>"``: the CRC32 of the same bytes
+    without that member (so the file stays plain JSON and the checksum covers every other byte)."""
+    body = json.dumps(obj, ensure_ascii=True).encode()
+    if not obj or not body.endswith(b"}"):
+        raise ValueError("a manifest is a non-empty JSON object")
+    return body[:-1] + _CHECKSUM_MEMBER + _checksum(body) + b'"}'
+
+
+def _verify_checksum(raw: bytes) -> None:
+    """IndexCorrupt unless ``raw`` ends with the checksum of the rest (see :func:`encode_manifest`)."""
+    at = raw.rfind(_CHECKSUM_MEMBER)
+    if at < 0 or not raw.endswith(b'"}'):
+        raise IndexCorrupt("index manifest has no checksum (damaged); rebuilding")
+    if raw[at + len(_CHECKSUM_MEMBER) : -2] != _checksum(raw[:at] + b"}"):
+        raise IndexCorrupt("index manifest is corrupt (checksum mismatch: damaged on disk); rebuilding")
+
+
 def parse_manifest(raw: bytes) -> Manifest:
-    """Validate a manifest's shape and types; IndexCorrupt (never another exception) when it is bad."""
+    """Verify a manifest's checksum and validate its shape and types; IndexCorrupt (never another
+    exception) when it is bad."""
     try:
         obj = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
@@ -315,6 +345,7 @@ def parse_manifest(raw: bytes) -> Manifest:
         raise IndexCorrupt(
             f"index format {obj.get('format')!r} is not the supported {FORMAT_VERSION}; rebuilding"
         )
+    _verify_checksum(raw)
     for key, kind in (
         ("version", str),
         ("segments", list),
@@ -485,7 +516,7 @@ def commit(index_dir: Path, manifest: Manifest, previous: Manifest | None) -> No
     references (a reader may still be loading the previous version). Only the lock holder commits."""
     manifest.written = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     path = index_dir / MANIFEST
-    atomic_write_bytes(path, json.dumps(manifest.to_json(), ensure_ascii=True).encode())
+    atomic_write_bytes(path, encode_manifest(manifest.to_json()))
     with contextlib.suppress(OSError):  # the next run of this process need not parse what it just wrote
         st = os.lstat(path)
         _parsed.clear()

@@ -10,6 +10,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from aide_tui.core.events import Progress
+from aide_tui.core.textsafe import printable  # states and details quote file names and server replies
 
 BAR_MIN_WIDTH = 50  # narrower than this, the label keeps the whole line
 
@@ -91,9 +92,9 @@ class IndexBar(Widget):
         width = self.content_region.width or self.size.width
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         error_color = self.app.theme_variables.get("error", "red")
-        text.append(self.state, f"bold {error_color}" if self.error else "bold")
+        text.append(printable(self.state), f"bold {error_color}" if self.error else "bold")
         if self.detail:
-            text.append(f" {self.detail}", "" if self.error else "dim")
+            text.append(f" {printable(self.detail)}", "" if self.error else "dim")
         if self.total and width >= BAR_MIN_WIDTH:
             bar_w = max(10, min(40, width // 3))
             room = width - bar_w - 1
@@ -138,9 +139,9 @@ class StatusLine(Widget):
         text.append(f" {self.mode} ", "reverse bold")
         error = self.app.theme_variables.get("error", "red")
         if self.query_error:
-            text.append(f"  {self.query_error}", f"bold {error}")
+            text.append(f"  {printable(self.query_error)}", f"bold {error}")
         if self.degraded_reason:
-            text.append(f"  degraded: {self.degraded_reason}", f"bold {error}")
+            text.append(f"  degraded: {printable(self.degraded_reason)}", f"bold {error}")
         if self.results is not None:
             took = f" in {self.took_ms:.0f} ms" if self.took_ms is not None and self.show_timing else ""
             text.append(f"  {self.results} result{'' if self.results == 1 else 's'}{took}")
@@ -151,7 +152,7 @@ class StatusLine(Widget):
                 text.append(f" · {self.vectors_missing} vectors to go")
         if self.size_bytes and self.show_timing:
             text.append(f" · {human_size(self.size_bytes)}")
-        text.append(f"  embedder {self.embedder}", "dim")
+        text.append(f"  embedder {printable(self.embedder)}", "dim")
         if self.last_indexed and self.show_timing:
             text.append(f"  indexed {self.last_indexed}", "dim")
         return text

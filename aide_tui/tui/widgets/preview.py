@@ -29,7 +29,7 @@ from textual.widget import Widget
 
 from aide_tui.core.search.hitlines import best_line, hit_file, shown_path, term_spans
 from aide_tui.core.search.response import Hit
-from aide_tui.core.textsafe import printable
+from aide_tui.core.textsafe import printable, visible
 from aide_tui.tui.widgets.results import location
 
 WINDOW = 60  # lines shown before and after the hit (bounds lexing and rendering cost)
@@ -144,7 +144,8 @@ def lex_window(root: Path, hit: Hit, theme: str) -> LexedWindow:
 def read_and_lex(file: Path | None, hit: Hit, theme: str) -> LexedWindow:
     """Read ``file`` (from :func:`~aide_tui.core.search.hitlines.hit_file`), or fall back to the indexed chunk
     text (the file is gone, unsafe to read, or in another workspace not on this machine), and
-    highlight the lines around the hit."""
+    highlight the lines around the hit. Control characters are shown, never sent to the terminal
+    (:func:`~aide_tui.core.textsafe.visible`: a file can hold ``ESC ] 52`` and write the clipboard)."""
     first_line = 1
     from_disk = True
     try:
@@ -157,7 +158,7 @@ def read_and_lex(file: Path | None, hit: Hit, theme: str) -> LexedWindow:
         lines, first_line, from_disk = hit.text.splitlines() or [""], hit.start_line, False
     lo = max(first_line, hit.start_line - WINDOW)
     hi = min(first_line + len(lines) - 1, hit.end_line + WINDOW)
-    plain = [line.expandtabs(4) for line in lines[lo - first_line : hi - first_line + 1]]
+    plain = [visible(line.expandtabs(4)) for line in lines[lo - first_line : hi - first_line + 1]]
     snippet = "\n".join(plain)
     lexer = Syntax.guess_lexer(hit.path, code=snippet)
     code = Syntax(snippet, lexer, theme=theme).highlight(snippet)
@@ -225,7 +226,7 @@ def render_preview(
     title.append(f"  ({location(hit).rpartition(':')[2]})", "dim")
     if hit.symbol:
         title.append(f"  {printable(hit.symbol)}", "italic")
-    reason = why(hit)
+    reason = printable(why(hit))  # the query's terms: typed or pasted text
     if reason:
         title.append(f"  {reason}", "dim")
     if not window.from_disk:

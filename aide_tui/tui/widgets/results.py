@@ -169,7 +169,7 @@ class ResultsList(ScrollView, can_focus=True):
     def set_hits(self, hits: list[Hit], cursor: int | None = 0, message: str = "") -> None:
         """Show ``hits`` with the cursor on row ``cursor`` (clamped); ``message`` when there are none."""
         self.hits = hits
-        self.message = message
+        self.message = printable(message)  # may quote a query, a file name or a server's reply
         self._relayout()
         self._set_cursor(None if not hits or cursor is None else max(0, min(len(hits) - 1, cursor)))
         self.refresh()
