@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from aide_tui.cli.common import err, make_embedder, printable, run_index, setup
 from aide_tui.core.events import event_to_json
@@ -23,12 +24,20 @@ def cmd_index(args: argparse.Namespace) -> int:
 
         lower_priority()
     root, settings = ready
-    embedder, emb_err = make_embedder(settings, for_indexing=True)
     try:
-        priority = tuple(json.loads(args.priority_json)) if args.priority_json else ()
-        report = run_index(
-            root, settings, embedder, emb_err, rebuild=args.rebuild, as_json=args.progress, priority=priority
-        )
+        report = _through_host(root, settings, args.rebuild)
+        if report is None:
+            embedder, emb_err = make_embedder(settings, for_indexing=True, root=root)
+            priority = tuple(json.loads(args.priority_json)) if args.priority_json else ()
+            report = run_index(
+                root,
+                settings,
+                embedder,
+                emb_err,
+                rebuild=args.rebuild,
+                as_json=args.progress,
+                priority=priority,
+            )
     except IndexProblem as exc:
         err(str(exc))
         return 1
@@ -71,3 +80,25 @@ def cmd_index(args: argparse.Namespace) -> int:
             if len(skipped) > SHOW_SKIPPED:
                 print(f"  … and {len(skipped) - SHOW_SKIPPED} more (aide-tui index --json lists them all)")
     return 0
+
+
+def _through_host(root: Any, settings: Any, rebuild: bool) -> Any:
+    """When another process hosts the workspace, it indexes: ask it and wait for the run (its done
+    event); None when nobody hosts it (index here)."""
+    from aide_tui.core.errors import IndexProblem
+    from aide_tui.core.events import Done, event_from_json
+    from aide_tui.host.client import ServeUnavailable, connect
+
+    client = connect(root, settings, any_settings=True)
+    if client is None:
+        return None
+    try:
+        outcome = event_from_json(client.reindex(rebuild=rebuild, wait=True))
+    except ServeUnavailable as exc:
+        raise IndexProblem(f"the process hosting {root} did not index it: {exc}") from None
+    finally:
+        client.close()
+    if not isinstance(outcome, Done):
+        why = getattr(outcome, "message", "") or "no answer"
+        raise IndexProblem(f"the process hosting {root} could not index it: {why}")
+    return outcome

@@ -7,7 +7,7 @@ from typing import Any
 
 from aide_tui import __version__
 
-SUBCOMMANDS = ("index", "search", "ask", "status", "serve", "mcp")
+SUBCOMMANDS = ("index", "search", "ask", "status", "serve", "mcp", "host")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -186,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_handler("mcp"), subparser=p)
     p.add_argument("root", nargs="?", default=".")
     p.add_argument("--no-watch", action="store_true", help="do not watch the workspace for changes")
+    _common(p)
+
+    # started by `search` (detached): hosts the workspace until its work is done and nobody asks for a while
+    p = sub.add_parser("host", help=argparse.SUPPRESS)
+    p.set_defaults(handler=_handler("host"), subparser=p)
+    p.add_argument("root", nargs="?", default=".")
+    p.add_argument("--settings-json", help=argparse.SUPPRESS)
+    p.add_argument("--idle", type=float, default=None, help=argparse.SUPPRESS)
     _common(p)
     return parser
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,7 @@ def open_searcher(
 ) -> tuple[Any, Callable[[], None]] | int:
     """The searcher ``search`` answers from, after its usual refresh, and how to release it; or an exit
     code after saying why. ``ask`` retrieves through it too."""
-    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings)
+    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings, root=root)
     everywhere = bool(getattr(args, "all_workspaces", False))
     searcher = _open_searcher(root, settings, args, embedder, emb_err, everywhere)
     if isinstance(searcher, int):
@@ -221,7 +222,7 @@ def _refresh_shared(root: Path, settings: Any, mode: str) -> None:
     """Bring this workspace's rows in the Milvus store up to date (vectors computed inline)."""
     from aide_tui.core.errors import LockTimeout
 
-    idx_embedder, idx_err = make_embedder(settings, for_indexing=True)
+    idx_embedder, idx_err = make_embedder(settings, for_indexing=True, root=root)
     try:
         report = run_index(root, settings, idx_embedder, idx_err)
         if report.degraded and mode != "bm25":
@@ -265,11 +266,66 @@ def _readable_index(root: Path) -> bool:
 
 
 def _refresh(root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild: bool = False) -> int:
-    """Bring the index up to date before answering; returns an exit code (0 = go on)."""
+    """Bring the index up to date before answering; returns an exit code (0 = go on).
+
+    A workspace with a host (an app, ``serve``, ``mcp``, a background host) is kept fresh by it: nothing
+    to do but, for a new workspace, wait for its first version. Otherwise this process takes the host
+    lock for its quick update (so of many searches at once one updates and the others search what it
+    commits) and hands the lock to a background host when many vectors are missing."""
+    from aide_tui.core.paths import state_dir
+    from aide_tui.host.lock import host_pid, release, try_host_lock
+
+    state = state_dir(root)
+    while True:
+        if not rebuild and host_pid(state) is not None and _readable_index(root):
+            return 0  # a host keeps it fresh
+        fd = try_host_lock(state)
+        if fd is not None:
+            break
+        if _readable_index(root) and not rebuild:
+            return 0
+        if _wait_for_first_version(root, state):
+            return 0
+        # the process that held the lock went away before a first version: update it here
+    handed = False
+    try:
+        code, handed = _refresh_here(root, settings, query_embedder, wait, rebuild, fd)
+        return code
+    finally:
+        if handed:
+            os.close(fd)  # the background host holds the lock now
+        else:
+            release(fd, state)
+
+
+def _wait_for_first_version(root: Path, state: Path) -> bool:
+    """Wait while another process builds the workspace's first version; False when it stopped first."""
+    import time
+
+    from aide_tui.host.lock import host_pid
+
+    said = False
+    while not _readable_index(root):
+        pid = host_pid(state)
+        if pid is None:
+            return False
+        if not said and sys.stderr.isatty():
+            err(f"waiting for PID {pid} (another aide-tui) to index {root}")
+            said = True
+        time.sleep(0.2)
+    return True
+
+
+def _refresh_here(
+    root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild: bool, fd: int
+) -> tuple[int, bool]:
+    """The quick update, holding the host lock ``fd``: (exit code, whether the lock went to a background
+    host, which computes the bulk of the missing vectors)."""
     from aide_tui.core.errors import LockTimeout
+
     have = _readable_index(root) and not rebuild
     # the configured embedder even in bm25 mode: the index records whose vectors it holds
-    idx_embedder, idx_err = make_embedder(settings, for_indexing=wait)
+    idx_embedder, idx_err = make_embedder(settings, for_indexing=wait, root=root)
     quick = replace(settings, index=replace(settings.index, lock_timeout=0.0)) if have else settings
     try:
         report = run_index(root, quick, idx_embedder, idx_err, rebuild=rebuild, embed=wait)
@@ -278,49 +334,45 @@ def _refresh(root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild
             emb = query_embedder if query_embedder is not None else idx_embedder
             run_index(root, quick, emb, None, embed=True)
         elif missing:
-            _start_background_indexer(root, settings)
+            return 0, _start_background_host(root, settings, fd)
     except LockTimeout as exc:
         if not have:
             err(str(exc))
-            return 1
+            return 1, False
         err(f"{exc}; searching the existing index")
     except OSError as exc:
         err(f"cannot update the index: {exc}")
         if not have:
-            return 1
-    return 0
+            return 1, False
+    return 0, False
 
 
-def _start_background_indexer(root: Path, settings: Any) -> None:
-    """Compute the missing vectors in a detached, low-priority ``aide-tui index`` (unless one runs)."""
+def _start_background_host(root: Path, settings: Any, fd: int) -> bool:
+    """Compute the missing vectors in a detached, low-priority host, which takes over the host lock this
+    process holds (so exactly one starts); True when it started. Its messages go to ``index.log``."""
+    from datetime import datetime
+
     from aide_tui.core.index.service import child_env
     from aide_tui.core.paths import state_dir
-    from aide_tui.core.store.segments import lock_is_held
+    from aide_tui.host.lock import LOCK_FD_ENV
 
     state = state_dir(root)
-    if lock_is_held(state / "index"):
-        return  # an indexer is already at work; it will commit the vectors
     env = child_env(settings)  # the settings travel in the environment, not on the command line
-    cmd = [
-        sys.executable,
-        "-P",
-        "-m",
-        "aide_tui",
-        "index",
-        str(root),
-        "--background",
-        "--settings-json",
-        "env",
-    ]
+    env[LOCK_FD_ENV] = str(fd)
+    cmd = [sys.executable, "-P", "-m", "aide_tui", "host", str(root), "--settings-json", "env"]
     try:
-        log = os.open(state / "index.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        log = os.open(state / "index.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        os.write(log, f"--- {stamp} background host for {root}\n".encode("utf-8", "surrogateescape"))
     except OSError:
         log = subprocess.DEVNULL
     try:
         subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env,
-                         start_new_session=True, close_fds=True)  # fmt: skip
+                         start_new_session=True, close_fds=True, pass_fds=(fd,))  # fmt: skip
+        return True
     except OSError as exc:
         err(f"cannot start the background indexer: {exc}")
+        return False
     finally:
         if isinstance(log, int) and log >= 0 and log != subprocess.DEVNULL:
             os.close(log)

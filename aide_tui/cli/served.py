@@ -32,7 +32,7 @@ def served_search(
     ``--mode dense`` goes through the server only when its embedder works, so the in-process path
     reports a missing embedder exactly as it always does.
     """
-    from aide_tui.serve.client import ServeUnavailable, connect
+    from aide_tui.host.client import ServeUnavailable, connect
 
     if mode == "dense" and settings.embedding.backend == "none":
         return 0
@@ -62,7 +62,7 @@ def served_search(
 def served_status(root: Path, settings: Any) -> tuple[dict[str, Any], Any] | None:
     """(``status --json`` object, IndexStatus) from a running server, or None."""
     from aide_tui.core.status import IndexStatus
-    from aide_tui.serve.client import ServeUnavailable, connect
+    from aide_tui.host.client import ServeUnavailable, connect
 
     client = connect(root, settings)
     if client is None:

@@ -35,6 +35,7 @@ class IndexSettings:
     include_sensitive: bool = False
     lock_timeout: float = 30.0
     max_segments: int = 16  # delta segments kept before they are merged into one base
+    max_bulk_jobs: int = 1  # bulk embedding jobs this user runs at once across workspaces (the rest queue)
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,7 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("index", "chunk_budget"): (100, 100_000, True),
     ("index", "lock_timeout"): (0.0, 86_400.0, True),
     ("index", "max_segments"): (1, 1000, True),
+    ("index", "max_bulk_jobs"): (1, 64, True),
     ("embedding", "max_doc_tokens"): (3, 512, True),
     ("embedding", "workers"): (0, 64, True),
     ("embedding", "timeout"): (0.0, 3600.0, False),

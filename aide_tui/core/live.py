@@ -78,7 +78,25 @@ class WatchFailed:
 RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # seconds before a shared store's failed run is tried again
 EVERYWHERE_TTL = 10.0  # seconds an all-workspaces view is used before the workspace list is read again
 
-LiveEvent = Event | Opened | Reloaded | ReloadFailed | EmbedderReady | FilesChanged | WatchFailed
+
+@dataclass
+class Hosting:
+    """This process hosts the workspace: it indexes and watches it and answers on its socket."""
+
+    role: str = ""
+
+
+@dataclass
+class Attached:
+    """Another process hosts (indexes) the workspace; this one searches what it commits."""
+
+    pid: int
+    role: str = ""
+
+
+LiveEvent = (
+    Event | Opened | Reloaded | ReloadFailed | EmbedderReady | FilesChanged | WatchFailed | Hosting | Attached
+)
 
 
 class LiveWorkspace:
@@ -133,6 +151,26 @@ class LiveWorkspace:
         if self.watch_enabled:
             self._spawn(self._watch, "aide-watch")
 
+    def begin_indexing(self, watch: bool) -> None:
+        """Start indexing (and, with ``watch``, watching) a workspace opened without: this process now
+        hosts it (another host went away)."""
+        if self._stop.is_set() or (self.shared and self.settings.store.read_only):
+            return
+        with self._lock:
+            started, self.index_enabled = self.index_enabled, True
+        if not started:
+            if self.shared:
+                self._spawn(self._host_again, "aide-host")
+            else:
+                self.service.request(priority=self.priority())
+        if watch and not self.watch_enabled:
+            self.watch_enabled = True
+            self._spawn(self._watch, "aide-watch")
+
+    def reload(self) -> None:
+        """Load the newest committed version soon (another process committed it)."""
+        self._reload_wanted.set()
+
     def close(self) -> None:
         """Stop watching and indexing; wait briefly for the background threads."""
         self._stop.set()
@@ -163,9 +201,10 @@ class LiveWorkspace:
     def _open(self) -> None:
         from aide_tui.core.embed.factory import make_embedder
         from aide_tui.core.errors import EmbedderError
+        from aide_tui.core.index.stores import recorded_embedder
 
         try:
-            embedder = make_embedder(self.settings)
+            embedder = make_embedder(self.settings, recorded=recorded_embedder(self.root, self.settings))
             error = None
         except EmbedderError as exc:
             embedder, error = None, str(exc)
@@ -292,6 +331,19 @@ class LiveWorkspace:
             return
         changed = None if paths is None else list(paths)
         self.service.request(rebuild=rebuild, priority=[*(changed or ()), *self.priority()], paths=changed)
+
+    def reindex_and_wait(
+        self, rebuild: bool = False, paths: Iterable[str] | None = None, timeout: float | None = None
+    ) -> Event | None:
+        """:meth:`reindex`, then wait for the run that covers it: its Done, Failed or Cancelled (None:
+        not indexing here, or not finished within ``timeout``)."""
+        if not self.index_enabled or not self._hosted:
+            return None
+        changed = None if paths is None else list(paths)
+        asked = self.service.request(
+            rebuild=rebuild, priority=[*(changed or ()), *self.priority()], paths=changed
+        )
+        return self.service.wait_for(asked, timeout)
 
     def cancel(self) -> None:
         """Stop the current indexing run."""

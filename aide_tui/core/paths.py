@@ -17,12 +17,17 @@ MANIFEST = "manifest.json"
 GITIGNORE = "*\n"  # .aide/.gitignore: keep the index out of `git status`, as pytest and ruff do
 
 
+def user_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/aide-tui`` (default ``~/.cache/aide-tui``): this user's, shared by workspaces."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "aide-tui"
+
+
 def fallback_dir(root: Path) -> Path:
     """``$XDG_CACHE_HOME/aide-tui/<name>-<hash of the real path>``."""
     real = os.path.realpath(root)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     tag = hashlib.sha1(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    return Path(base) / "aide-tui" / f"{Path(real).name or 'root'}-{tag}"
+    return user_cache_dir() / f"{Path(real).name or 'root'}-{tag}"
 
 
 def trusted_dir(path: Path) -> bool:
@@ -84,6 +89,8 @@ def state_dir(root: Path, create: bool = True) -> Path:
             return local
         fb = fallback_dir(root)
         return fb if _has_index(fb) else local
+    if not os.path.isdir(root):  # never recreate a workspace that was moved or deleted
+        raise FileNotFoundError(f"{root}: the workspace folder is gone (moved or deleted)")
     if _usable(local):
         return local
     fb = fallback_dir(root)

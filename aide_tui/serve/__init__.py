@@ -1,9 +1,7 @@
-"""Long-running front ends over one warm workspace: ``aide-tui serve`` (HTTP/1.1 JSON on a private Unix
-socket, optionally loopback TCP with a token) and ``aide-tui mcp`` (Model Context Protocol over stdio).
-
-Both are thin layers over :class:`aide_tui.core.live.LiveWorkspace`; neither owns indexing logic.
-Only ``app``, ``runner`` and ``mcp_server`` need the optional ``aide-tui[serve]`` extra; ``client``,
-``locations`` and ``jail`` use the default install, so ``aide-tui search`` can talk to a running server.
+"""Long-running front ends over one warm workspace: ``aide-tui serve`` (the workspace protocol on its
+private Unix socket, optionally loopback TCP with a token) and ``aide-tui mcp`` (Model Context Protocol
+over stdio). Both host the workspace (:mod:`aide_tui.host`) or attach to its host; neither owns indexing
+logic. Only ``mcp_server`` needs the optional ``aide-tui[serve]`` extra (the ``mcp`` SDK).
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 
 INSTALL_HINT = "pip install 'aide-tui[serve]'"
-EXTRA_MODULES = ("starlette", "uvicorn", "mcp")
+EXTRA_MODULES = ("mcp",)
 
 
 def missing_extra() -> list[str]:

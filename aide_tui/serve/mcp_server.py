@@ -1,8 +1,8 @@
 """``aide-tui mcp``: Model Context Protocol tools for coding agents, over stdio, on the official SDK.
 
-Tools: ``search_code``, ``index_status`` and ``read_span``. Searches go to the running ``aide-tui serve``
-for the same root and settings when there is one (its warm index), otherwise to a LiveWorkspace of our
-own, started at once so the first question finds it warm. ``read_span`` always reads locally, jailed.
+Tools: ``search_code``, ``index_status`` and ``read_span``. The workspace is hosted here (indexed and
+watched) unless another process already hosts it; then this one searches what that host commits. It is
+opened at start, so the first question finds it warm. ``read_span`` always reads locally, jailed.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ from mcp.shared.message import SessionMessage
 
 from aide_tui.core.config import Settings
 from aide_tui.core.errors import IndexProblem
-from aide_tui.core.live import EmbedderReady, LiveEvent, LiveWorkspace, Opened, Reloaded
-from aide_tui.core.search.stores import store_status
-from aide_tui.serve.client import ServeClient, ServeUnavailable, connect
+from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
+from aide_tui.host.shapes import search_json
+from aide_tui.host.workspace import Workspace
 from aide_tui.serve.jail import SpanRefused, is_unicode, read_span
-from aide_tui.serve.shapes import search_json
 
 MODES = ("hybrid", "bm25", "dense")
 MAX_LIMIT = 100
@@ -39,36 +38,25 @@ INSTRUCTIONS = (
 
 
 class Backend:
-    """Where answers come from: a running server, or our own warm LiveWorkspace."""
+    """The workspace the tools answer from: hosted by this process, or by the process that already hosts
+    it (then searched here from what it commits, warm either way)."""
 
     def __init__(self, root: Path, settings: Settings, watch: bool = True) -> None:
         self.root = root
         self.settings = settings
-        self.watch = watch
-        self.client: ServeClient | None = None
-        self.live: LiveWorkspace | None = None
-        self._lock = threading.Lock()
+        self.ws = Workspace(root, settings, self._on_event, watch=watch, role="mcp")
         self._index_ready = threading.Event()
         self._embedder_ready = threading.Event()
 
     def start(self) -> None:
-        self.client = connect(self.root, self.settings)
-        if self.client is None:
-            self._start_live()
+        self.ws.start()
 
     def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
-        if self.live is not None:
-            self.live.close()
+        self.ws.close()
 
     @property
     def source(self) -> str:
-        return f"serve (PID {self.client.pid})" if self.client is not None else "in-process"
-
-    def _start_live(self) -> None:
-        self.live = LiveWorkspace(self.root, self.settings, self._on_event, watch=self.watch)
-        self.live.start()
+        return "in-process" if self.ws.hosting else f"in-process, indexed by PID {self.ws.host_pid}"
 
     def _on_event(self, event: LiveEvent) -> None:
         if isinstance(event, Opened) and event.error is None or isinstance(event, Reloaded):
@@ -76,41 +64,19 @@ class Backend:
         elif isinstance(event, EmbedderReady):
             self._embedder_ready.set()
 
-    def _served(self, call: str, *args: Any) -> dict[str, Any] | None:
-        """Ask the server; on failure drop it and start our own index (None: answer in-process)."""
-        with self._lock:
-            if self.client is None:
-                return None
-            try:
-                return getattr(self.client, call)(*args)  # type: ignore[no-any-return]
-            except ServeUnavailable:
-                self.client.close()
-                self.client = None
-                self._start_live()
-                return None
-
     def search(self, query: str, limit: int, mode: str, all_workspaces: bool = False) -> dict[str, Any]:
-        served = self._served("search", query, limit, mode, True, all_workspaces)
-        if served is not None:
-            return served
-        assert self.live is not None
         if not self._index_ready.wait(READY_TIMEOUT):
             raise ToolError("the index is still being built; try again shortly")
         if mode != "bm25" and self.settings.embedding.backend != "none":
             self._embedder_ready.wait(READY_TIMEOUT)
         try:
-            resp = self.live.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces)
+            resp = self.ws.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces)
         except IndexProblem as exc:
             raise ToolError(f"index unavailable: {exc}") from None
         return search_json(resp, with_text=True)
 
     def status(self) -> dict[str, Any]:
-        served = self._served("status")
-        if served is not None:
-            return served
-        if self.live is not None:
-            return self.live.current_status().to_json()
-        return store_status(self.root, self.settings).to_json()
+        return self.ws.current_status().to_json()
 
 
 def _unicode(**args: str | None) -> None:

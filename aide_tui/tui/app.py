@@ -1,6 +1,6 @@
 """The aide-tui Textual app: search as you type, preview at the hit, the index kept live underneath.
 
-The app is thin: a :class:`~aide_tui.core.live.LiveWorkspace` opens, indexes, reloads and watches the
+The app is thin: a :class:`~aide_tui.host.workspace.Workspace` opens, indexes, reloads and watches the
 workspace, and its events (from background threads) become typed messages for the
 :class:`~aide_tui.tui.screens.search.SearchScreen`, which owns the search state. The UI thread only
 renders: searching and preview rendering run in thread workers, indexing in a subprocess.
@@ -23,8 +23,9 @@ from textual.screen import Screen
 import aide_tui
 from aide_tui.core.appstate import AppState
 from aide_tui.core.config import Settings
-from aide_tui.core.live import LiveEvent, LiveWorkspace
+from aide_tui.core.live import LiveEvent
 from aide_tui.core.search.response import SearchResponse
+from aide_tui.host.workspace import Workspace
 from aide_tui.tui.keys import COMMANDS
 from aide_tui.tui.messages import live_message
 from aide_tui.tui.screens.search import MODES, SearchScreen
@@ -92,7 +93,9 @@ class AideApp(App[None]):
         self.root = Path(root)
         self.settings = settings
         self.app_state = AppState(self.root)
-        self.live = LiveWorkspace(self.root, settings, self._live_event, watch=watch, index=start_index)
+        self.live = Workspace(
+            self.root, settings, self._live_event, watch=watch, index=start_index, role="app"
+        )
         self.main_screen = SearchScreen(
             self.live, settings, self.app_state, limit=limit, show_timing=show_timing, clock=clock
         )

@@ -394,7 +394,7 @@ async def test_letters_typed_in_the_list_go_to_the_query(workspace: Path) -> Non
         assert app.is_running
         assert app.query_input.value == "return rqs"
         assert app.focused is app.query_input
-        assert not app.main_screen.live.service.running
+        assert not app.main_screen.live.live.service.running
 
 
 async def test_the_scope_key_is_a_letter_without_a_shared_store(workspace: Path) -> None:
@@ -425,7 +425,7 @@ async def test_R_asks_before_rebuilding(workspace: Path) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         await pilot.press("n")
         await wait_for(pilot, lambda: app.screen is app.main_screen, "the answer")
-        assert not app.main_screen.live.service.running
+        assert not app.main_screen.live.live.service.running
         assert app.index_bar.state == "ready"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
@@ -129,15 +130,22 @@ async def test_mcp_uses_a_running_server(tmp_path: Path) -> None:
         srv.wait_ready()
         async with session(root, tmp_path) as s:
             err, st = await call(s, "index_status")
-            assert not err and st["source"] == f"serve (PID {srv.proc.pid})" and st["files"] == 5
+            # serve hosts the workspace: mcp attaches to it and searches what it commits
+            assert (
+                not err and st["source"] == f"in-process, indexed by PID {srv.proc.pid}" and st["files"] == 5
+            )
             err, got = await call(s, "search_code", query="follow_redirects", limit=2)
             assert not err and got["results"][0]["path"] == "src/httpclient/client.py"
             assert "def follow_redirects" in got["results"][0]["text"]
-            # the server goes away: the next call is answered by the MCP server's own index
+            # the server goes away: mcp takes hosting over and keeps answering
             assert srv.stop() == 0
             err, got = await call(s, "search_code", query="follow_redirects", limit=2)
             assert not err and got["results"][0]["path"] == "src/httpclient/client.py"
-            err, st = await call(s, "index_status")
+            for _ in range(100):
+                err, st = await call(s, "index_status")
+                if st["source"] == "in-process":
+                    break
+                await asyncio.sleep(0.1)
             assert st["source"] == "in-process"
     finally:
         srv.stop()

@@ -27,8 +27,8 @@ from aide_tui.cli import main  # noqa: E402
 from aide_tui.core.config import Settings  # noqa: E402
 from aide_tui.core.errors import EmbedderError
 from aide_tui.core.index.indexer import Indexer  # noqa: E402
-from aide_tui.core.milvus.retriever import MilvusRetriever  # noqa: E402
 from aide_tui.core.milvus.terms import escape_term  # noqa: E402
+from aide_tui.core.search.milvus import MilvusRetriever  # noqa: E402
 from aide_tui.core.search.searcher import Searcher  # noqa: E402
 
 PKG_PARENT = str(Path(__file__).resolve().parents[2])
@@ -242,7 +242,7 @@ class DyingEmbedder(HashEmbedder):
 def test_an_interrupted_batch_is_redone(
     shared: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import aide_tui.core.milvus.writer as ms
+    import aide_tui.core.index.milvus_writer as ms
 
     monkeypatch.setattr(ms, "FILE_BATCH", 2)
     root = write_workspace(tmp_path / "resume")

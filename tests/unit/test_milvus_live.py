@@ -22,7 +22,7 @@ from serve_helpers import Served, _reap_servers, clean_env, cli  # noqa: E402, F
 from aide_tui.core.config import Settings  # noqa: E402
 from aide_tui.core.live import LiveWorkspace, Opened  # noqa: E402
 from aide_tui.core.milvus.connection import workspace_id  # noqa: E402
-from aide_tui.core.milvus.retriever import MilvusRetriever  # noqa: E402
+from aide_tui.core.search.milvus import MilvusRetriever  # noqa: E402
 
 
 def until(cond: Any, what: str, timeout: float = 60.0) -> Any:

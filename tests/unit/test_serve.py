@@ -194,11 +194,17 @@ def test_cli_goes_through_the_server_with_identical_output(tmp_path: Path) -> No
         assert cli(*status, "--json", env=env).stdout == cli(*status, "--json", "--no-server", env=env).stdout
         assert cli(*status, env=env).stdout == cli(*status, "--no-server", env=env).stdout
 
-        # proof that the answers came from the server: with --no-watch it has not seen this new file,
-        # while in-process search indexes it first
+        # the server hosts the workspace: with --no-watch it has not seen this new file, and an
+        # in-process search does not write behind its back; `index` asks the host, then both find it
         (root / "src" / "fresh.py").write_text("def zanzibar_quokka():\n    return 42\n")
         q = ("search", "--path", str(root), "--json", *NONE, "zanzibar_quokka")
         assert json.loads(cli(*q, env=env).stdout)["results"] == []
+        manifest = (root / ".aide" / "index" / "manifest.json").read_bytes()
+        assert json.loads(cli(*q, "--no-server", env=env).stdout)["results"] == []
+        assert (root / ".aide" / "index" / "manifest.json").read_bytes() == manifest
+        indexed = cli("index", str(root), *NONE, env=env)
+        assert indexed.returncode == 0 and "1 changed" in indexed.stdout, indexed.stdout + indexed.stderr
+        assert json.loads(cli(*q, env=env).stdout)["results"][0]["path"] == "src/fresh.py"
         assert json.loads(cli(*q, "--no-server", env=env).stdout)["results"][0]["path"] == "src/fresh.py"
         # other settings than the server's: in-process, same answer as --no-server
         other = ("search", "--path", str(root), "--json", "--rrf-k", "30", *NONE, "parse_header")
@@ -350,14 +356,13 @@ def test_hybrid_with_a_loopback_embedding_server(tmp_path: Path) -> None:
             assert srv.stop() == 0
 
 
-def test_without_the_extra_serve_and_mcp_exit_2(workspace: Path) -> None:
-    block = "import sys; sys.modules.update(starlette=None, uvicorn=None, mcp=None); "
-    block += "from aide_tui.cli import main; "
-    for cmd in ("serve", "mcp"):
-        code = block + f"sys.exit(main([{cmd!r}, {str(workspace)!r}]))"
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             env=clean_env(workspace.parent), timeout=60)  # fmt: skip
-        assert out.returncode == 2 and "pip install 'aide-tui[serve]'" in out.stderr
+def test_without_the_extra_mcp_exits_2(workspace: Path) -> None:
+    """Only mcp needs the optional extra (the MCP SDK); serve is part of the default install."""
+    code = "import sys; sys.modules.update(mcp=None); from aide_tui.cli import main; "
+    code += f"sys.exit(main(['mcp', {str(workspace)!r}]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=clean_env(workspace.parent), timeout=60)  # fmt: skip
+    assert out.returncode == 2 and "pip install 'aide-tui[serve]'" in out.stderr
     assert not os.path.exists(workspace / ".aide" / "serve.sock")
 
 

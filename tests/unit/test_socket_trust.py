@@ -18,7 +18,7 @@ import pytest
 from conftest import write_workspace
 from serve_helpers import Served, _reap_servers, clean_env, cli  # noqa: F401
 
-from aide_tui.serve.locations import MAX_SOCKET_PATH, SOCKET_NAME
+from aide_tui.host.locations import MAX_SOCKET_PATH, SOCKET_NAME
 
 pytest.importorskip("starlette")
 pytestmark = pytest.mark.skipif(
@@ -149,7 +149,7 @@ def test_a_socket_in_a_foreign_aide_folder_gets_nothing(tmp_path: Path, shared_t
 def test_our_file_but_another_users_listener_is_refused(tmp_path: Path) -> None:
     """SO_PEERCRED: a socket file and folder of ours whose listener runs as another user (a server that
     dropped privileges, or a file descriptor passed on) is refused after connecting, before sending."""
-    from aide_tui.serve.client import ServeClient, UntrustedSocket
+    from aide_tui.host.client import ServeClient, UntrustedSocket
 
     folder = tmp_path / "run"
     folder.mkdir(mode=0o700)

@@ -63,3 +63,28 @@ def check_vectors(vectors: np.ndarray, where: str, normalise: bool = True) -> np
     if zero.any():
         raise EmbedderError(f"{where} returned all-zero vectors for {int(zero.sum())} of {len(v)} inputs")
     return l2_normalise(v) if normalise else v
+
+
+def embedder_family(embedder_id: str) -> str:
+    """The model an embedder id names, without the runtime that computed its vectors: the builtin model
+    on numpy (``builtin:all-MiniLM-L6-v2:53aa5117``) and on onnxruntime (``…:onnx-int8-u8``) is one model
+    whose vectors agree to a cosine of .998, so an index may hold vectors of both."""
+    if embedder_id.startswith("builtin:"):
+        return ":".join(embedder_id.split(":")[:3])
+    return embedder_id
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether vectors of embedder ids ``a`` and ``b`` can be compared (see :func:`embedder_family`)."""
+    return a == b or embedder_family(a) == embedder_family(b)
+
+
+def recorded_runtime(embedder_id: str) -> str | None:
+    """The builtin runtime that computed an index's vectors (``numpy``, ``onnx-int8``, ``onnx-fp32``), or
+    None for another embedder."""
+    if not embedder_id.startswith("builtin:"):
+        return None
+    tag = embedder_id.split(":")[3] if embedder_id.count(":") >= 3 else ""
+    return {"": "numpy", "onnx-fp32": "onnx-fp32"}.get(
+        tag, "onnx-int8" if tag.startswith("onnx-int8") else None
+    )

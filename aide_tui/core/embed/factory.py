@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from aide_tui.core.config import Settings
-from aide_tui.core.embed.base import Embedder
+from aide_tui.core.embed.base import Embedder, recorded_runtime
 from aide_tui.core.errors import EmbedderError
 
 
-def make_embedder(settings: Settings, for_indexing: bool = False) -> Embedder | None:
+def make_embedder(
+    settings: Settings, for_indexing: bool = False, recorded: str | None = None
+) -> Embedder | None:
     """The embedder the settings ask for, or None for ``none``. Raises EmbedderError if unusable.
 
     ``for_indexing`` lets the builtin encoder spread document batches over ``embedding.workers``
-    processes (0 = one per core, at most 2).
+    processes (0 = one per core, at most 2). ``recorded``: the embedder id the index records; with the
+    builtin runtime left to ``auto`` its runtime is used when this install has it (the index owns its
+    embedder: another install searches it as it was built and never re-embeds it).
     """
     e = settings.embedding
     if e.backend == "none":
@@ -22,11 +26,14 @@ def make_embedder(settings: Settings, for_indexing: bool = False) -> Embedder | 
         from aide_tui.core.embed.builtin import BuiltinEmbedder, resolve_runtime
 
         workers = e.workers or min(2, os.cpu_count() or 1)
+        runtime = e.runtime
+        if runtime == "auto" and recorded and not e.model_dir:
+            runtime = _available(recorded_runtime(recorded)) or runtime
         # the runtime is resolved here ("auto" once), so the pooled workers get the same encoder
         opts = {
             "model_dir": e.model_dir or None,
             "max_doc_tokens": e.max_doc_tokens,
-            "runtime": resolve_runtime(e.runtime),
+            "runtime": resolve_runtime(runtime),
         }
         if for_indexing and workers > 1:
             from aide_tui.core.embed.pool import PooledEmbedder
@@ -49,3 +56,12 @@ def make_embedder(settings: Settings, for_indexing: bool = False) -> Embedder | 
         raise
     except Exception as exc:  # invalid URL and the like
         raise EmbedderError(f"{e.backend} embedder unusable: {exc}") from exc
+
+
+def _available(runtime: str | None) -> str | None:
+    """``runtime`` when this install can run it (onnx needs the extra), else numpy (always there)."""
+    if runtime is None or runtime == "numpy":
+        return runtime
+    from aide_tui.core.embed.onnx_encoder import onnx_importable
+
+    return runtime if onnx_importable() else "numpy"

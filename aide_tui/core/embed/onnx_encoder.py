@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -63,24 +64,33 @@ _MS = "com.microsoft"
 
 @functools.cache
 def onnx_importable() -> bool:
-    """True when both ``onnx`` (graph building) and ``onnxruntime`` (running it) import."""
+    """True when ``onnx`` (graph building) and ``onnxruntime`` (running it) are installed, found without
+    importing them: ``auto`` asks on every start, and importing ``onnx`` costs a large share of a CLI
+    search although only building a graph (once) needs it."""
     try:
-        import onnx  # noqa: F401
-        import onnxruntime  # noqa: F401
-    except Exception:  # noqa: BLE001 - a broken install counts as missing
+        return all(importlib.util.find_spec(name) is not None for name in ("onnx", "onnxruntime"))
+    except (ImportError, ValueError):  # a broken install counts as missing
         return False
-    return True
 
 
 def require_onnx() -> tuple[Any, Any]:
+    """``onnx`` and ``onnxruntime`` (building a graph needs both)."""
     try:
         import onnx
+    except Exception as exc:  # noqa: BLE001
+        raise EmbedderError(f"builtin embedder runtime 'onnx' needs onnx ({exc}); {INSTALL_HINT}") from None
+    return onnx, require_ort()
+
+
+def require_ort() -> Any:
+    """``onnxruntime`` (running a built graph needs only it)."""
+    try:
         import onnxruntime
     except Exception as exc:  # noqa: BLE001
         raise EmbedderError(
-            f"builtin embedder runtime 'onnx' needs onnx and onnxruntime ({exc}); {INSTALL_HINT}"
+            f"builtin embedder runtime 'onnx' needs onnxruntime ({exc}); {INSTALL_HINT}"
         ) from None
-    return onnx, onnxruntime
+    return onnxruntime
 
 
 def models_cache_dir() -> Path:
@@ -318,7 +328,7 @@ def _activation_absmax(
     intermediate (``l<i>_ffn``) and output (``l<i>_down``) projections, from the fp32 graph."""
     from onnx import helper
 
-    _, ort = require_onnx()
+    ort = require_ort()
     taps = {}
     for i in range(n_layers):
         taps[f"l{i}_qkv"] = "emb_out" if i == 0 else f"l{i - 1}_out"
@@ -403,13 +413,13 @@ def ensure_model(
 ) -> Path:
     """Path of the cached graph for these weights and ``variant``, building it (atomically) if missing.
     ``int8`` needs the ``vocab`` (its calibration input)."""
-    onnx, _ = require_onnx()
     calibration = calibration_ids(vocab or {}) if variant == "int8" else []
     if variant == "int8" and not calibration:
         raise EmbedderError("builtin embedder: the onnx int8 graph needs the model's vocabulary")
     path = cached_model_path(weights_sha256, variant, graph_key(encoder, config, pooling, calibration))
     if path.is_file():
         return path
+    onnx, _ = require_onnx()  # only building the graph needs onnx (importing it is slow)
     from aide_tui.core.paths import private_dir
 
     try:
@@ -459,7 +469,7 @@ class OnnxEncoder:
     """An onnxruntime session over a cached graph; ``encode`` returns pooled (not normalised) vectors."""
 
     def __init__(self, path: Path, hidden: int, max_positions: int) -> None:
-        _, ort = require_onnx()
+        ort = require_ort()
         so = ort.SessionOptions()
         so.intra_op_num_threads = 1  # the indexer already runs one process per core
         so.inter_op_num_threads = 1

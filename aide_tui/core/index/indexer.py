@@ -35,6 +35,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.errors import EmbedderError, IndexCorrupt, RunCancelled
 from aide_tui.core.events import Done, Event, Progress
+from aide_tui.core.index.budget import BULK_PIECES, bulk_slot
 from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
 from aide_tui.core.index.scan import FileEntry, Scanner, read_entry
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, StoreWriter
@@ -373,11 +374,35 @@ class _Run:
         cache.save()
 
     def embed_missing(self, emb: EmbedderState) -> None:
-        """Embed stored pieces without vectors (the user's files, then small files first); commit often."""
+        """Embed stored pieces without vectors (the user's files, then small files first); commit often.
+        A bulk job waits for a slot of the machine-wide budget first (see budget.py)."""
         assert emb.embedder is not None
         todo, sizes = self.writer.missing()
         if not todo:
             return
+        if len(todo) <= BULK_PIECES:
+            self.embed(emb, todo, sizes)
+            return
+
+        def keep_waiting() -> bool:
+            self.check_cancel()
+            if self.should_yield():
+                self.report.preempted = True  # newer work first; the next run queues again
+                return False
+            return True
+
+        def queued() -> None:
+            jobs = self.settings.index.max_bulk_jobs
+            why = f"waiting for another workspace's embedding (index.max_bulk_jobs = {jobs})"
+            self.emit(Progress("queued", vectors_total=len(todo), message=why))
+
+        with bulk_slot(self.settings.index.max_bulk_jobs, keep_waiting, queued) as held:
+            if held:
+                self.embed(emb, todo, sizes)
+
+    def embed(self, emb: EmbedderState, todo: list[MissingPiece], sizes: dict[str, int]) -> None:
+        """Compute ``todo``'s vectors in batches, committing every few seconds and at the end."""
+        assert emb.embedder is not None
         cache = self.cache_for(emb.emb_id, emb.dim)
         todo.sort(key=lambda m: (m.path not in self.priority, sizes.get(m.path, 0), m.path))
         pending: list[tuple[MissingPiece, np.ndarray]] = []

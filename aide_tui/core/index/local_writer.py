@@ -17,6 +17,7 @@ import numpy as np
 
 from aide_tui.core.bm25 import DocTerms, chunk_terms, encode_docs
 from aide_tui.core.config import Settings
+from aide_tui.core.embed.base import same_model
 from aide_tui.core.errors import IndexCorrupt, IndexMissing
 from aide_tui.core.events import Committed, Progress
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, RunHooks, index_settings_key
@@ -119,7 +120,7 @@ class LocalWriter:
     def _same_vectors(prev: Manifest, emb: EmbedderState, run: RunHooks) -> bool:
         """Whether ``prev``'s vectors came from this embedder at this dimension (else say what changed)."""
         old_id, old_dim = prev.meta.get("embedder", "none"), int(prev.meta.get("dim") or 0)
-        if old_id in ("none", emb.emb_id) and old_dim in (0, emb.dim):
+        if (old_id == "none" or same_model(old_id, emb.emb_id)) and old_dim in (0, emb.dim):
             return True
         if old_id != emb.emb_id:
             run.report.messages.append(f"embedder changed ({old_id} → {emb.emb_id}); re-embedding")
@@ -162,7 +163,7 @@ class LocalWriter:
     def _meta_changed(self, prev: Manifest, emb: EmbedderState) -> bool:
         """Whether the manifest must record a different embedder state (a server died or came back)."""
         return prev.meta.get("degraded_reason") != emb.error or (
-            emb.embedder is not None and prev.meta.get("embedder") != emb.emb_id
+            emb.embedder is not None and not same_model(str(prev.meta.get("embedder")), emb.emb_id)
         )
 
     def _manifest(
@@ -178,8 +179,10 @@ class LocalWriter:
         assert self.run is not None
         report = self.run.report
         emb_id, dim = emb.emb_id, emb.dim
-        if emb.embedder is None and prev is not None and prev.meta.get("embedder", "none") != "none":
-            emb_id, dim = str(prev.meta["embedder"]), int(prev.meta.get("dim") or 0)
+        if prev is not None and prev.meta.get("embedder", "none") != "none":
+            recorded = str(prev.meta["embedder"])
+            if emb.embedder is None or same_model(recorded, emb_id):  # the index owns its embedder's id
+                emb_id, dim = recorded, int(prev.meta.get("dim") or 0)
         meta = {
             "settings": index_settings_key(self.settings),
             "embedder": emb_id,

@@ -80,6 +80,10 @@ class IndexService:
         self._run_over = threading.Event()
         self._closed = False
         self.runs = 0  # finished runs, for tests and the status line
+        self._asked = 0  # requests so far
+        self._answered = 0  # requests whose run has ended (runs cover every request made before they start)
+        self._ended = threading.Condition(self._lock)
+        self._outcome: Event | None = None
 
     @property
     def running(self) -> bool:
@@ -89,16 +93,19 @@ class IndexService:
 
     def request(
         self, rebuild: bool = False, priority: Iterable[str] = (), paths: Iterable[str] | None = None
-    ) -> None:
+    ) -> int:
         """Ask for a reindex; coalesces with a run in progress into at most one more.
 
         ``priority``: workspace-relative files whose missing vectors are computed first (what the
         user is looking at, what just changed), accumulated across coalesced requests. ``paths``:
         the files a watcher saw change (the run then looks at just those); None walks the tree.
+        Returns the request's number (see :meth:`wait_for`).
         """
         with self._lock:
             if self._closed:
-                return
+                return self._asked
+            self._asked += 1
+            asked = self._asked
             self._pending = True
             self._pending_rebuild |= rebuild
             self._pending_priority.update(priority)
@@ -112,6 +119,15 @@ class IndexService:
                 self._thread.start()
         if busy:
             self._send({"op": "cancel" if rebuild else "yield"})
+        return asked
+
+    def wait_for(self, asked: int, timeout: float | None = None) -> Event | None:
+        """Block until the run that covers request ``asked`` has ended; its outcome (Done, Failed,
+        Cancelled), or None on timeout or close."""
+        with self._ended:
+            if not self._ended.wait_for(lambda: self._answered >= asked or self._closed, timeout):
+                return None
+            return self._outcome if self._answered >= asked else None
 
     def cancel(self) -> None:
         """Stop the current run (if any) and drop a queued one."""
@@ -126,6 +142,7 @@ class IndexService:
             self._closed = True
             self._pending = False
             thread, proc = self._thread, self._proc
+            self._ended.notify_all()
         self._send({"op": "cancel"})
         self._send({"op": "exit"})
         self._run_over.set()
@@ -155,11 +172,15 @@ class IndexService:
                     self._thread = None
                     return
                 self._pending = False
+                covers = self._asked
                 rebuild, self._pending_rebuild = self._pending_rebuild, False
                 priority, self._pending_priority = sorted(self._pending_priority), set()
                 paths, self._pending_paths = self._pending_paths, set()
             if self._run_once(rebuild, priority, None if paths is None or rebuild else sorted(paths)):
                 self.runs += 1
+            with self._ended:
+                self._answered = covers
+                self._ended.notify_all()
 
     def _run_once(self, rebuild: bool, priority: list[str], paths: list[str] | None = None) -> bool:
         """One run in the indexing process; True when it finished (Done)."""
@@ -167,7 +188,7 @@ class IndexService:
         if proc is None:
             return False
         self._run_over.clear()
-        self._outcome: Event | None = None
+        self._outcome = None
         request = {"op": "run", "rebuild": rebuild, "priority": priority[:2000], "paths": paths}
         if not self._send(request):
             self._run_over.set()

@@ -11,9 +11,20 @@ from aide_tui.core.index.writer import StoreWriter
 def open_writer(root: Path, settings: Settings) -> StoreWriter:
     """The local segments' writer, or a Milvus collection's."""
     if settings.store.backend == "milvus":
-        from aide_tui.core.milvus.writer import MilvusWriter
+        from aide_tui.core.index.milvus_writer import MilvusWriter
 
         return MilvusWriter(root, settings)
     from aide_tui.core.index.local_writer import LocalWriter
 
     return LocalWriter(settings)
+
+
+def recorded_embedder(root: Path, settings: Settings) -> str | None:
+    """The embedder id the workspace's local index records (None: no index, or a Milvus store, whose
+    collection keeps its own): embedders are made to match it (see ``make_embedder(recorded=...)``)."""
+    if settings.store.backend != "local":
+        return None
+    from aide_tui.core.store.status import read_status
+
+    emb = read_status(root).embedder
+    return None if emb == "none" else emb

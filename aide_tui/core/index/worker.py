@@ -35,6 +35,7 @@ def main(argv: list[str]) -> int:
     from aide_tui.core.events import Cancelled, Event, Failed, event_to_json
     from aide_tui.core.index.indexer import Indexer
     from aide_tui.core.index.service import settings_from_child_env
+    from aide_tui.core.index.stores import recorded_embedder
 
     root = Path(argv[0])
     settings = apply_mapping(Settings(), settings_from_child_env(argv[1]), "settings")
@@ -52,7 +53,7 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
 
     try:
-        embedder: Any = make_embedder(settings, for_indexing=True)
+        embedder: Any = make_embedder(settings, for_indexing=True, recorded=recorded_embedder(root, settings))
         emb_error = None
     except EmbedderError as exc:
         embedder, emb_error = None, str(exc)

@@ -4,7 +4,8 @@ The indexer (:mod:`aide_tui.core.index.indexer`) scans, diffs, reads, chunks, ma
 cached vectors and embeds; a store never does any of that. A writer keeps the store's side: what the
 previous version holds, how a batch becomes rows and a committed version, which pieces still lack a
 vector, when to compact. Two stores implement it: the local segments
-(:mod:`aide_tui.core.index.local_writer`) and a Milvus collection (:mod:`aide_tui.core.milvus.writer`).
+(:mod:`aide_tui.core.index.local_writer`) and a Milvus collection
+(:mod:`aide_tui.core.index.milvus_writer`).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from aide_tui.core.config import Settings
+from aide_tui.core.embed.base import same_model
 from aide_tui.core.errors import VectorDimensionMismatch
 from aide_tui.core.paths import MANIFEST, index_dir_for
 from aide_tui.core.search.filters import ParsedQuery
@@ -80,7 +81,7 @@ class LocalRetrieval:
 
     def dense(self, vectors: Sequence[np.ndarray], embedder_id: str, n: int) -> DenseLists[int]:
         ix = self.ix
-        if ix.embedder != embedder_id:
+        if not same_model(ix.embedder, embedder_id):
             return DenseLists[
                 int
             ]()  # vectors are still being computed: not degraded, just nothing to fuse yet

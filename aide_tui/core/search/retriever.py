@@ -2,7 +2,7 @@
 
 Two stores implement it: the local segments (:mod:`aide_tui.core.search.local`, rows of an
 :class:`~aide_tui.core.store.view.IndexView`) and a Milvus collection
-(:mod:`aide_tui.core.milvus.retriever`, rows fetched from the engine). Ranking
+(:mod:`aide_tui.core.search.milvus`, rows fetched from the engine). Ranking
 (:mod:`aide_tui.core.search.rank`) owns everything above: which lists to ask for, their weights,
 fusion, priors, file aggregation, diversity and the result rows. A retriever applies the query's
 filters (``path:``, ``lang:``, the workspace) in one place, when it begins a query: every list it

@@ -20,7 +20,7 @@ def open_retriever(
     it; ``alongside``: share that retriever's connection). ValueError when ``all_workspaces`` is asked
     of the local store."""
     if settings.store.backend == "milvus":
-        from aide_tui.core.milvus.retriever import MilvusRetriever
+        from aide_tui.core.search.milvus import MilvusRetriever
 
         shared = alongside if isinstance(alongside, MilvusRetriever) else None
         return MilvusRetriever(root, settings, all_workspaces=all_workspaces, alongside=shared)

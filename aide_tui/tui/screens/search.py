@@ -33,10 +33,10 @@ from textual.widgets import Footer, Input
 from aide_tui.core.appstate import AppState
 from aide_tui.core.config import Settings
 from aide_tui.core.errors import IndexMissing, IndexProblem
-from aide_tui.core.live import LiveWorkspace
 from aide_tui.core.search.hitlines import hit_best_line, hit_file, hit_root, shown_path, vimgrep_line
 from aide_tui.core.search.response import Hit, SearchResponse
 from aide_tui.core.status import IndexStatus
+from aide_tui.host.workspace import Workspace
 from aide_tui.tui import keys
 from aide_tui.tui.messages import (
     EmbedderLoaded,
@@ -103,7 +103,7 @@ class SearchScreen(Screen[None]):
 
     def __init__(
         self,
-        live: LiveWorkspace,
+        live: Workspace,
         settings: Settings,
         state: AppState,
         *,

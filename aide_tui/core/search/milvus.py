@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from aide_tui.core.config import Settings
+from aide_tui.core.embed.base import same_model
 from aide_tui.core.errors import IndexMissing, IndexProblem, StoreUnavailable
 from aide_tui.core.milvus.connection import (
     INSTALL_HINT,
@@ -174,7 +175,7 @@ class MilvusRetrieval:
             return DenseLists[str](
                 degraded=f"the collection holds {dim}-dimensional vectors but the embedder now gives {given}"
             )
-        if embedder_id not in self.r.embedders():
+        if not any(same_model(embedder_id, e) for e in self.r.embedders()):
             return DenseLists[str]()  # vectors not computed by this embedder (yet): nothing to fuse
         out = DenseLists[str]()
         for i, vec in enumerate(vectors):

@@ -1,8 +1,9 @@
-"""Talk to a running ``aide-tui serve`` over its Unix socket (default install: standard library only).
+"""Talk to a workspace's host over its Unix socket (standard library only: a CLI call must stay cheap).
 
-``aide-tui search``/``status`` and ``aide-tui mcp`` use a running server for their root when its socket
-answers and it runs with the same settings (every answer carries a fingerprint of them); otherwise they
-work in-process. A socket file whose server is gone is removed on the way.
+``aide-tui search``/``status`` use the host for their root when its socket answers and it runs with the
+same settings (every answer carries a fingerprint of them); otherwise they work in-process. A front end
+that attaches to a host follows its ``/events`` whatever its settings. A socket file whose host is gone is
+removed on the way; one that another user could have planted is never used.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import socket
 import stat
 import struct
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from aide_tui.core.textsafe import printable
-from aide_tui.serve.locations import remove_dead_socket, socket_candidates, untrusted_folder
+from aide_tui.host.locations import remove_dead_socket, socket_candidates, untrusted_folder
 
 SETTINGS_HEADER = "x-aide-settings"
 PID_HEADER = "x-aide-pid"
@@ -108,7 +110,7 @@ class _UnixConnection(http.client.HTTPConnection):
 class ServeClient:
     """A blocking HTTP client bound to one server socket (one kept-alive connection, not thread-safe)."""
 
-    def __init__(self, sock: Path, fingerprint: str, timeout: float = 600.0) -> None:
+    def __init__(self, sock: Path, fingerprint: str | None, timeout: float = 600.0) -> None:
         self.sock = Path(sock)
         self.fingerprint = fingerprint
         self.timeout = timeout
@@ -151,7 +153,7 @@ class ServeClient:
             raise
         except ServeUnavailable:  # a kept-alive connection the server closed meanwhile: once more
             status, headers, raw = self._exchange(method, path, payload)
-        if headers.get(SETTINGS_HEADER) != self.fingerprint:
+        if self.fingerprint is not None and headers.get(SETTINGS_HEADER) != self.fingerprint:
             raise ServeUnavailable("the server runs with other settings")
         pid = headers.get(PID_HEADER, "")
         self.pid = int(pid) if pid.isdigit() else None
@@ -179,13 +181,57 @@ class ServeClient:
             body["all_workspaces"] = True
         return self._request("POST", "/search", body)
 
-    def reindex(self, rebuild: bool = False) -> dict[str, Any]:
-        return self._request("POST", "/reindex", {"rebuild": rebuild})
+    def reindex(
+        self, rebuild: bool = False, paths: list[str] | None = None, wait: bool = False
+    ) -> dict[str, Any]:
+        """``POST /reindex``: the host schedules a run (``paths``: just those files); with ``wait``, the
+        event that ended the run covering this request."""
+        body: dict[str, Any] = {"rebuild": rebuild}
+        if paths is not None:
+            body["paths"] = paths
+        if wait:
+            body["wait"] = True
+        return self._request("POST", "/reindex", body)
+
+    def host(self) -> dict[str, Any]:
+        """``GET /host``: who hosts the workspace (pid, role, a Lite store's engine address)."""
+        return self._request("GET", "/host")
+
+    def release(self) -> dict[str, Any]:
+        """``POST /release``: a background host stops hosting (ServeUnavailable from any other host)."""
+        return self._request("POST", "/release", {})
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """``GET /events``: each event object as it arrives, until the host closes the stream (on its
+        own connection, which the iterator owns). Raises ServeUnavailable when the stream cannot start."""
+        conn = _UnixConnection(str(self.sock), self.timeout)
+        try:
+            conn.connect()
+            conn.request("GET", "/events")
+            resp = conn.getresponse()
+            if resp.status != 200:
+                raise ServeUnavailable(f"{self.sock}: /events answered {resp.status}")
+            while True:
+                line = resp.readline()
+                if not line:
+                    return
+                if line.startswith(b"data: "):
+                    try:
+                        obj = json.loads(line[6:])
+                    except ValueError:
+                        continue
+                    if isinstance(obj, dict):
+                        yield obj
+        except (OSError, http.client.HTTPException) as exc:
+            raise ServeUnavailable(f"{self.sock}: {exc}") from exc
+        finally:
+            conn.close()
 
 
-def connect(root: Path, settings: Any) -> ServeClient | None:
-    """A client for the server running on ``root`` with these settings, or None (dead sockets removed)."""
-    fingerprint = settings_fingerprint(settings)
+def connect(root: Path, settings: Any, any_settings: bool = False) -> ServeClient | None:
+    """A client for the server running on ``root`` with these settings (``any_settings``: whatever
+    settings it runs with), or None (dead sockets removed)."""
+    fingerprint = None if any_settings else settings_fingerprint(settings)
     for sock, lock in socket_candidates(Path(root)):
         try:
             if not sock.is_socket():

@@ -11,7 +11,7 @@ headers is *pending*:
 - at most :data:`MAX_PENDING` connections are pending at once (each holds a file descriptor): past that
   a new one closes the oldest pending one.
 
-With :class:`~aide_tui.serve.app.Guard` closing the connection of every refused request, a client
+With :class:`~aide_tui.host.routes.Guard` closing the connection of every refused request, a client
 without the token cannot hold a connection that counts, only pending ones, for 10 s each.
 """
 

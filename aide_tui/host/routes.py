@@ -1,9 +1,14 @@
-"""The HTTP routes of ``aide-tui serve``: a thin Starlette layer over one LiveWorkspace.
+"""The workspace protocol every host answers (``aide-tui serve``, the app, ``mcp``, the background
+indexer): a thin Starlette layer over the host's workspace.
 
     GET  /status   the ``status --json`` object
+    GET  /host     who hosts: ``pid``, ``role`` (app, serve, mcp, background) and, for a Milvus Lite store,
+                   ``store_uri``, the address of the engine this host serves
     POST /search   {"query", "limit", "mode", "text", "all_workspaces"} -> one ``search --json`` line
                    (CONTRACT.md; with all_workspaces each result also names its workspace)
-    POST /reindex  {"rebuild": bool} -> 202; the run shows up in /events
+    POST /reindex  {"rebuild": bool, "paths": [str]} -> 202; the run shows up in /events; with
+                   "wait": true, 200 and the run's done (or error, cancelled) event when it ends
+    POST /release  a background host stops hosting (409 from any other host)
     GET  /events   Server-Sent Events: the ``index --progress`` objects (progress, commit, done, error,
                    cancelled), one ``data:`` line each
 
@@ -21,8 +26,6 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -37,10 +40,9 @@ from aide_tui.core.config import Settings
 from aide_tui.core.errors import IndexMissing, IndexProblem
 from aide_tui.core.events import Cancelled, Committed, Done, Failed, Progress, event_to_json
 from aide_tui.core.events import Event as IndexEvent
-from aide_tui.core.live import EmbedderReady, LiveEvent, LiveWorkspace, Opened, Reloaded
-from aide_tui.core.search.stores import store_status
-from aide_tui.serve.client import PID_HEADER, SETTINGS_HEADER
-from aide_tui.serve.shapes import search_json
+from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
+from aide_tui.host.client import PID_HEADER, SETTINGS_HEADER
+from aide_tui.host.shapes import search_json
 
 MAX_BODY = 1 << 20  # bytes of a request body
 MAX_LIMIT = 1000  # results per query
@@ -94,8 +96,15 @@ class Hub:
         self.changed = asyncio.Event()
         self.closed = False
 
-    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+    def bind(self, loop: asyncio.AbstractEventLoop, live: Any) -> None:
+        """Carry events onto ``loop`` from now on; what the workspace reached before is taken as it is
+        (the host starts its workspace before the socket appears)."""
         self.loop = loop
+        if live.index_ready.is_set():
+            self.opened.set()
+            self.index_ready.set()
+        if live.embedder_ready.is_set():
+            self.embedder_ready.set()
 
     def publish_threadsafe(self, event: LiveEvent) -> None:
         loop = self.loop
@@ -208,18 +217,15 @@ def parse_search(body: Any, default_mode: str) -> SearchRequest:
 
 
 class Service:
-    """The routes' view of the server: one LiveWorkspace and its event hub."""
+    """The routes' view of the host: its workspace, the event hub and what to do on ``/release``."""
 
-    def __init__(
-        self, root: Path, settings: Settings, *, watch: bool, index: bool, ready_timeout: float
-    ) -> None:
-        self.root = root
+    def __init__(self, live: Any, hub: Hub, settings: Settings, *, ready_timeout: float,
+                 on_release: Callable[[], None] | None = None) -> None:  # fmt: skip
+        self.live = live
+        self.hub = hub
         self.settings = settings
-        self.watch = watch
-        self.index = index
         self.ready_timeout = ready_timeout
-        self.hub = Hub()
-        self.live: LiveWorkspace | None = None
+        self.on_release = on_release
 
     async def _wait(self, event: asyncio.Event, what: str) -> None:
         try:
@@ -244,10 +250,11 @@ class Service:
     # -- routes --------------------------------------------------------------------------------------
 
     async def status(self, request: Request) -> Response:
-        live = self.live
-        read = live.current_status if live is not None else partial(store_status, self.root, self.settings)
-        st = await anyio.to_thread.run_sync(read)
+        st = await anyio.to_thread.run_sync(self.live.current_status)
         return JSONResponse(st.to_json())
+
+    async def host(self, request: Request) -> Response:
+        return JSONResponse(self.live.host_info())
 
     async def search(self, request: Request) -> Response:
         req = parse_search(await read_json(request), self.settings.search.mode)
@@ -256,11 +263,9 @@ class Service:
         await self._wait_index()
         if req.mode != "bm25" and self.settings.embedding.backend != "none":
             await self._wait(self.hub.embedder_ready, "the embedder")
-        live = self.live
-        assert live is not None
         try:
             resp = await anyio.to_thread.run_sync(
-                live.search, req.query, req.limit, req.mode, req.all_workspaces
+                self.live.search, req.query, req.limit, req.mode, req.all_workspaces
             )
         except IndexMissing as exc:
             raise ApiError(503, str(exc)) from None
@@ -277,9 +282,25 @@ class Service:
         rebuild = body.get("rebuild", False)
         if not isinstance(rebuild, bool):
             raise ApiError(400, "rebuild must be true or false")
-        assert self.live is not None
-        await anyio.to_thread.run_sync(lambda: self.live.reindex(rebuild=rebuild))  # type: ignore[union-attr]
+        paths = body.get("paths")
+        if paths is not None and (not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)):
+            raise ApiError(400, "paths must be a list of workspace-relative file paths")
+        if _bool_field(body, "wait"):  # the CLI's `index` on a hosted workspace: the run's done event
+            outcome = await anyio.to_thread.run_sync(
+                lambda: self.live.reindex_and_wait(rebuild, paths, self.ready_timeout)
+            )
+            if outcome is None:
+                raise ApiError(504, "the run did not finish in time (it goes on; see /events)")
+            return JSONResponse(event_to_json(outcome))
+        await anyio.to_thread.run_sync(lambda: self.live.reindex(rebuild=rebuild, paths=paths))
         return JSONResponse({"accepted": True, "rebuild": rebuild}, status_code=202)
+
+    async def release(self, request: Request) -> Response:
+        """Ask a background host to stop hosting (a front end that wants to host takes over)."""
+        if self.on_release is None:
+            raise ApiError(409, "this host does not give hosting away (an app, serve or mcp)")
+        self.on_release()
+        return JSONResponse({"released": True}, status_code=202)
 
     async def events(self, request: Request) -> Response:
         if request.method == "HEAD":  # no stream to hold open for a request that wants no body
@@ -319,16 +340,11 @@ class Service:
 
     @asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        self.hub.bind(asyncio.get_running_loop())
-        live = LiveWorkspace(self.root, self.settings, self.hub.publish_threadsafe, watch=self.watch,
-                             index=self.index)  # fmt: skip
-        self.live = live
-        await anyio.to_thread.run_sync(live.start)
+        self.hub.bind(asyncio.get_running_loop(), self.live)
         try:
             yield
         finally:
             self.hub.close()
-            await anyio.to_thread.run_sync(live.close)
 
 
 def _handled(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
@@ -405,20 +421,18 @@ class Guard:
 
 
 def create_app(
-    root: Path,
-    settings: Settings,
-    *,
-    watch: bool = True,
-    index: bool = True,
-    ready_timeout: float = READY_TIMEOUT,
-) -> tuple[Starlette, Service]:
-    """The routes for ``root`` and their Service. Each listener wraps the app in its own :class:`Guard`;
-    the app's lifespan (which starts the LiveWorkspace) must run once."""
-    service = Service(Path(root), settings, watch=watch, index=index, ready_timeout=ready_timeout)
+    live: Any, hub: Hub, settings: Settings, *, ready_timeout: float = READY_TIMEOUT,
+    on_release: Callable[[], None] | None = None,
+) -> tuple[Starlette, Service]:  # fmt: skip
+    """The routes over a started workspace and its event hub. Each listener wraps the app in its own
+    :class:`Guard`; the app's lifespan (which binds the hub to the loop) must run once."""
+    service = Service(live, hub, settings, ready_timeout=ready_timeout, on_release=on_release)
     routes = [
         Route("/status", _handled(service.status), methods=["GET"]),
+        Route("/host", _handled(service.host), methods=["GET"]),
         Route("/search", _handled(service.search), methods=["POST"]),
         Route("/reindex", _handled(service.reindex), methods=["POST"]),
+        Route("/release", _handled(service.release), methods=["POST"]),
         Route("/events", _handled(service.events), methods=["GET"]),
     ]
     app = Starlette(

@@ -18,6 +18,7 @@ import numpy as np
 
 from aide_tui.core.bm25 import chunk_terms
 from aide_tui.core.config import Settings
+from aide_tui.core.embed.base import same_model
 from aide_tui.core.errors import IndexCorrupt, StoreReadOnly
 from aide_tui.core.events import Committed, Done
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, RunHooks, index_settings_key
@@ -71,7 +72,8 @@ class MilvusWriter:
         self.meta = self._start(store, self.ws, rebuild, run.report, emb.dim)
         self.col_dim = store.vector_dim()
         col_emb = collection_record(store).get("embedder") or None
-        if emb.embedder is not None and (self.col_dim != emb.dim or col_emb not in (None, emb.emb_id)):
+        other_model = col_emb is not None and not same_model(col_emb, emb.emb_id)
+        if emb.embedder is not None and (self.col_dim != emb.dim or other_model):
             held = f"{self.col_dim}-d vectors of {col_emb}" if self.col_dim else "no vectors"
             emb.error = (f"collection {store.name} holds {held}; embedder {emb.emb_id} gives {emb.dim}-d: "
                          "use another store.collection or rebuild it")  # fmt: skip

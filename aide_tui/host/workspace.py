@@ -1,0 +1,336 @@
+"""A workspace as a front end holds it: hosted by this process, or attached to the process that hosts it.
+
+:class:`Workspace` has the interface of :class:`~aide_tui.core.live.LiveWorkspace` (search, reindex,
+cancel, current_status, start, close) and chooses its role when it starts:
+
+- **host**: it takes the workspace's host lock, indexes and watches the workspace, and answers the
+  workspace protocol on its socket (other front ends' searches, reindex requests, ``/events``);
+- **attached**: another process hosts the workspace. This one still searches in-process (the index on
+  disk is immutable segments under an atomic manifest; a Milvus store is read through the host's engine),
+  reloads each version the host commits, shows the host's progress and sends it reindex requests. When
+  the host goes away (its event stream ends) it takes over, or attaches to whoever did.
+
+Its events (the LiveWorkspace's, the host's progress, and :class:`Hosting` / :class:`Attached`) reach
+``on_event`` from background threads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from aide_tui.core.config import Settings, is_network_uri
+from aide_tui.core.events import Cancelled, Committed, Done, Failed, Progress, event_from_json
+from aide_tui.core.live import Attached, Hosting, LiveEvent, LiveWorkspace
+from aide_tui.core.paths import state_dir
+from aide_tui.core.search.response import SearchResponse
+from aide_tui.core.status import IndexStatus
+from aide_tui.host.client import ServeUnavailable, connect
+from aide_tui.host.lock import host_pid, release, try_host_lock
+from aide_tui.host.routes import Hub
+from aide_tui.host.server import HostServer
+
+WARM_WAIT = 30.0  # seconds a new host waits for its index and encoder before its socket appears
+ATTACH_WAIT = 10.0  # seconds an attaching front end waits for the host's socket to answer
+TAKEOVER_PAUSE = 0.2  # seconds between attempts to host or attach after a host went away
+ROOT_CHECK = 2.0  # seconds between checks that the hosted workspace folder is still there
+
+
+class Workspace:
+    """One workspace, hosted here or attached to its host (see the module docstring)."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        on_event: Callable[[LiveEvent], None],
+        *,
+        watch: bool = True,
+        index: bool = True,
+        role: str = "app",
+        lock_fd: int | None = None,
+        on_release: Callable[[], None] | None = None,
+        listen: bool = True,
+        on_lost: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.settings = settings
+        self.on_event = on_event
+        self.role = role
+        self.want_watch = watch
+        self.shared = settings.store.backend == "milvus"
+        self.index_enabled = index and not (self.shared and settings.store.read_only)
+        self.hub = Hub()
+        self.hosting = False
+        self.host_pid: int | None = None
+        self._lock_fd = lock_fd
+        self._on_release = on_release
+        self._listen = listen  # answer on the socket (serve opens its own listeners: False)
+        self._on_lost = on_lost  # the workspace folder went away while hosting (serve exits)
+        self._server: HostServer | None = None
+        self._closed = threading.Event()
+        self._mutex = threading.Lock()
+        self._priority: Callable[[], Iterable[str]] = lambda: ()
+        self._active = time.monotonic()  # the last search or reindex request
+        self.live = LiveWorkspace(self.root, settings, self._event, watch=False, index=False)
+
+    # -- the LiveWorkspace interface ---------------------------------------------------------------
+
+    @property
+    def priority(self) -> Callable[[], Iterable[str]]:
+        return self._priority
+
+    @priority.setter
+    def priority(self, value: Callable[[], Iterable[str]]) -> None:
+        self._priority = value
+        self.live.priority = value
+
+    @property
+    def index_ready(self) -> threading.Event:
+        return self.live.index_ready
+
+    @property
+    def embedder_ready(self) -> threading.Event:
+        return self.live.embedder_ready
+
+    @property
+    def status(self) -> IndexStatus:
+        return self.live.status
+
+    def search(
+        self, query: str, limit: int = 20, mode: str | None = None, all_workspaces: bool = False
+    ) -> SearchResponse:
+        self._active = time.monotonic()
+        return self.live.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces)
+
+    def last_active(self) -> float:
+        """When this workspace last had work: now while indexing runs or is queued, else the last
+        search or reindex request (monotonic seconds)."""
+        if self.hosting and self.live.service.running:
+            return time.monotonic()
+        return self._active
+
+    def current_status(self) -> IndexStatus:
+        return self.live.current_status()
+
+    def reindex(self, rebuild: bool = False, paths: Iterable[str] | None = None) -> None:
+        """Ask for a reindex: run here when hosting, else sent to the host."""
+        self._active = time.monotonic()
+        if self.hosting:
+            self.live.reindex(rebuild=rebuild, paths=paths)
+        elif self.index_enabled:
+            wanted = None if paths is None else list(paths)
+            threading.Thread(target=self._ask_host, args=(rebuild, wanted), daemon=True).start()
+
+    def reindex_and_wait(
+        self, rebuild: bool = False, paths: Iterable[str] | None = None, timeout: float | None = None
+    ) -> Any:
+        """Reindex here (hosting) and wait for the run's outcome event; None when not hosting."""
+        self._active = time.monotonic()
+        return self.live.reindex_and_wait(rebuild, paths, timeout) if self.hosting else None
+
+    def cancel(self) -> None:
+        if self.hosting:
+            self.live.cancel()
+
+    def host_info(self) -> dict[str, Any]:
+        """Who hosts, for ``/status`` (and the address of a Milvus Lite engine this process serves, so a
+        front end that attaches reads the store through it)."""
+        info: dict[str, Any] = {"pid": os.getpid(), "role": self.role}
+        st = self.live.service.settings.store
+        if self.shared and is_network_uri(st.uri) and not is_network_uri(self.settings.store.uri):
+            info["store_uri"] = st.uri
+        return info
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Take the host lock and host the workspace, or attach to the process that hosts it."""
+        fd = self._lock_fd
+        self._lock_fd = None
+        if fd is None and self.index_enabled:
+            fd = try_host_lock(state_dir(self.root))
+        if fd is not None:
+            self._host(fd, fresh=True)
+        elif not self.index_enabled:
+            self.live.start()
+        else:
+            self._attach(first=True)
+
+    def close(self) -> None:
+        """Stop hosting (the lock is released: another front end takes over) or stop following the host."""
+        self._closed.set()
+        with self._mutex:
+            server, fd = self._server, self._lock_fd
+            self._server, self._lock_fd = None, None
+        if server is not None:
+            self.hub.close_threadsafe()
+            server.close()
+        self.live.close()
+        if fd is not None:
+            release(fd, state_dir(self.root, create=False))
+
+    def _event(self, event: LiveEvent) -> None:
+        if self.hosting:
+            self.hub.publish_threadsafe(event)
+        if not self._closed.is_set():
+            self.on_event(event)
+
+    # -- hosting -------------------------------------------------------------------------------------
+
+    def _host(self, fd: int, fresh: bool = False) -> None:
+        """Index and watch here, and answer on the socket once the index and the encoder are warm (the
+        first search through a new host must not pay for loading them). ``fresh``: the workspace is not
+        open yet (it opens as the indexing one; a front end that was attached turns indexing on)."""
+        with self._mutex:
+            self._lock_fd = fd
+            self.hosting = True
+        if fresh:
+            self.live = LiveWorkspace(self.root, self.settings, self._event, watch=self.want_watch)
+            self.live.priority = self._priority
+            self.live.start()
+        else:
+            self.live.begin_indexing(self.want_watch)
+        self.on_event(Hosting(self.role))
+        threading.Thread(target=self._guard_root, name="aide-host-root", daemon=True).start()
+        if self._listen:
+            threading.Thread(target=self._open_socket, name="aide-host-open", daemon=True).start()
+
+    def wait_warm(self, timeout: float = WARM_WAIT) -> None:
+        """Until the index is loaded and the encoder too (or ``timeout``; a new workspace has no index to
+        load: its host answers once the first version lands)."""
+        deadline = time.monotonic() + timeout
+        for ready in (self.live.index_ready, self.live.embedder_ready):
+            ready.wait(max(0.0, deadline - time.monotonic()))
+
+    def _open_socket(self) -> None:
+        self.wait_warm()
+        if self._closed.is_set():
+            return
+        server = HostServer(self.root, state_dir(self.root), self.settings, self, self.hub,
+                            on_release=self._on_release)  # fmt: skip
+        try:
+            server.open()
+        except OSError as exc:  # the workspace is still indexed here; others cannot attach
+            self.on_event(Failed(f"cannot answer on the workspace socket: {exc}"))
+            return
+        with self._mutex:
+            if self._closed.is_set():
+                server.close()
+                return
+            self._server = server
+        server.start()
+
+    def _guard_root(self) -> None:
+        """Stop hosting when the workspace folder is deleted or moved away (say so; never recreate it)."""
+        try:
+            first = os.stat(self.root)
+        except OSError:
+            first = None
+        while not self._closed.wait(ROOT_CHECK):
+            try:
+                st = os.stat(self.root)
+                same = first is not None and (st.st_dev, st.st_ino) == (first.st_dev, first.st_ino)
+            except OSError:
+                same = False
+            if not same:
+                why = f"{self.root} was moved or deleted: no longer indexing it"
+                self.on_event(Failed(why))
+                self.close()
+                if self._on_lost is not None:
+                    self._on_lost(why)
+                return
+
+    # -- attached ------------------------------------------------------------------------------------
+
+    def _attach(self, first: bool = False) -> None:
+        """Follow the host: wait for its socket, then read its events until they end."""
+        client = None
+        deadline = time.monotonic() + ATTACH_WAIT
+        while client is None and not self._closed.is_set():
+            pid = host_pid(state_dir(self.root))
+            if pid is None:  # the host went away meanwhile: host here
+                fd = try_host_lock(state_dir(self.root))
+                if fd is not None:
+                    self._host(fd, fresh=first)
+                    return
+            client = connect(self.root, self.settings, any_settings=True)
+            if client is None:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(TAKEOVER_PAUSE)
+        if client is None:
+            if first:  # a host that never answers: search what is on disk
+                self.live.start()
+            self.on_event(
+                Failed(
+                    f"the process hosting {self.root} (PID {host_pid(state_dir(self.root))}) does not answer"
+                )
+            )
+            return
+        try:
+            info = client.host()
+        except ServeUnavailable:
+            info = {}
+        self.host_pid = int(info.get("pid") or 0)
+        if first:
+            store_uri = info.get("store_uri")
+            if self.shared and isinstance(store_uri, str):  # a Lite file: read it through the host's engine
+                self.live = LiveWorkspace(self.root, replace(self.settings, store=replace(self.settings.store,
+                                          uri=store_uri)), self._event, watch=False, index=False)  # fmt: skip
+                self.live.priority = self._priority
+            self.live.start()
+        self.on_event(Attached(self.host_pid, str(info.get("role") or "")))
+        threading.Thread(target=self._follow, args=(client,), name="aide-host-feed", daemon=True).start()
+
+    def _follow(self, client: Any) -> None:
+        """Forward the host's progress; each version it commits is loaded here. When the stream ends the
+        host is gone: take over (or attach to whoever did)."""
+        try:
+            for obj in client.events():
+                event = event_from_json(obj)
+                if isinstance(event, Progress | Committed | Done | Failed | Cancelled):
+                    if not self._closed.is_set():
+                        self.on_event(event)
+                    if isinstance(event, Committed | Done):
+                        self.live.reload()
+        except ServeUnavailable:
+            pass
+        finally:
+            client.close()
+        if self._closed.is_set():
+            return
+        time.sleep(TAKEOVER_PAUSE)
+        if self.shared and self.live.settings.store.uri != self.settings.store.uri:
+            self.live.close()  # it read the old host's engine: open the store afresh
+            self.live = LiveWorkspace(self.root, self.settings, self._event, watch=False, index=False)
+            self.live.priority = self._priority
+            fd = try_host_lock(state_dir(self.root))
+            if fd is not None:
+                self._host(fd, fresh=True)
+                return
+            self.live.start()
+            self._attach()
+            return
+        fd = try_host_lock(state_dir(self.root))
+        if fd is not None:
+            self.live.reload()
+            self._host(fd)
+            return
+        self._attach()
+
+    def _ask_host(self, rebuild: bool, paths: list[str] | None) -> None:
+        client = connect(self.root, self.settings, any_settings=True)
+        if client is None:
+            return
+        try:
+            client.reindex(rebuild, paths)
+        except ServeUnavailable as exc:
+            self.on_event(Failed(f"the host did not take the reindex request: {exc}"))
+        finally:
+            client.close()

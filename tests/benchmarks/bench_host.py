@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""One host per workspace (issue 20), measured with real processes (a script, not a test).
+
+    python tests/benchmarks/bench_host.py [--rounds 3] [--files 400]
+
+1. **Edit while a CLI-started bulk embed runs**: `aide-tui search` on a fresh workspace leaves a
+   background host embedding; a front end (the app's Workspace) opened then attaches; a new function is
+   appended to a file; time until the front end's search finds it. Medians of ``--rounds``.
+2. **20 parallel first searches** on a fresh workspace: exit codes, errors, background hosts started.
+3. **3 fresh workspaces searched at once**: embedding processes alive at once (sampled), and how many
+   hosts said they were queued.
+
+The embedder is the built-in one (a real bulk job); the load average is printed with each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from aide_tui.core.config import load_settings  # noqa: E402
+from aide_tui.host.lock import host_pid  # noqa: E402
+from aide_tui.host.workspace import Workspace  # noqa: E402
+
+
+def workspace(root: Path, files: int) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    for i in range(files):
+        body = "\n\n".join(
+            f"def handler_{i}_{k}(request, retries={k}):\n    '''Handle request {i}.{k}.'''\n"
+            f"    for attempt in range(retries):\n        request = request.retry(attempt + {i})\n"
+            f"    return request.send()\n"
+            for k in range(6)
+        )
+        (root / "pkg" / f"mod_{i}.py").write_text(body)
+    return root
+
+
+def env_for(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIDE_")}
+    env.update(XDG_CACHE_HOME=str(home / "cache"), XDG_CONFIG_HOME=str(home / "config"), PYTHONPATH=str(REPO))
+    return env
+
+
+def search(root: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "aide_tui", "search", "--path", str(root), "--json", *extra, "handler_3_2"]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def stop_host(root: Path) -> None:
+    pid = host_pid(root / ".aide")
+    if pid:
+        os.kill(pid, 15)
+        for _ in range(300):
+            if host_pid(root / ".aide") is None:
+                return
+            time.sleep(0.1)
+
+
+def edit_while_embedding(home: Path, files: int) -> float:
+    root = workspace(home / "ws", files)
+    env = env_for(home)
+    assert search(root, env).returncode == 0  # leaves a background host embedding
+    os.environ.update({k: env[k] for k in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME")})
+    ws = Workspace(root, load_settings(root), lambda e: None, role="app")
+    ws.start()
+    try:
+        deadline = time.monotonic() + 30
+        while ws.hosting is False and ws.host_pid is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ws.current_status().vectors_missing > 0, "the bulk job ended before the edit"
+        target = root / "pkg" / "mod_5.py"
+        t0 = time.monotonic()
+        target.write_text(target.read_text() + "\n\ndef qwzxvblorp():\n    return 1\n")
+        while not ws.search("qwzxvblorp", mode="bm25").results:
+            time.sleep(0.01)
+            if time.monotonic() - t0 > 120:
+                raise AssertionError("never visible")
+        took = time.monotonic() - t0
+        assert ws.current_status().vectors_missing > 0, "the bulk job ended before the edit was seen"
+        return took
+    finally:
+        ws.close()
+        stop_host(root)
+
+
+def parallel_first_searches(home: Path, files: int) -> dict[str, int]:
+    root = workspace(home / "ws", files)
+    env = env_for(home)
+    cmd = [sys.executable, "-m", "aide_tui", "search", "--path", str(root), "--json", "handler_3_2"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(20)]  # fmt: skip
+    outs = [p.communicate(timeout=600) for p in procs]
+    log = (root / ".aide" / "index.log").read_text() if (root / ".aide" / "index.log").exists() else ""
+    stop_host(root)
+    return {
+        "ok": sum(p.returncode == 0 for p in procs),
+        "errors": sum(
+            ("gave up" in e or "locked" in e or p.returncode != 0)
+            for p, (_, e) in zip(procs, outs, strict=True)
+        ),
+        "hosts": log.count("background host for"),
+    }
+
+
+def encoders_alive() -> int:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return sum("multiprocessing.spawn" in line and "aide" not in line for line in out.splitlines())
+
+
+def three_workspaces(home: Path, files: int) -> dict[str, int]:
+    roots = [workspace(home / f"ws{i}", files) for i in range(3)]
+    env = env_for(home)
+    procs = [subprocess.Popen([sys.executable, "-m", "aide_tui", "search", "--path", str(r), "--mode", "bm25",
+                               "handler_1_1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for r in roots]  # fmt: skip
+    for p in procs:
+        p.communicate(timeout=600)
+    peak, hosts = 0, 0
+    for _ in range(40):
+        peak = max(peak, encoders_alive())
+        hosts = max(hosts, sum(host_pid(r / ".aide") is not None for r in roots))
+        time.sleep(0.25)
+    logs = [(r / ".aide" / "index.log").read_text() for r in roots]
+    for r in roots:
+        stop_host(r)
+    return {"hosts": hosts, "embedding_processes_peak": peak,
+            "queued": sum("waiting for another workspace's embedding" in log for log in logs)}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--files", type=int, default=400)
+    args = ap.parse_args()
+    times = []
+    for _ in range(args.rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            times.append(edit_while_embedding(Path(tmp), args.files))
+    edits = {"edit_visible_while_embedding_s": [round(t, 3) for t in times]}
+    print(json.dumps({**edits, "median_s": round(statistics.median(times), 3), "load": os.getloadavg()[0]}))
+    with tempfile.TemporaryDirectory() as tmp:
+        got = parallel_first_searches(Path(tmp), args.files // 4)
+        print(json.dumps({"parallel_first_searches": got, "load": os.getloadavg()[0]}))
+    with tempfile.TemporaryDirectory() as tmp:
+        got = three_workspaces(Path(tmp), args.files // 4)
+        print(json.dumps({"three_workspaces": got, "load": os.getloadavg()[0]}))
+
+
+if __name__ == "__main__":
+    main()
