@@ -15,6 +15,7 @@ import numpy as np
 
 from aide_tui.core import filekinds
 from aide_tui.core.backend import backend_for
+from aide_tui.core.bm25 import field_query
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, EmbedderError
 from aide_tui.core.languages import LANGUAGES, detect_language
@@ -84,7 +85,7 @@ class Hit:
     ranks: dict[str, int | None]
     query_terms: list[str] = field(default_factory=list)
     text: str = ""
-    best_piece: tuple[int, int] | None = None  # lines of the dense piece that ranked this chunk
+    best_piece: tuple[int, int] | None = None  # lines of the piece (BM25 or dense) that ranked this chunk
 
     def matched_terms(self) -> list[str]:
         """Query terms that occur in this chunk's code or path (for the "why" line)."""
@@ -570,14 +571,18 @@ class Searcher:
         parts = analyze(parsed.text)
         code_like = _looks_like_code(parsed.text)
         terms, weights = self._query_terms(ix, parsed.text, parts.title)
-        scores = ix.bm25_scores(terms, weights) if terms else np.zeros(ix.n_rows, np.float32)
+        # the name field for prose (an identifier-like query has the exact symbol list instead)
+        name_weight = s.long_name_weight if parts.long else (0.0 if code_like else s.name_weight)
+        fterms, fweights = field_query(terms, weights, name_weight)
+        scores = ix.bm25_scores(fterms, fweights) if terms else np.zeros(ix.n_rows, np.float32)
         if allowed is not None:
             scores = np.where(allowed, scores, np.float32(0.0))
         lists: dict[str, list[int]] = {}
+        piece_spans: dict[int, tuple[int, int]] = {}
         explicit_path = False
         if mode in ("hybrid", "bm25"):
             explicit_path = self._lexical_lists(
-                ix, parsed.text, parts, scores, (terms, weights), allowed, lists
+                ix, parsed.text, parts, scores, (fterms, fweights), allowed, lists, piece_spans
             )
         spans: dict[int, tuple[int, int]] = {}
         if mode in ("hybrid", "dense") and parsed.text:
@@ -598,21 +603,25 @@ class Searcher:
             fused = [f for f in fused if allowed[f.doc]]
         if s.per_file_cap > 0:
             fused = diversify(fused, [ix.paths[f.doc] for f in fused], s.per_file_cap, limit)
+        spans = self._best_pieces(spans, piece_spans, fused[:limit])
         resp.results = [self._hit(ix, f, terms, spans.get(f.doc)) for f in fused[:limit]]
 
     def _lexical_lists(
         self, ix: IndexView, text: str, parts: QueryParts, scores: np.ndarray,
         query_terms: tuple[list[str], dict[str, float] | None], allowed: np.ndarray | None,
-        lists: dict[str, list[int]],
+        lists: dict[str, list[int]], piece_spans: dict[int, tuple[int, int]],
     ) -> bool:  # fmt: skip
-        """Add the keyword-side ranked lists to ``lists``; True when the query names a path outright."""
+        """Add the keyword-side ranked lists to ``lists`` (and the lines of each chunk's best BM25 piece to
+        ``piece_spans``); True when the query names a path outright."""
         n = self.settings.search.top_n
         terms, weights = query_terms
         lists["bm25"] = self._top(ix, scores, n)
         # in a pasted text only the prose's quotes are phrases (not code, not traceback file names)
         quoted_in = parts.prose_without_frames() if parts.long else text
         lists["phrase"] = self._phrase_list(ix, quoted_in, scores, n)
-        lists["piece"] = ix.piece_ranked_chunks(terms, n, weights, allowed=allowed)
+        piece = ix.piece_ranked(terms, n, weights, allowed=allowed)
+        lists["piece"] = [r for r, _ in piece]
+        piece_spans.update((r, span) for r, span in piece if span is not None)
         if parts.long:
             lists["symbol"] = self._named_symbol_list(ix, parts, scores, n, allowed)
             lists["path"] = self._mention_list(ix, parts, scores, n, allowed)
@@ -622,6 +631,19 @@ class Searcher:
         if allowed is not None:
             lists["path"] = [r for r in lists["path"] if allowed[r]]
         return explicit_path
+
+    def _best_pieces(
+        self, dense: dict[int, tuple[int, int]], lexical: dict[int, tuple[int, int]], fused: list
+    ) -> dict[int, tuple[int, int]]:
+        """The piece each hit's best line follows (``search.best_piece``): "piece" = the chunk's best
+        BM25 piece, else its best dense piece; "dense" = the dense piece only."""
+        if self.settings.search.best_piece == "dense" or not lexical:
+            return dense
+        out = dict(dense)
+        for f in fused:
+            if f.doc in lexical:
+                out[f.doc] = lexical[f.doc]
+        return out
 
     def _list_weights(self, long: bool, code_like: bool, explicit_path: bool) -> dict[str, float]:
         """RRF weight of each ranked list for this kind of query."""
