@@ -126,8 +126,8 @@ def hit_best_line(hit: object) -> BestLine:
 
     When the search knows the piece (about one function) that ranked the hit, the best line is looked
     for inside it first: a chunk packs several functions and the query's words often recur in a
-    neighbour. A piece without any query term (found by meaning alone) still lands the hit there unless
-    another line of the chunk matches.
+    neighbour. When the piece holds none of the query's words (it was found by meaning), a matching
+    line elsewhere in the chunk wins, else the piece's defining line.
     """
     text, start = str(getattr(hit, "text", "")), int(getattr(hit, "start_line", 1))
     terms, symbol = list(getattr(hit, "query_terms", []) or []), getattr(hit, "symbol", None)
