@@ -1,4 +1,5 @@
-"""Okapi BM25 over numpy arrays (Lucene idf), with path/symbol fields weighted above the body.
+"""Okapi BM25 over numpy arrays (Lucene idf), with path/symbol fields weighted above the body and a
+separately scored name field (the functions a chunk defines).
 
 Documents are stored doc-major (CSR: which terms, how often) so an incremental update keeps the
 rows of unchanged chunks and tokenizes only new ones; the term-major postings used for scoring
@@ -7,6 +8,7 @@ are derived from them in one vectorised pass.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,10 +24,22 @@ K1 = 1.2
 B = 0.75
 PATH_WEIGHT = 2.0
 SYMBOL_WEIGHT = 2.0
+# The name field: the words of the functions (and variables) a chunk defines, stored as separate
+# "n:word" terms (the tokenizer never makes a ":"), so a query word that *names* a function scores
+# with the field's own idf and saturation instead of adding one more count to a word the body
+# already repeats (BM25F-like). Type names (class, struct, interface...), CONSTANTS and __dunder__
+# names stay out: a prose query that mentions a class asks about its members or its users.
+NAME_FIELD = "n:"
+NAME_TF = 1.0  # weight of a name-field term in a document (0 = no name field)
+_TYPE_DEF = re.compile(
+    r"\b(?:class|struct|interface|enum|type|trait|record|object|union|namespace|module|impl)\s+"
+    r"([A-Za-z_$][\w$]*)"
+)
 
 
 def chunk_terms(chunk: Chunk, body: Counter[str] | None = None) -> dict[str, float]:
-    """Weighted term frequencies of a chunk: body + header fields (path, symbol, defined names).
+    """Weighted term frequencies of a chunk: body + header fields (path, symbol, defined names) + the
+    name field.
 
     ``body`` is the already-counted ``tokenize(chunk.text)``, when the caller has it.
     """
@@ -34,7 +48,45 @@ def chunk_terms(chunk: Chunk, body: Counter[str] | None = None) -> dict[str, flo
         counts[term] = counts.get(term, 0) + PATH_WEIGHT
     for term in _symbol_terms(chunk.symbol or "", chunk.defines):
         counts[term] = counts.get(term, 0) + SYMBOL_WEIGHT
+    if NAME_TF > 0:
+        for term in _name_terms(function_names(chunk)):
+            counts[term] = counts.get(term, 0) + NAME_TF
     return counts
+
+
+def function_names(chunk: Chunk) -> tuple[str, ...]:
+    """The names that go into the name field: what the chunk defines (a piece, which records no
+    definitions: its symbol's innermost name) minus types, CONSTANTS and __dunder__ names."""
+    if chunk.defines:
+        names = chunk.defines
+    elif chunk.symbol:
+        label = chunk.symbol.rsplit(" > ", 1)[-1]
+        names = tuple(label.split()[-1:]) if not _TYPE_DEF.fullmatch(label) else ()
+    else:
+        names = ()
+    names = tuple(n for n in names if not n.isupper() and not (n.startswith("__") and n.endswith("__")))
+    if not names:
+        return ()
+    types = set(_TYPE_DEF.findall(chunk.text))
+    return tuple(n for n in names if n not in types)
+
+
+@lru_cache(maxsize=65536)
+def _name_terms(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(NAME_FIELD + t for t in dict.fromkeys(tokenize(" ".join(names))))
+
+
+def field_query(
+    terms: list[str], weights: dict[str, float] | None, name_weight: float
+) -> tuple[list[str], dict[str, float] | None]:
+    """The query's terms plus their name-field twins, each at ``name_weight`` times the term's own
+    weight (``name_weight`` 0: the terms unchanged)."""
+    if name_weight <= 0 or not terms:
+        return terms, weights
+    out = dict(weights) if weights else {}
+    for t in terms:
+        out[NAME_FIELD + t] = name_weight * (weights.get(t, 1.0) if weights else 1.0)
+    return [*terms, *(NAME_FIELD + t for t in terms)], out
 
 
 @lru_cache(maxsize=4096)

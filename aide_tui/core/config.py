@@ -67,6 +67,8 @@ class SearchSettings:
     path_weight: float = 0.5
     piece_weight: float = 0.25  # BM25 over function-sized pieces, a chunk ranked by its best piece
     phrase_weight: float = 2.0  # chunks containing the query's "double-quoted" spans verbatim
+    name_weight: float = 0.5  # prose queries: BM25 name field (words naming a function the chunk defines)
+    best_piece: str = "piece"  # the piece a hit's best line follows: piece (BM25 piece, else dense) | dense
     test_weight: float = 0.5  # score factor for test files unless the query mentions tests
     per_file_cap: int = 0  # at most this many chunks per file among the first results (0 = no cap)
     # pasted texts (issues, change descriptions, stack traces: more than 24 distinct terms)
@@ -74,6 +76,7 @@ class SearchSettings:
     long_dense_weight: float = 1.0  # the dense list (whole text and its segments fused)
     long_phrase_weight: float = 2.0  # chunks holding the prose's "quoted" spans verbatim
     long_symbol_weight: float = 0.3  # chunks defining the names the text is about
+    long_name_weight: float = 0.0  # the BM25 name field (see name_weight) for pasted texts
     mention_weight: float = 1.0  # files the text names (traceback frames, written paths)
     kind_prior: float = 1.0  # demote docs, changelogs, CI config... (0 = off, 1 = full factors)
     file_agg: float = 0.0  # a file's best chunk gains this times its other chunks' damped sum
@@ -220,6 +223,8 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
             "title_weight",
             "file_agg",
             "prose_file_agg",
+            "name_weight",
+            "long_name_weight",
         )
     },  # fmt: skip
     ("search", "kind_prior"): (0.0, 1.0, True),
@@ -462,6 +467,8 @@ def load_settings(
         raise ConfigError(
             f"unknown embedding runtime {settings.embedding.runtime!r} ({', '.join(EMBEDDING_RUNTIMES)})"
         )
+    if settings.search.best_piece not in ("piece", "dense"):
+        raise ConfigError(f"unknown search.best_piece {settings.search.best_piece!r} (piece, dense)")
     if settings.search.mode not in ("hybrid", "bm25", "dense"):
         raise ConfigError(f"unknown search mode {settings.search.mode!r} (hybrid, bm25, dense)")
     choices = (("search.rerank", settings.search.rerank, ("off", "http")),

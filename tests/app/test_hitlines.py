@@ -64,3 +64,26 @@ def test_a_hit_found_by_meaning_lands_in_its_best_dense_piece(workspace: Path) -
     assert hits[0].start_line <= lo <= hi <= hits[0].end_line
     assert lo <= hit_best_line(hits[0]).line <= hi
     assert (lo, hi) != (hits[0].start_line, hits[0].end_line)  # a piece, not the whole chunk
+
+
+def test_the_best_line_stays_inside_the_piece_that_ranked_the_hit() -> None:
+    """A chunk packs several functions; the query's words recur in a neighbour (here with the rarer
+    word too), but the hit was ranked by the piece holding ``keys``: its line is the best line."""
+    from aide_tui.core.search.hitlines import hit_best_line
+
+    text = (
+        "def items(self):\n"
+        '    """Return all the (key, value) pairs: the keys first."""\n'
+        "    return [(k, self._dict[k]) for k in self._dict]\n"
+        "\n"
+        "def keys(self):\n"
+        "    return list(self._dict)\n"
+    )
+    terms = tokenize("return all the keys")
+    hit = Hit("p.py", 10, 15, 0.5, "def items", "python", {}, terms, text, best_piece=(14, 15))
+    assert hit_best_line(hit).line == 14
+    # without a known piece the whole chunk's best line is kept (the docstring holding every word)
+    assert hit_best_line(Hit("p.py", 10, 15, 0.5, "def items", "python", {}, terms, text)).line == 11
+    # a piece without any query word: a matching line elsewhere in the chunk still wins
+    assert hit_best_line(Hit("p.py", 10, 15, 0.5, "def items", "python", {}, tokenize("pairs"), text,
+                             best_piece=(14, 15))).line == 11  # fmt: skip

@@ -4,7 +4,19 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from aide_tui.core.bm25 import BM25, DocTerms, concat, encode_docs, top_positive
+from aide_tui.core.bm25 import (
+    BM25,
+    NAME_FIELD,
+    DocTerms,
+    chunk_terms,
+    concat,
+    encode_docs,
+    field_query,
+    function_names,
+    top_positive,
+)
+from aide_tui.core.model import Chunk
+from aide_tui.core.tokens import tokenize
 
 
 def _index(docs: list[list[str]]) -> BM25:
@@ -71,3 +83,43 @@ def test_take_and_concat_round_trip() -> None:
 def test_empty_or_unknown_queries(terms: list[str]) -> None:
     bm = _index([["a1"], ["b2"]])
     assert bm.scores(terms).tolist() == [0.0, 0.0]
+
+
+def _chunk(text: str, defines: tuple[str, ...] = (), symbol: str | None = None) -> Chunk:
+    return Chunk("pkg/params.py", 1, text.count("\n") + 1, "python", symbol, "", text, defines)
+
+
+def test_name_field_ranks_the_function_a_query_names_above_heavier_body_use() -> None:
+    """A chunk that defines ``keys`` beats a bigger one that only says "keys" in its code and docstrings
+    once the query's words also score in the name field (BM25F-like), and not without it."""
+    user = _chunk(
+        'def items(self):\n    """Return all the items, like keys() and values()."""\n'
+        "    return [(k, self.keys()[k]) for k in self.keys() if k in self.all_keys]\n",
+        ("items",),
+    )
+    owner = _chunk("def keys(self):\n    return list(self._dict)\n", ("keys",))
+    filler = [_chunk(f"def f{i}(self):\n    return all_the_{i}\n", (f"f{i}",)) for i in range(6)]
+    vocab: dict[str, int] = {}
+    bm = BM25(encode_docs((chunk_terms(c) for c in [user, owner, *filler]), vocab), vocab)
+    terms = tokenize("Return all the keys")
+    assert bm.top(terms, 2)[0][0] == 0  # the body alone: the heavier user wins
+    fterms, fweights = field_query(terms, None, 0.5)
+    assert bm.top(fterms, 2, fweights)[0][0] == 1
+    assert field_query(terms, None, 0.0) == (terms, None)
+
+
+def test_name_field_holds_functions_not_types_constants_or_dunders() -> None:
+    c = _chunk(
+        "class QueryParams:\n    MAX_SIZE = 3\n    def __init__(self):\n        pass\n"
+        "    def get_list(self, key):\n        return []\n",
+        ("QueryParams", "MAX_SIZE", "__init__", "get_list"),
+    )
+    assert function_names(c) == ("get_list",)
+    assert {t for t in chunk_terms(c) if t.startswith(NAME_FIELD)} == {"n:get_list", "n:get", "n:list"}
+    # a dense piece records no definitions: its symbol's innermost name stands in, unless it is a type
+    assert function_names(_chunk("return 1", (), "class A > def keys")) == ("keys",)
+    assert function_names(_chunk("x = 1", (), "class QueryParams")) == ()
+    # Go: a struct type is left out, its method is kept
+    go = Chunk("cmd.go", 1, 3, "go", None, "", "type Command struct{}\nfunc (c *Command) Run() {}\n",
+               ("Command", "Run"))  # fmt: skip
+    assert function_names(go) == ("Run",)

@@ -13,7 +13,8 @@ def _source(n: int) -> str:
 def test_pieces_lie_inside_their_chunk_and_cover_every_chunk() -> None:
     text = _source(12)
     chunks, small = chunk_file_multi("pkg/mod.py", text, (1500, 300))
-    assert chunks == chunk_file("pkg/mod.py", text, 1500) and small == chunk_file("pkg/mod.py", text, 300)
+    assert chunks == chunk_file("pkg/mod.py", text, 1500)
+    assert small == chunk_file("pkg/mod.py", text, 300, pack_functions=False)
     pieces = dense_pieces(chunks, small)
     assert {owner for owner, _ in pieces} == set(range(len(chunks)))
     lines = text.split("\n")
@@ -23,9 +24,8 @@ def test_pieces_lie_inside_their_chunk_and_cover_every_chunk() -> None:
         assert p.text == "\n".join(lines[p.start_line - 1 : p.end_line])
         assert p.header.startswith("file: pkg/mod.py")
     # a packed chunk holding several functions gets one piece per function, each starting at its def
-    # (the first one shares its piece with the module-level import above it)
     starts = {p.start_line for _, p in pieces}
-    for i in range(1, 12):
+    for i in range(12):
         def_line = lines.index(f"def function_{i}(argument_{i}):") + 1
         assert def_line in starts
 
@@ -56,3 +56,27 @@ def test_embed_text_spells_symbol_names_as_words() -> None:
     c = Chunk("a.py", 1, 2, "python", "class QueryParams > def remove", "file: a.py", "def remove(self):")
     assert c.embed_text.split("\n") == ["query params remove", "file: a.py", "def remove(self):"]
     assert Chunk("a.py", 1, 1, "python", None, "", "x = 1").embed_text == "x = 1"
+
+
+def test_every_function_is_a_piece_of_its_own() -> None:
+    """Small functions pack into one chunk, but each is its own dense piece (its vector and its BM25
+    row speak for that function alone); so are the methods of a class too big for one piece."""
+    funcs = "\n\n".join(f"def f{i}(x):\n    return x + {i}" for i in range(8))
+    methods = [
+        f"    def m{i}(self):\n        return self.value_number_{i} + self.other_value_{i}" for i in range(16)
+    ]
+    text = f"import os\n\n{funcs}\n\n\nclass K:\n    v0 = 1\n\n" + "\n\n".join(methods) + "\n"
+    chunks, small = chunk_file_multi("pkg/mod.py", text, (1500, 600))
+    assert len(chunks) == 1
+    pieces = [p for _, p in dense_pieces(chunks, small)]
+    bodies = [p.text for p in pieces]
+    for i in range(8):
+        assert f"def f{i}(x):\n    return x + {i}" in bodies
+    for i, m in enumerate(methods):
+        assert m in bodies
+        assert next(p.symbol for p in pieces if p.text == m) == f"class K > def m{i}"
+    # a small class stays one piece, as small non-function code does
+    small_class = chunk_file(
+        "pkg/k.py", "class P:\n    def a(self):\n        return 1\n", 600, pack_functions=False
+    )
+    assert len(small_class) == 1

@@ -174,3 +174,53 @@ def test_dense_prefilter_keeps_exact_top_results(monkeypatch) -> None:  # noqa: 
         exact, fast = ranked(q, 10**9), ranked(q, 1000)
         recall.append(len(set(exact) & set(fast)) / len(exact))
     assert np.mean(recall) >= 0.95
+
+
+def _params_module() -> str:
+    """A class whose methods pack into two chunks; ``keys`` (no docstring, as in the public eval's
+    nl2code corpora) lands in the second chunk, its documented siblings in the first."""
+    docs = [
+        ("items", "Return all the (key, value) pairs."),
+        ("values", "Return all the values, in the order of the keys."),
+        ("get", "Return the first value of a key, or the default."),
+        ("get_list", "Return every value of a key as a list."),
+        ("set", "Return a new instance with one key set to a value."),
+        ("add", "Return a new instance with a value appended to a key."),
+        ("remove", "Return a new instance without a key."),
+        ("merge", "Return a new instance with the entries of both."),
+        ("copy", "Return a copy of the multi-dict."),
+        ("size", "Return the number of distinct entries."),
+    ]
+    methods = [
+        f'    def {name}(self, *args):\n        """{doc}"""\n'
+        f'        result = self._apply("{name}", self._dict, args)\n'
+        f'        self._log("{name}", len(result), self._dict, args)\n        return result\n'
+        for name, doc in docs
+    ]
+    methods.append("    def keys(self):\n        return list(self._dict)\n")
+    head = 'class Params:\n    """A multi-dict of query parameters."""\n\n    def __init__(self, items):\n'
+    return head + "        self._dict = dict(items)\n\n" + "\n".join(methods)
+
+
+def test_the_method_a_prose_query_names_comes_first_and_its_best_line_is_its_def(tmp_path: Path) -> None:
+    """The name field (BM25F-like) lifts the chunk defining ``keys`` over the documented siblings that
+    mention keys; the hit's best line follows its best BM25 piece, the ``keys`` method itself."""
+    from aide_tui.core.search.hitlines import hit_best_line
+
+    text = _params_module()
+    root = tmp_path / "ws"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/params.py").write_text(text)
+    (root / "pkg/other.py").write_text("def unrelated():\n    return 1\n")
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    Indexer(root, settings).run()
+    s = Searcher(root, settings)
+    s.refresh()
+    def_line = text.split("\n").index("    def keys(self):") + 1
+    top = s.search("Return all the keys of the params", mode="bm25").results[0]
+    assert top.path == "pkg/params.py" and top.start_line <= def_line <= top.end_line
+    assert top.best_piece == (def_line, def_line + 1)
+    assert hit_best_line(top).line == def_line
+    s.settings = load_settings(root, {"embedding": {"backend": "none"}, "search": {"name_weight": 0.0}})
+    top = s.search("Return all the keys of the params", mode="bm25").results[0]
+    assert not top.start_line <= def_line <= top.end_line  # without the name field the siblings win

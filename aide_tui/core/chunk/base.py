@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-CHUNKER_VERSION = "1"  # bump when chunk boundaries or headers change: indexes rebuild
+# bump when chunk or piece boundaries or headers change: indexes rebuild
+# 2: a function is a dense piece of its own (pieces no longer pack small functions together)
+CHUNKER_VERSION = "2"
 
 
 @dataclass(slots=True, eq=False)

@@ -23,6 +23,8 @@ from aide_tui.core.model import Chunk
 __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 
 WINDOW_LINES = 60
+# Unit kinds that are functions or methods: at a piece budget each one is a piece of its own.
+FUNCTION_KINDS = frozenset({"def", "func", "fn", "function", "function*", "method", "constructor", "fun"})
 _MAX_SIG = 120
 _MAX_HEADER = 300
 
@@ -78,10 +80,13 @@ def _segments(lo: int, hi: int, units: list[Unit]) -> list[tuple[int, int, Unit 
 
 
 class _Chunker:
-    def __init__(self, src: Src, budget: int, is_lead: Callable[[int], bool]) -> None:
+    def __init__(
+        self, src: Src, budget: int, is_lead: Callable[[int], bool], pack_functions: bool = True
+    ) -> None:
         self.src = src
         self.budget = max(1, budget)
         self.is_lead = is_lead
+        self.pack_functions = pack_functions
 
     # ---- generic line splitting (oversized code without member units, gaps, big sections)
 
@@ -160,6 +165,13 @@ class _Chunker:
                     tail.hi = b
                     continue
             tail = None
+            if u is not None and not self.pack_functions and u.kind in FUNCTION_KINDS:
+                if acc is not None:  # a function is never packed with its neighbours
+                    pieces.append(acc)
+                    acc = None
+                split = self.split_unit(u, chain) if src.size(a, b) > self.budget and b > a else None
+                pieces.extend(split or [_Piece(a, b, chain, u)])
+                continue
             if src.size(a, b) > self.budget and b > a:
                 split = self.split_unit(u, chain) if u is not None else self._windows(a, b, chain)
                 if acc is not None:
@@ -282,19 +294,25 @@ def _valid(src: Src, pieces: list[_Piece]) -> bool:
     return inside == blank.count(False)
 
 
-def chunk_file(path: str, text: str, budget: int = 1500) -> list[Chunk]:
+def chunk_file(path: str, text: str, budget: int = 1500, pack_functions: bool = True) -> list[Chunk]:
     """Split one file into structure-aware chunks covering every non-blank line, in file order.
 
     ``path`` is the posix path relative to the workspace root; ``budget`` is the target size of a chunk in
-    non-whitespace characters (a single unit is never cut when it fits).
+    non-whitespace characters (a single unit is never cut when it fits). Adjacent small units are packed
+    up to the budget; with ``pack_functions`` false a function or method is never packed with its
+    neighbours (the cut of dense pieces).
     """
-    return chunk_file_multi(path, text, (budget,))[0]
+    return chunk_file_multi(path, text, (budget,), pack_from=1 if pack_functions else 0)[0]
 
 
 def chunk_file_multi(
-    path: str, text: str, budgets: tuple[int, ...], fallbacks: list[str] | None = None
+    path: str, text: str, budgets: tuple[int, ...], fallbacks: list[str] | None = None, pack_from: int = 1
 ) -> list[list[Chunk]]:
     """``chunk_file`` at several budgets from one parse (the index uses 1,500 for chunks, less for pieces).
+
+    The first ``pack_from`` budgets pack small functions together (chunks); the others are piece cuts,
+    where every function or method is a piece of its own, so its vector and its BM25 row speak for it
+    alone (public eval, round 3: hybrid nl2code cMRR@10 +.02 held-out, +.06 tune).
 
     When the structure-aware chunker fails and line windows are used instead, a note is appended to
     ``fallbacks`` (the index report counts them, so a chunker regression shows up as a number).
@@ -318,11 +336,12 @@ def chunk_file_multi(
         if fallbacks is not None:
             fallbacks.append(f"{path}: {language} parse failed ({exc.__class__.__name__})")
     out: list[list[Chunk]] = []
-    for budget in budgets:
+    for k, budget in enumerate(budgets):
         pieces: list[_Piece] | None = None
         if found is not None:
             try:
-                pieces = _Chunker(src, budget, found[2]).pack(0, src.n - 1, found[0], ())
+                chunker = _Chunker(src, budget, found[2], pack_functions=k < pack_from)
+                pieces = chunker.pack(0, src.n - 1, found[0], ())
                 if not _valid(src, pieces):
                     pieces = None
             except Exception as exc:

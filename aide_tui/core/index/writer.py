@@ -37,7 +37,7 @@ def index_settings_key(settings: Settings) -> dict[str, object]:
         "budget": settings.index.chunk_budget,
         "piece_budget": PIECE_BUDGET,
         "embed_text": EMBED_TEXT_VERSION,
-        "bm25_fields": [bm25_mod.PATH_WEIGHT, bm25_mod.SYMBOL_WEIGHT],
+        "bm25_fields": [bm25_mod.PATH_WEIGHT, bm25_mod.SYMBOL_WEIGHT, bm25_mod.NAME_TF],
         "max_file_kb": settings.index.max_file_kb,
         "exclude": list(settings.index.exclude),
         "include_sensitive": settings.index.include_sensitive,

@@ -124,17 +124,27 @@ def best_line(text: str, start_line: int, terms: Iterable[str], symbol: str | No
 def hit_best_line(hit: object) -> BestLine:
     """:func:`best_line` of a :class:`~aide_tui.core.search.searcher.Hit` (its chunk text and query terms).
 
-    A hit found by meaning alone (no query term in it) lands in the dense piece that ranked it.
+    When the search knows the piece (about one function) that ranked the hit, the best line is looked
+    for inside it first: a chunk packs several functions and the query's words often recur in a
+    neighbour. When the piece holds none of the query's words (it was found by meaning), a matching
+    line elsewhere in the chunk wins, else the piece's defining line.
     """
     text, start = str(getattr(hit, "text", "")), int(getattr(hit, "start_line", 1))
     terms, symbol = list(getattr(hit, "query_terms", []) or []), getattr(hit, "symbol", None)
-    best = best_line(text, start, terms, symbol)
     piece = getattr(hit, "best_piece", None)
-    if best.matched or not piece:
+    lines: list[str] = []
+    lo = start
+    if piece:
+        lo, hi = max(piece[0], start), piece[1]
+        lines = text.split("\n")[lo - start : hi - start + 1]
+        if lines:
+            inside = best_line("\n".join(lines), lo, terms, None)
+            if inside.matched:
+                return inside
+    best = best_line(text, start, terms, symbol)
+    if best.matched or not lines:
         return best
-    lo, hi = max(piece[0], start), piece[1]
-    lines = text.split("\n")[lo - start : hi - start + 1]
-    return best_line("\n".join(lines), lo, [], symbol) if lines else best
+    return best_line("\n".join(lines), lo, [], symbol)
 
 
 def line_text(hit: object, line: int) -> str:

@@ -58,8 +58,9 @@ class LocalRetrieval:
     def positive(self) -> Iterable[int]:
         return map(int, np.flatnonzero(self.scores > 0))
 
-    def piece_bm25(self, n: int) -> list[int]:
-        return list(self.ix.piece_ranked_chunks(self.terms, n, self.weights, allowed=self.allowed))
+    def piece_bm25(self, n: int) -> tuple[list[int], dict[int, tuple[int, int]]]:
+        ranked = self.ix.piece_ranked(self.terms, n, self.weights, allowed=self.allowed)
+        return [r for r, _ in ranked], {r: span for r, span in ranked if span is not None}
 
     def defining(self, names: Sequence[str]) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}

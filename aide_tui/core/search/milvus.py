@@ -123,15 +123,17 @@ class MilvusRetrieval:
     def positive(self) -> Iterable[str]:
         return [k for k in self.cands if self.scores.get(k, 0.0) > 0]
 
-    def piece_bm25(self, n: int) -> list[str]:
+    def piece_bm25(self, n: int) -> tuple[list[str], dict[str, tuple[int, int]]]:
         if not self.qtext:
-            return []
+            return [], {}
         found = self._search(self.store.pieces, self.qtext, "sparse", 4 * n, PIECE_FIELDS, "BM25")
-        best: list[str] = list(dict.fromkeys(str(e["chunk_id"]) for e, _ in found))[:n]
+        first: dict[str, dict[str, Any]] = {}
+        for ent, _ in found:
+            first.setdefault(str(ent["chunk_id"]), ent)  # a chunk's best piece comes first
+        best = list(first)[:n]
         if self.post:
-            path = {str(e["chunk_id"]): e.get("path", "") for e, _ in found}
-            best = [k for k in best if self.parsed.accepts_path(path[k])]
-        return best
+            best = [k for k in best if self.parsed.accepts_path(first[k].get("path", ""))]
+        return best, {k: (int(first[k]["start_line"]), int(first[k]["end_line"])) for k in best}
 
     def defining(self, names: Sequence[str]) -> dict[str, list[str]]:
         lows = sorted({n.lower() for n in names})[:MAX_NAMES]

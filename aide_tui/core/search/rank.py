@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from aide_tui.core import filekinds
+from aide_tui.core.bm25 import field_query
 from aide_tui.core.config import SearchSettings
 from aide_tui.core.errors import EmbedderError
 from aide_tui.core.search import lists as L
@@ -117,11 +118,14 @@ def rank(
     parts = analyze(parsed.text)
     code_like = L.looks_like_code(parsed.text)
     terms, weights = query_terms(retriever.term_stats, parsed.text, parts.title, s.title_weight)
-    q = retriever.begin(parsed, terms, weights)
+    # prose asks about functions by their names: the BM25 name field (identifiers have the symbol list)
+    name_weight = s.long_name_weight if parts.long else (0.0 if code_like else s.name_weight)
+    q = retriever.begin(parsed, *field_query(terms, weights, name_weight))
     found: dict[str, list[Key]] = {}
     explicit_path = False
+    piece_spans: dict[Key, tuple[int, int]] = {}
     if mode in ("hybrid", "bm25"):
-        explicit_path = _lexical_lists(q, retriever, parsed.text, parts, s.top_n, found)
+        explicit_path = _lexical_lists(q, retriever, parsed.text, parts, s.top_n, found, piece_spans)
     spans: dict[Key, tuple[int, int]] = {}
     degraded = None
     if mode in ("hybrid", "dense") and parsed.text:
@@ -145,15 +149,24 @@ def rank(
         fused = diversify(fused, [q.file_of(f.doc) for f in fused], s.per_file_cap, limit)
     top = fused[:limit]
     q.fetch(f.doc for f in top)
+    if s.best_piece == "piece":  # a hit's best line follows its best BM25 piece, else its dense one
+        spans = {**spans, **{f.doc: piece_spans[f.doc] for f in top if f.doc in piece_spans}}
     return Ranked([_hit(q, f, terms, spans.get(f.doc)) for f in top], degraded)
 
 
 def _lexical_lists(
-    q: Retrieval[Any], retriever: Retriever, text: str, parts: QueryParts, n: int, found: dict[str, list[Key]]
+    q: Retrieval[Any],
+    retriever: Retriever,
+    text: str,
+    parts: QueryParts,
+    n: int,
+    found: dict[str, list[Key]],
+    piece_spans: dict[Key, tuple[int, int]],
 ) -> bool:
     """Add the keyword-side lists but phrases to ``found``; True when the query names a path outright."""
     found["bm25"] = q.bm25(n)
-    found["piece"] = q.piece_bm25(n)
+    found["piece"], spans = q.piece_bm25(n)
+    piece_spans.update(spans)
     found["symbol"] = L.symbol_list(q, text, parts, n)
     if parts.long:
         found["path"] = L.mention_list(q, parts, retriever.path_parts, n)

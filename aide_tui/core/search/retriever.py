@@ -77,8 +77,9 @@ class Retrieval(Protocol[K]):
         """Candidates known to have a positive BM25 score."""
         ...
 
-    def piece_bm25(self, n: int) -> list[K]:
-        """Chunks ranked by their best function-sized piece's BM25 score, at most ``n``."""
+    def piece_bm25(self, n: int) -> tuple[list[K], dict[K, tuple[int, int]]]:
+        """Chunks ranked by their best function-sized piece's BM25 score, at most ``n``, and the lines of
+        that piece (what a hit's best line follows)."""
         ...
 
     def defining(self, names: Sequence[str]) -> dict[str, list[K]]:

@@ -237,14 +237,15 @@ class IndexView:
         """(n_rows,) float32 BM25 scores over chunks (0 for dead rows and non-matches)."""
         return self.bm25.scores(terms, weights)
 
-    def piece_ranked_chunks(
+    def piece_ranked(
         self,
         terms: list[str],
         n: int,
         weights: dict[str, float] | None = None,
         allowed: np.ndarray | None = None,
-    ) -> list[int]:
-        """Chunk rows ranked by their best piece's BM25 score, at most ``n``.
+    ) -> list[tuple[int, tuple[int, int] | None]]:
+        """Chunk rows ranked by their best piece's BM25 score, at most ``n``, each with the line span of
+        that piece (what the hit's best line follows).
 
         ``allowed`` ((n_rows,) bool) keeps only those chunk rows before the top ``n`` is taken; ties
         break by :attr:`row_order`.
@@ -252,7 +253,8 @@ class IndexView:
         scores = self.piece_bm25.scores(terms, weights)
         if allowed is not None and scores.size:
             scores = np.where(allowed[self.owners], scores, 0.0)
-        return list(self._best_owners(scores, np.arange(scores.size), n))
+        best = self._best_owners(scores, np.arange(scores.size), n)
+        return [(r, self.piece_lines(p)) for r, p in best.items()]
 
     def _best_owners(self, scores: np.ndarray, piece_ids: np.ndarray, n: int) -> dict[int, int]:
         """Owner chunk rows of the best-scoring pieces (score > 0), distinct, at most ``n``, each with
