@@ -139,7 +139,7 @@ def gather_rows(arr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``arr[rows]`` for ascending ``rows``; a memory-mapped ``arr`` is read window by window, dropping
     each window's pages after it (a few rows fault in whole neighbourhoods of the file)."""
     if _mapping(arr) is None:
-        return arr[rows]
+        return np.asarray(arr[rows])
     parts = []
     for win in mapped_row_windows(arr):
         a, z = np.searchsorted(rows, [win.start, win.stop])

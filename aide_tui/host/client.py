@@ -78,7 +78,7 @@ def peer_uid(sock: socket.socket) -> int | None:
         return None
     creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid
+    return int(uid)
 
 
 class _UnixConnection(http.client.HTTPConnection):

@@ -39,7 +39,7 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     v = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(v, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (v / norms).astype(np.float32)
+    return np.asarray(v / norms, dtype=np.float32)
 
 
 def check_vectors(vectors: np.ndarray, where: str, normalise: bool = True) -> np.ndarray:

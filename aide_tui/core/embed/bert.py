@@ -81,7 +81,7 @@ def erf(x: np.ndarray) -> np.ndarray:
     x = np.ascontiguousarray(x, dtype=_F32).reshape(-1) * _F32(math.sqrt(2.0))
     z, t, p = (np.empty_like(x) for _ in range(3))
     _half_erfc_abs(x, z, t, p)
-    return np.copysign(_F32(1.0) - 2 * p, x)
+    return np.asarray(np.copysign(_F32(1.0) - 2 * p, x))
 
 
 def _gelu_tanh_(h: np.ndarray) -> np.ndarray:
@@ -250,7 +250,7 @@ class BertEncoder:
         """Pool packed hidden states per sequence: "mean", "cls" or "max"."""
         starts = offsets[:-1]
         if mode == "cls":
-            return hidden[starts].copy()
+            return np.asarray(hidden[starts]).copy()
         if mode == "max":
             return np.maximum.reduceat(hidden, starts, axis=0)
         sums = np.add.reduceat(hidden, starts, axis=0)

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -102,7 +102,7 @@ def verify_files(model_dir: str | Path, expected: Mapping[str, str]) -> None:
             raise _fail(f"{name} sha256 mismatch (expected {want[:12]}…, got {got[:12]}…)")
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -145,7 +145,7 @@ class BuiltinEmbedder:
         self.batch_size = batch_size
         self.runtime = resolve_runtime(runtime)
         self._lock = threading.Lock()
-        self._config: dict | None = None
+        self._config: dict[str, Any] | None = None
         self._id: str | None = None
         self._encoder: BertEncoder | OnnxEncoder | None = None
         self._tokenizer: WordPieceTokenizer | None = None
@@ -157,7 +157,7 @@ class BuiltinEmbedder:
         """Folder holding the model files (raises EmbedderError if the package is missing)."""
         return packaged_model_dir() if self._model_dir is None else self._model_dir
 
-    def _read_config(self) -> dict:
+    def _read_config(self) -> dict[str, Any]:
         if self._config is None:
             path = self.model_dir / "config.json"
             if not path.is_file():
@@ -237,7 +237,7 @@ class BuiltinEmbedder:
             self._tokenizer = tokenizer
             self._encoder = encoder if self.runtime == "numpy" else self._load_onnx(encoder, config, vocab)
 
-    def _load_onnx(self, encoder: BertEncoder, config: dict, vocab: dict[str, int]) -> OnnxEncoder:
+    def _load_onnx(self, encoder: BertEncoder, config: dict[str, Any], vocab: dict[str, int]) -> OnnxEncoder:
         """The onnxruntime encoder for these (already verified) weights; the graph is cached per user."""
         from aide_tui.core.embed.onnx_encoder import load_encoder
 

@@ -68,7 +68,7 @@ def _init(kwargs: dict[str, Any], parent: int = 0) -> None:
 
 
 def _embed(texts: list[str], kind: Kind) -> np.ndarray:
-    return _worker.embed(texts, kind=kind)
+    return np.asarray(_worker.embed(texts, kind=kind))
 
 
 class PooledEmbedder:

@@ -11,6 +11,7 @@ import json
 import mmap
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ class SafetensorsError(ValueError):
     """The file is not a readable safetensors file."""
 
 
-def parse_header(buf: bytes | mmap.mmap | memoryview) -> tuple[dict[str, dict], int]:
+def parse_header(buf: bytes | mmap.mmap | memoryview) -> tuple[dict[str, dict[str, Any]], int]:
     """Return (tensor entries without ``__metadata__``, byte offset where the data starts)."""
     if len(buf) < 8:
         raise SafetensorsError("file too short for a safetensors header")
@@ -49,7 +50,7 @@ def parse_header(buf: bytes | mmap.mmap | memoryview) -> tuple[dict[str, dict], 
     return header, 8 + n
 
 
-def _to_array(buf: bytes | mmap.mmap, start: int, name: str, entry: dict) -> np.ndarray:
+def _to_array(buf: bytes | mmap.mmap, start: int, name: str, entry: dict[str, Any]) -> np.ndarray:
     try:
         dtype_name = entry["dtype"]
         shape = tuple(int(d) for d in entry["shape"])

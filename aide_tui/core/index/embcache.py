@@ -38,7 +38,7 @@ def usable_rows(vectors: np.ndarray) -> np.ndarray:
     if v.ndim != 2 or v.shape[0] == 0:
         return np.zeros(v.shape[0] if v.ndim else 0, bool)
     finite = np.isfinite(v).all(axis=1)
-    return finite & (np.abs(np.where(np.isfinite(v), v, 0)).sum(axis=1) > 0)
+    return np.asarray(finite & (np.abs(np.where(np.isfinite(v), v, 0)).sum(axis=1) > 0))
 
 
 @dataclass

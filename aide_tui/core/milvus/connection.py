@@ -333,7 +333,9 @@ class MilvusStore:
 
     # -- reads -----------------------------------------------------------------------------------
 
-    def query_all(self, collection: str, filter: str, fields: list[str], batch: int = 2000) -> Iterator[dict]:
+    def query_all(
+        self, collection: str, filter: str, fields: list[str], batch: int = 2000
+    ) -> Iterator[dict[str, Any]]:
         """Every row matching ``filter`` (paged)."""
         c = self.client()
         offset = 0

@@ -392,7 +392,7 @@ class IndexView:
 
     def _live_blocks(self) -> list[tuple[VectorBlock, np.ndarray, np.ndarray]]:
         """(block, which of its matrix rows are live, their global piece ids) for every block."""
-        cached = self.__dict__.get("_blocks_cache")
+        cached: list[tuple[VectorBlock, np.ndarray, np.ndarray]] | None = self.__dict__.get("_blocks_cache")
         if cached is not None:
             return cached
         out = []
