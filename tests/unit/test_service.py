@@ -189,7 +189,7 @@ def test_new_change_preempts_embedding_and_no_vector_is_lost(tmp_path: Path) -> 
     from aide_tui.core.paths import index_dir_for
     from aide_tui.core.store.segments import read_manifest
 
-    pieces = read_manifest(index_dir_for(root)).counts["pieces"]
+    pieces = read_manifest(index_dir_for(root)).counts.pieces
     assert len([t for t in sent if t != "dim probe"]) == pieces
     assert dones[0].newly_embedded + dones[1].newly_embedded == pieces
 

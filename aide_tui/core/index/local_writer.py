@@ -35,20 +35,21 @@ from aide_tui.core.store.segments import (
     write_block,
     write_segment,
 )
+from aide_tui.core.store.version_meta import Counts, IndexMeta
 
 MAX_BLOCKS = 12  # more vector blocks in one segment than this are compacted into one
 MAX_DEAD_SHARE = 0.3  # merge when this share of the stored chunk rows is dead
 
 
-def counts_of(files: dict[str, FileRecord], has_embedder: bool) -> dict[str, int]:
+def counts_of(files: dict[str, FileRecord], has_embedder: bool) -> Counts:
     """The manifest's counts, derived from its file records (the single source of truth)."""
-    return {
-        "files": len(files),
-        "chunks": sum(r.chunks for r in files.values()),
-        "pieces": sum(r.pieces for r in files.values()),
-        "embedded": sum(r.embedded for r in files.values()) if has_embedder else 0,
-        "vectors_missing": sum(r.pieces - r.vectors for r in files.values()) if has_embedder else 0,
-    }
+    return Counts(
+        files=len(files),
+        chunks=sum(r.chunks for r in files.values()),
+        pieces=sum(r.pieces for r in files.values()),
+        embedded=sum(r.embedded for r in files.values()) if has_embedder else 0,
+        vectors_missing=sum(r.pieces - r.vectors for r in files.values()) if has_embedder else 0,
+    )
 
 
 def build_segment(delta: Delta, vocab: dict[str, int]) -> SegmentData:
@@ -66,8 +67,8 @@ def build_segment(delta: Delta, vocab: dict[str, int]) -> SegmentData:
 
 def _announce(manifest: Manifest) -> Committed:
     c = manifest.counts
-    return Committed(files=c["files"], chunks=c["chunks"], embedded=c["embedded"],
-                     vectors_missing=c["vectors_missing"], version=manifest.version)  # fmt: skip
+    return Committed(files=c.files, chunks=c.chunks, embedded=c.embedded,
+                     vectors_missing=c.vectors_missing, version=manifest.version)  # fmt: skip
 
 
 class LocalWriter:
@@ -111,7 +112,7 @@ class LocalWriter:
         except IndexCorrupt as exc:
             run.report.messages.append(str(exc))
             return None
-        if prev.meta.get("settings") != index_settings_key(self.settings):
+        if prev.meta.settings != index_settings_key(self.settings):
             run.report.messages.append("index settings or format changed; rebuilding")
             return None
         return prev
@@ -119,7 +120,7 @@ class LocalWriter:
     @staticmethod
     def _same_vectors(prev: Manifest, emb: EmbedderState, run: RunHooks) -> bool:
         """Whether ``prev``'s vectors came from this embedder at this dimension (else say what changed)."""
-        old_id, old_dim = prev.meta.get("embedder", "none"), int(prev.meta.get("dim") or 0)
+        old_id, old_dim = prev.meta.embedder, prev.meta.dim
         if (old_id == "none" or same_model(old_id, emb.emb_id)) and old_dim in (0, emb.dim):
             return True
         if old_id != emb.emb_id:
@@ -162,8 +163,8 @@ class LocalWriter:
 
     def _meta_changed(self, prev: Manifest, emb: EmbedderState) -> bool:
         """Whether the manifest must record a different embedder state (a server died or came back)."""
-        return prev.meta.get("degraded_reason") != emb.error or (
-            emb.embedder is not None and not same_model(str(prev.meta.get("embedder")), emb.emb_id)
+        return prev.meta.degraded_reason != emb.error or (
+            emb.embedder is not None and not same_model(prev.meta.embedder, emb.emb_id)
         )
 
     def _manifest(
@@ -179,19 +180,17 @@ class LocalWriter:
         assert self.run is not None
         report = self.run.report
         emb_id, dim = emb.emb_id, emb.dim
-        if prev is not None and prev.meta.get("embedder", "none") != "none":
-            recorded = str(prev.meta["embedder"])
+        if prev is not None and prev.meta.has_vectors:
+            recorded = prev.meta.embedder
             if emb.embedder is None or same_model(recorded, emb_id):  # the index owns its embedder's id
-                emb_id, dim = recorded, int(prev.meta.get("dim") or 0)
-        meta = {
-            "settings": index_settings_key(self.settings),
-            "embedder": emb_id,
-            "dim": dim,
-            "skipped": int(prev.meta.get("skipped", 0))
-            if self.run.targeted and prev
-            else len(report.skipped_files),
-            "degraded_reason": emb.error if emb.embedder is None else report.degraded_reason,
-        }
+                emb_id, dim = recorded, prev.meta.dim
+        meta = IndexMeta(
+            settings=index_settings_key(self.settings),
+            embedder=emb_id,
+            dim=dim,
+            skipped=prev.meta.skipped if self.run.targeted and prev else len(report.skipped_files),
+            degraded_reason=emb.error if emb.embedder is None else report.degraded_reason,
+        )
         return Manifest(f"v{time.time_ns():x}", "", segments, files, counts_of(files, emb_id != "none"), meta)
 
     def _commit(self, manifest: Manifest, prev: Manifest | None, vocab: dict[str, int]) -> Committed:
@@ -238,7 +237,7 @@ class LocalWriter:
                 files[path] = replace(rec, embedded=rec.chunks)
         new = self._manifest(segments, files, emb, manifest)
         if self.run.report.degraded:
-            new.meta["degraded_reason"] = self.run.report.degraded_reason
+            new.meta = replace(new.meta, degraded_reason=self.run.report.degraded_reason)
         return self._commit(new, manifest, self._vocab_for(manifest))
 
     # -- merging -----------------------------------------------------------------------------------
@@ -248,7 +247,7 @@ class LocalWriter:
         manifest = self.manifest
         assert manifest is not None
         stored = sum(s.n_chunks for s in manifest.segments)
-        live = manifest.counts.get("chunks", 0)
+        live = manifest.counts.chunks
         blocks = max((len(s.blocks) for s in manifest.segments), default=0)
         dead_share = (stored - live) / stored if stored else 0.0
         max_segments = max(1, self.settings.index.max_segments)
@@ -262,7 +261,7 @@ class LocalWriter:
         data = consolidate(self.idx_dir, manifest, vocab, pieces=True)
         if run.should_yield():
             return None
-        emb_id, dim = str(manifest.meta.get("embedder") or "none"), int(manifest.meta.get("dim") or 0)
+        emb_id, dim = manifest.meta.embedder, manifest.meta.dim
         if emb_id != "none" and dim:  # every live piece is at hand: drop cached vectors nothing uses
             run.cache_for(emb_id, dim).save({p.embed_key for p in data.pieces})
         used = np.unique(np.concatenate([data.docs.term_ids, data.pdocs.term_ids]))
@@ -278,9 +277,7 @@ class LocalWriter:
         run.check_cancel()
         entry = write_segment(self.idx_dir, seg, 0)
         files = {p: replace(r, segment=0) for p, r in manifest.files.items()}
-        merged = Manifest(
-            f"v{time.time_ns():x}", "", [entry], files, dict(manifest.counts), dict(manifest.meta)
-        )
+        merged = Manifest(f"v{time.time_ns():x}", "", [entry], files, manifest.counts, manifest.meta)
         run.report.merged = True
         return self._commit(merged, manifest, {t: i for i, t in enumerate(seg.vocab_add)})
 
@@ -289,8 +286,8 @@ class LocalWriter:
         assert manifest is not None
         c = manifest.counts
         r = run.report
-        r.files, r.chunks, r.embedded = c["files"], c["chunks"], c["embedded"]
-        r.vectors_missing, r.embedder = c["vectors_missing"], emb.emb_id
+        r.files, r.chunks, r.embedded = c.files, c.chunks, c.embedded
+        r.vectors_missing, r.embedder = c.vectors_missing, emb.emb_id
         return None
 
     def close(self) -> None:

@@ -144,11 +144,11 @@ class LocalRetriever:
     @property
     def version(self) -> str:
         view = self._view
-        return str(view.meta.get("generation", "")) if view is not None else ""
+        return view.stamp.generation if view is not None else ""
 
     @property
     def vectors_missing(self) -> int:
-        return int(self._loaded().meta.get("counts", {}).get("vectors_missing", 0))
+        return self._loaded().stamp.counts.vectors_missing
 
     @property
     def path_parts(self) -> Mapping[str, set[str]]:

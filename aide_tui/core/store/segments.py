@@ -46,6 +46,7 @@ from aide_tui.core.model import Chunk
 from aide_tui.core.paths import MANIFEST
 from aide_tui.core.safeio import UnsafeFile, crc32_mapped, load_npy, parse_npy, read_bounded
 from aide_tui.core.store.chunktable import ChunkTable
+from aide_tui.core.store.version_meta import Counts, IndexMeta, VersionStamp
 from aide_tui.core.store.view import IndexView, Part, VectorBlock
 
 T = TypeVar("T")
@@ -115,8 +116,8 @@ class Manifest:
     written: str
     segments: list[SegmentEntry]
     files: dict[str, FileRecord]
-    counts: dict[str, int]
-    meta: dict[str, Any]
+    counts: Counts
+    meta: IndexMeta
 
     @property
     def vocab_size(self) -> int:
@@ -129,8 +130,8 @@ class Manifest:
             "written": self.written,
             "segments": [s.to_json() for s in self.segments],
             "files": {p: r.to_json() for p, r in self.files.items()},
-            "counts": self.counts,
-            "meta": self.meta,
+            "counts": self.counts.to_json(),
+            "meta": self.meta.to_json(),
         }
 
 
@@ -165,7 +166,7 @@ class IndexData:
     pdocs: DocTerms
     vectors: np.ndarray
     present: np.ndarray
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: IndexMeta = field(default_factory=IndexMeta)
 
 
 # -- atomic primitives -----------------------------------------------------------------------------
@@ -365,11 +366,9 @@ def parse_manifest(raw: bytes) -> Manifest:
         )
         _need(_int(seg) and seg < len(segments), "file record segment")
         files[path] = FileRecord(size, mtime, sha1, seg, *n)
-    _need(all(_int(v) for v in obj["counts"].values()), "counts")
-    meta = obj["meta"]
-    _need(_int(meta.get("dim", 0)) and isinstance(meta.get("embedder", "none"), str), "meta.dim/embedder")
+    counts, meta = Counts.from_json(obj["counts"]), IndexMeta.from_json(obj["meta"])
     _need(isinstance(obj.get("written", ""), str), "written")
-    return Manifest(obj["version"], obj.get("written", ""), segments, files, dict(obj["counts"]), dict(meta))
+    return Manifest(obj["version"], obj.get("written", ""), segments, files, counts, meta)
 
 
 _parsed: dict[str, tuple[tuple[int, int, int], Manifest]] = {}
@@ -712,14 +711,10 @@ def _load_view(index_dir: Path, manifest: Manifest, previous: IndexView | None) 
             )
         parts.append(part)
     alive = [_alive(p, i, manifest.files) for i, p in enumerate(parts)]
-    meta = dict(
-        manifest.meta,
-        written=manifest.written,
-        generation=manifest.version,
-        counts=manifest.counts,
-        vocab_key=_vocab_key(manifest),
+    stamp = VersionStamp(
+        manifest.meta, manifest.counts, manifest.version, manifest.written, _vocab_key(manifest)
     )
-    return IndexView(parts, alive, manifest.files, vocab, meta)
+    return IndexView(parts, alive, manifest.files, vocab, stamp)
 
 
 def _grown_vocab(index_dir: Path, manifest: Manifest, previous: IndexView | None) -> dict[str, int]:
@@ -728,7 +723,7 @@ def _grown_vocab(index_dir: Path, manifest: Manifest, previous: IndexView | None
     key = _vocab_key(manifest)
     if previous is None:
         return read_vocab(index_dir, manifest)
-    old_key = str(previous.meta.get("vocab_key", ""))
+    old_key = previous.stamp.vocab_key
     if old_key == key:
         return previous.vocab
     kept = old_key.split("|") if old_key else []
@@ -784,7 +779,7 @@ def consolidate(index_dir: Path, manifest: Manifest, vocab: dict[str, int], piec
     owners: list[np.ndarray] = []
     vecs: list[np.ndarray] = []
     present: list[np.ndarray] = []
-    dim = int(manifest.meta.get("dim") or 0)
+    dim = manifest.meta.dim
     for i, entry in enumerate(manifest.segments):
         seg = read_segment(index_dir, entry, pieces)
         keep = [
@@ -812,7 +807,7 @@ def consolidate(index_dir: Path, manifest: Manifest, vocab: dict[str, int], piec
         np.concatenate(owners or [np.zeros(0, np.int64)]).astype(np.int64), concat(pdocs),
         np.concatenate(vecs or [np.zeros((0, dim), np.float32)]),
         np.concatenate(present or [np.zeros(0, bool)]),
-        dict(manifest.meta, written=manifest.written, generation=manifest.version),
+        manifest.meta,
     )  # fmt: skip
 
 

@@ -27,20 +27,20 @@ def read_status(root: Path, backend: str = "none") -> IndexStatus:
     if damage:
         return IndexStatus("corrupt", error=damage)
     counts, meta = manifest.counts, manifest.meta
-    emb = str(meta.get("embedder") or "none")
-    missing = int(counts.get("vectors_missing", 0))
+    emb = meta.embedder or "none"
+    missing = counts.vectors_missing
     st = IndexStatus(
         state="ready" if emb == "none" or missing == 0 else "partial",
-        files=int(counts.get("files", 0)),
-        chunks=int(counts.get("chunks", 0)),
-        embedded=int(counts.get("embedded", 0)),
+        files=counts.files,
+        chunks=counts.chunks,
+        embedded=counts.embedded,
         embedder=emb,
         last_indexed=manifest.written or None,
         vectors_missing=missing if emb != "none" else 0,
         size_bytes=referenced_bytes(manifest),
-        skipped=int(meta.get("skipped", 0)),
+        skipped=meta.skipped,
     )
-    reason = meta.get("degraded_reason")
+    reason = meta.degraded_reason
     if backend != "none" and emb == "none":
         st.degraded_reason = (
             str(reason) if reason else f"index has no vectors although embedder {backend!r} is configured"

@@ -22,6 +22,7 @@ from aide_tui.core.errors import VectorDimensionMismatch
 from aide_tui.core.model import Chunk
 from aide_tui.core.safeio import gather_rows, mapped_row_windows
 from aide_tui.core.store.chunktable import ConcatChunks, defines_all, paths_of
+from aide_tui.core.store.version_meta import VersionStamp
 
 
 @dataclass
@@ -159,13 +160,13 @@ class IndexView:
         alive: list[np.ndarray | None],
         files: Mapping[str, Any],
         vocab: dict[str, int],
-        meta: dict[str, Any],
+        stamp: VersionStamp | None = None,
     ) -> None:
         self.parts = parts
         self.alive = alive
         self.files = files
         self.vocab = vocab
-        self.meta = meta
+        self.stamp = stamp or VersionStamp()
         self.offsets = np.cumsum([0] + [len(p.chunks) for p in parts]).tolist()
         self.piece_offsets = np.cumsum([0] + [len(p.owners) for p in parts]).tolist()
         self.chunks: Sequence[Chunk] = ConcatChunks([p.chunks for p in parts])
@@ -318,7 +319,7 @@ class IndexView:
 
     @property
     def embedder(self) -> str:
-        return str(self.meta.get("embedder") or "none")
+        return self.stamp.meta.embedder or "none"
 
     @cached_property
     def vector_count(self) -> int:
