@@ -27,7 +27,7 @@ from typing import Any
 from aide_tui.core.config import Settings, is_network_uri
 from aide_tui.core.events import Cancelled, Committed, Done, Failed, Progress, event_from_json
 from aide_tui.core.live import Attached, Hosting, LiveEvent, LiveWorkspace
-from aide_tui.core.paths import state_dir
+from aide_tui.core.paths import MANIFEST, index_dir_for, state_dir
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.status import IndexStatus
 from aide_tui.host.client import ServeUnavailable, connect
@@ -38,6 +38,7 @@ from aide_tui.host.server import HostServer
 WARM_WAIT = 30.0  # seconds a new host waits for its index and encoder before its socket appears
 ATTACH_WAIT = 10.0  # seconds an attaching front end waits for the host's socket to answer
 TAKEOVER_PAUSE = 0.2  # seconds between attempts to host or attach after a host went away
+WAIT_POLL = 0.5  # seconds between attempts to reach a host that did not answer within ATTACH_WAIT
 ROOT_CHECK = 2.0  # seconds between checks that the hosted workspace folder is still there
 
 
@@ -249,30 +250,55 @@ class Workspace:
     # -- attached ------------------------------------------------------------------------------------
 
     def _attach(self, first: bool = False) -> None:
-        """Follow the host: wait for its socket, then read its events until they end."""
-        client = None
-        deadline = time.monotonic() + ATTACH_WAIT
-        while client is None and not self._closed.is_set():
+        """Follow the host: wait for its socket, then read its events until they end. A host that does not
+        answer within ATTACH_WAIT (still warming on a loaded machine) is waited for in the background
+        while this front end searches what is on disk."""
+        client = self._connect(ATTACH_WAIT, first)
+        if client is not None:
+            self._attached(client, first)
+        elif not self._closed.is_set() and not self.hosting:
+            if first:
+                self.live.start()
             pid = host_pid(state_dir(self.root))
-            if pid is None:  # the host went away meanwhile: host here
+            self.on_event(Progress("waiting", message=f"for the process hosting this workspace (PID {pid}) "
+                                   "to answer; searching the index on disk meanwhile"))  # fmt: skip
+            threading.Thread(target=self._attach_later, name="aide-host-wait", daemon=True).start()
+
+    def _connect(self, wait: float | None, first: bool) -> Any:
+        """A client of the host's socket; None when ``wait`` s pass first, when this process took the
+        host lock (the host went away meanwhile: hosting here now) or when closed."""
+        deadline = None if wait is None else time.monotonic() + wait
+        seen = self._manifest_stamp()
+        while not self._closed.is_set():
+            if host_pid(state_dir(self.root)) is None:
                 fd = try_host_lock(state_dir(self.root))
                 if fd is not None:
                     self._host(fd, fresh=first)
-                    return
+                    return None
             client = connect(self.root, self.settings, any_settings=True)
-            if client is None:
-                if time.monotonic() > deadline:
-                    break
-                time.sleep(TAKEOVER_PAUSE)
-        if client is None:
-            if first:  # a host that never answers: search what is on disk
-                self.live.start()
-            self.on_event(
-                Failed(
-                    f"the process hosting {self.root} (PID {host_pid(state_dir(self.root))}) does not answer"
-                )
-            )
-            return
+            if client is not None:
+                return client
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+            if wait is None and (now := self._manifest_stamp()) != seen:
+                seen = now
+                self.live.reload()  # meanwhile, follow the versions the host commits
+            time.sleep(TAKEOVER_PAUSE if wait is not None else WAIT_POLL)
+        return None
+
+    def _manifest_stamp(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(index_dir_for(self.root, create=False) / MANIFEST)
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns
+
+    def _attach_later(self) -> None:
+        client = self._connect(None, first=False)
+        if client is not None:
+            self._attached(client, first=False)
+
+    def _attached(self, client: Any, first: bool) -> None:
         try:
             info = client.host()
         except ServeUnavailable:
@@ -285,6 +311,8 @@ class Workspace:
                                           uri=store_uri)), self._event, watch=False, index=False)  # fmt: skip
                 self.live.priority = self._priority
             self.live.start()
+        else:
+            self.live.reload()
         self.on_event(Attached(self.host_pid, str(info.get("role") or "")))
         threading.Thread(target=self._follow, args=(client,), name="aide-host-feed", daemon=True).start()
 

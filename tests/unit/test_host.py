@@ -124,6 +124,59 @@ def test_a_front_end_attaches_and_sees_an_edit_while_the_host_embeds(
         stop_host(root)
 
 
+SLOW_HOST = """
+import os, subprocess, sys, time
+from pathlib import Path
+from aide_tui.host.lock import LOCK_FD_ENV, try_host_lock
+root = Path(sys.argv[1])
+fd = try_host_lock(root / ".aide")
+assert fd is not None
+Path(sys.argv[2]).write_text("locked")
+time.sleep(float(sys.argv[3]))  # a host still warming up: the lock is held, the socket not there yet
+os.set_inheritable(fd, True)
+os.execve(sys.executable, [sys.executable, "-m", "aide_tui", "host", str(root), "--idle", "600"],
+          {**os.environ, LOCK_FD_ENV: str(fd)})
+"""
+
+
+def test_a_front_end_waits_for_a_host_that_answers_late(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host that holds the lock but answers only after the front end's attach wait (warming up on a
+    loaded machine): the front end searches what is on disk, says it is waiting, then attaches and sees
+    the host's commits; it never gives up on the host for good."""
+    import aide_tui.host.workspace as workspace_mod
+
+    root = write_workspace(tmp_path / "ws", {"a.py": "def alpha():\n    return 1\n"})
+    env = clean_env(tmp_path, AIDE_EMBEDDING_BACKEND="none")
+    (root / ".aide").mkdir(mode=0o700)
+    flag = tmp_path / "locked"
+    host = subprocess.Popen([sys.executable, "-c", SLOW_HOST, str(root), str(flag), "3"], env=env)
+    monkeypatch.setattr(workspace_mod, "ATTACH_WAIT", 0.5)
+    for k, v in env.items():
+        if k.startswith(("XDG_", "AIDE_")):
+            monkeypatch.setenv(k, v)
+    events: list[object] = []
+    ws = Workspace(root, load_settings(root), events.append, role="app")
+    try:
+        until(flag.exists, "the slow host to take the lock", 30)
+        ws.start()
+        waiting = until(
+            lambda: next((e for e in events if getattr(e, "state", "") == "waiting"), None), "waiting"
+        )
+        assert f"PID {host.pid}" in waiting.message
+        assert not any(type(e).__name__ == "Failed" for e in events)
+        attached = until(lambda: next((e for e in events if isinstance(e, Attached)), None), "attaching")
+        assert attached.pid == host.pid and not ws.hosting
+        (root / "b.py").write_text("def qwzxvblorp():\n    return 2\n")
+        hit = until(lambda: ws.search("qwzxvblorp", mode="bm25").results, "the host's commit here")
+        assert hit[0].path == "b.py"
+    finally:
+        ws.close()
+        host.terminate()
+        host.wait(30)
+
+
 def test_when_the_host_goes_the_attached_front_end_takes_over(
     tmp_path: Path, slow_server: LoopbackServer
 ) -> None:

@@ -194,6 +194,39 @@ def test_new_change_preempts_embedding_and_no_vector_is_lost(tmp_path: Path) -> 
     assert dones[0].newly_embedded + dones[1].newly_embedded == pieces
 
 
+def test_bulk_batches_shrink_to_a_slow_embedders_pace(tmp_path: Path) -> None:
+    """A bulk embed sizes its batches to take about BATCH_SECONDS (the most an edit waits for the
+    embedder): a slow embedder gets small batches, a fast one gets up to EMBED_BATCH."""
+    from loopback_server import LoopbackServer
+    from test_faults import generate_repo
+
+    from aide_tui.core.index.indexer import BATCH_SECONDS, EMBED_BATCH, MIN_EMBED_BATCH, batch_size
+
+    assert batch_size(8, 8 * BATCH_SECONDS / 5) == 5  # five pieces take BATCH_SECONDS at this pace
+    assert batch_size(8, 100.0) == MIN_EMBED_BATCH and batch_size(8, 0.0) == EMBED_BATCH
+    root = tmp_path / "repo"
+    generate_repo(root, 40, seed=5)
+
+    def bulk_sizes(srv: LoopbackServer) -> list[int]:
+        bodies = [r.body for r in srv.requests if isinstance(r.body, dict)]
+        return [len(b["input"]) for b in bodies if b.get("input") != ["dim probe"]]
+
+    with LoopbackServer(dim=8, mode="slow") as srv:
+        srv.delay = 0.5  # per request: 8 texts in 0.5 s is slower than BATCH_SECONDS allows
+        settings = load_settings(root, {"embedding": {"backend": "openai", "url": srv.url}})
+        svc = IndexService(root, settings, lambda e: None)
+        try:
+            svc.request()
+            deadline = time.monotonic() + 120
+            while len(bulk_sizes(srv)) < 4:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        finally:
+            svc.close()
+        sizes = bulk_sizes(srv)
+    assert sizes[0] == 2 * MIN_EMBED_BATCH and set(sizes[1:4]) == {MIN_EMBED_BATCH}
+
+
 def test_own_index_writes_do_not_hold_back_a_lone_edit(workspace: Path, monkeypatch) -> None:  # noqa: ANN001
     """Writes under .aide/ (commits, merges, cache saves) are not user activity: an edit made while
     they go on is reported as a lone edit, not held in a storm's coalescing window."""

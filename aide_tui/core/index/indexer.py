@@ -42,7 +42,9 @@ from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, Store
 from aide_tui.core.paths import state_dir
 from aide_tui.core.store.segments import FileRecord, writer_lock
 
-EMBED_BATCH = 32  # pieces per embedder call (split across workers); also the preemption granularity
+EMBED_BATCH = 32  # pieces per embedder call (split across workers), at most
+MIN_EMBED_BATCH = 4
+BATCH_SECONDS = 0.25  # a bulk embed sizes its batches to take about this long: the preemption granularity
 COMMIT_EVERY_S = 10.0  # vectors are committed at least this often while embedding
 PROGRESS_EVERY = 100  # files read between progress events
 
@@ -408,14 +410,18 @@ class _Run:
         pending: list[tuple[MissingPiece, np.ndarray]] = []
         done, last = 0, time.monotonic()
         self.emit(Progress("embedding", vectors_done=0, vectors_total=len(todo)))
+        size, start = MIN_EMBED_BATCH * 2, 0
         try:
-            for start in range(0, len(todo), EMBED_BATCH):
+            while start < len(todo):
                 self.check_cancel()
                 if start and self.should_yield():
                     self.report.preempted = True
                     break
-                batch = todo[start : start + EMBED_BATCH]
+                batch = todo[start : start + size]
+                began = time.monotonic()
                 vecs = emb.embedder.embed([m.text for m in batch], kind="document")
+                size = batch_size(len(batch), time.monotonic() - began)
+                start += len(batch)
                 check_batch(vecs, len(batch), emb.dim)
                 cache.add([m.key for m in batch], vecs)
                 pending.extend(zip(batch, vecs, strict=True))
@@ -435,6 +441,15 @@ class _Run:
 
 
 # -- pure helpers ------------------------------------------------------------------------------------
+
+
+def batch_size(last: int, took: float) -> int:
+    """The next bulk batch's size: what takes about BATCH_SECONDS at the last batch's pace, so an edit
+    waits at most that long for the embedder, whatever the model's speed or the machine's load."""
+    per_piece = took / max(last, 1)
+    if per_piece <= 0:
+        return EMBED_BATCH
+    return max(MIN_EMBED_BATCH, min(EMBED_BATCH, int(BATCH_SECONDS / per_piece)))
 
 
 def diff(entries: list[FileEntry], prev: dict[str, FileRecord] | None) -> Plan:
