@@ -58,17 +58,17 @@ def _checked(root: Path, settings: Any) -> tuple[Path, Any] | None:
 
 
 def make_embedder(
-    settings: Any, for_indexing: bool = False, root: Path | None = None
+    settings: Any, for_indexing: bool = False, root: Path | None = None, for_queries: bool = False
 ) -> tuple[Any, str | None]:
     """(embedder or None, why it is unusable or None); with ``root``, the runtime of the vectors the
-    workspace's index holds when the settings leave it to ``auto``."""
+    workspace's index holds when the settings leave it to ``auto`` (``for_queries``: see the factory)."""
     from aide_tui.core.embed.factory import make_embedder as make
     from aide_tui.core.errors import EmbedderError
     from aide_tui.core.index.stores import recorded_embedder
 
     try:
         recorded = recorded_embedder(root, settings) if root is not None else None
-        return make(settings, for_indexing=for_indexing, recorded=recorded), None
+        return make(settings, for_indexing=for_indexing, recorded=recorded, for_queries=for_queries), None
     except EmbedderError as exc:
         return None, str(exc)
 

@@ -148,7 +148,9 @@ def open_searcher(
 ) -> tuple[Any, Callable[[], None]] | int:
     """The searcher ``search`` answers from, after its usual refresh, and how to release it; or an exit
     code after saying why. ``ask`` retrieves through it too."""
-    embedder, emb_err = (None, None) if mode == "bm25" else make_embedder(settings, root=root)
+    embedder, emb_err = (
+        (None, None) if mode == "bm25" else make_embedder(settings, root=root, for_queries=True)
+    )
     everywhere = bool(getattr(args, "all_workspaces", False))
     searcher = _open_searcher(root, settings, args, embedder, emb_err, everywhere)
     if isinstance(searcher, int):

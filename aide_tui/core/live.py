@@ -204,7 +204,9 @@ class LiveWorkspace:
         from aide_tui.core.index.stores import recorded_embedder
 
         try:
-            embedder = make_embedder(self.settings, recorded=recorded_embedder(self.root, self.settings))
+            embedder = make_embedder(
+                self.settings, recorded=recorded_embedder(self.root, self.settings), for_queries=True
+            )
             error = None
         except EmbedderError as exc:
             embedder, error = None, str(exc)

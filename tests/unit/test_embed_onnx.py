@@ -304,6 +304,28 @@ def test_factory_passes_the_runtime_to_every_worker(tmp_path: Path) -> None:
     assert pooled._kwargs["runtime"] == "onnx-int8" and pooled.id == onnx.id
 
 
+def test_queries_are_encoded_in_numpy_unless_a_runtime_is_set(tmp_path: Path) -> None:
+    """A query encoder with the runtime left to auto is numpy even over an onnx-built index (the same
+    model: no onnx session to open for a few tokens); a runtime the user set is honoured."""
+    from aide_tui.core.config import load_settings
+    from aide_tui.core.embed.base import same_model
+    from aide_tui.core.embed.factory import make_embedder
+
+    def settings(runtime: str):
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(f'[embedding]\nruntime = "{runtime}"\n')
+        return load_settings(None, user_config=cfg, environ={})
+
+    plain = f"builtin:all-MiniLM-L6-v2:{SHA[:8]}"
+    onnx_index = plain + ":onnx-int8-u8"
+    query = make_embedder(settings("auto"), recorded=onnx_index, for_queries=True)
+    assert query is not None and query.id == plain and same_model(query.id, onnx_index)
+    docs = make_embedder(settings("auto"), recorded=onnx_index)
+    assert docs is not None and docs.id == (onnx_index if onnx_importable() else plain)
+    chosen = make_embedder(settings("onnx"), recorded=onnx_index, for_queries=True)
+    assert chosen is not None and chosen.id == onnx_index
+
+
 @needs_onnx
 def test_setting_runs_the_same_graph(model_cache: Path, numpy_vectors: tuple[np.ndarray, ...]) -> None:
     docs, _ = numpy_vectors

@@ -8,7 +8,7 @@ from aide_tui.core.errors import EmbedderError
 
 
 def make_embedder(
-    settings: Settings, for_indexing: bool = False, recorded: str | None = None
+    settings: Settings, for_indexing: bool = False, recorded: str | None = None, for_queries: bool = False
 ) -> Embedder | None:
     """The embedder the settings ask for, or None for ``none``. Raises EmbedderError if unusable.
 
@@ -16,6 +16,11 @@ def make_embedder(
     processes (0 = one per core, at most 2). ``recorded``: the embedder id the index records; with the
     builtin runtime left to ``auto`` its runtime is used when this install has it (the index owns its
     embedder: another install searches it as it was built and never re-embeds it).
+
+    ``for_queries``: the embedder only encodes queries. With the runtime left to ``auto`` that is the
+    numpy encoder whatever the index's runtime (the same model, so its vectors compare with onnx ones):
+    a query is a few tokens (milliseconds in numpy), while opening an onnx session costs most of a second
+    of every one-shot search and another hundred MB.
     """
     e = settings.embedding
     if e.backend == "none":
@@ -27,7 +32,9 @@ def make_embedder(
 
         workers = e.workers or min(2, os.cpu_count() or 1)
         runtime = e.runtime
-        if runtime == "auto" and recorded and not e.model_dir:
+        if runtime == "auto" and for_queries and not for_indexing:
+            runtime = "numpy"
+        elif runtime == "auto" and recorded and not e.model_dir:
             runtime = _available(recorded_runtime(recorded)) or runtime
         # the runtime is resolved here ("auto" once), so the pooled workers get the same encoder
         opts = {
