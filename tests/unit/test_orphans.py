@@ -82,3 +82,25 @@ def test_kill_9_during_embedding_leaves_no_workers_or_tracker(tmp_path: Path) ->
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
+
+
+def test_a_finished_bulk_job_lets_its_embedding_workers_go(tmp_path: Path) -> None:
+    """After a bulk embedding job the worker processes end (each holds the model's weights); the
+    indexer that ran it stays usable and starts them again for the next large batch."""
+    from aide_tui.core.config import load_settings
+    from aide_tui.core.embed.pool import PooledEmbedder
+    from aide_tui.core.index.indexer import Indexer
+
+    root = tmp_path / "repo"
+    generate_repo(root, 12, seed=11)  # 132 dense pieces: a bulk job
+    embedder = PooledEmbedder(2)
+    try:
+        indexer = Indexer(root, load_settings(root, {"embedding": {"backend": "builtin"}}), embedder)
+        report = indexer.run()
+        assert report.newly_embedded > 64 and report.vectors_missing == 0  # a bulk job ran
+        spawned = [p for p, cmd in _children(os.getpid()).items() if "multiprocessing.spawn" in cmd]
+        assert spawned == []
+        assert embedder.embed(["a", "b", "c", "d"]).shape == (4, embedder.dim)  # workers start again
+        assert any("multiprocessing.spawn" in cmd for cmd in _children(os.getpid()).values())
+    finally:
+        embedder.close()

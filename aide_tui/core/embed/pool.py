@@ -113,6 +113,11 @@ class PooledEmbedder:
             raise EmbedderError("builtin embedder worker process died") from exc
         return np.vstack(results).astype(np.float32, copy=False)
 
+    def stop_workers(self) -> None:
+        """End the worker processes after a bulk job (they hold the model's weights); the next large
+        batch starts them again."""
+        self.close()
+
     def close(self) -> None:
         """Shut the worker processes down and wait for them (and the executor's manager thread).
 

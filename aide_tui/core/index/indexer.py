@@ -400,7 +400,12 @@ class _Run:
 
         with bulk_slot(self.settings.index.max_bulk_jobs, keep_waiting, queued) as held:
             if held:
-                self.embed(emb, todo, sizes)
+                try:
+                    self.embed(emb, todo, sizes)
+                finally:  # idle workers would hold a model's weights each until the host exits
+                    stop = getattr(emb.embedder, "stop_workers", None)
+                    if stop is not None and not self.report.preempted:
+                        stop()
 
     def embed(self, emb: EmbedderState, todo: list[MissingPiece], sizes: dict[str, int]) -> None:
         """Compute ``todo``'s vectors in batches, committing every few seconds and at the end."""
