@@ -99,6 +99,8 @@ def edit_while_embedding(home: Path, files: int) -> float:
         assert ws.current_status().vectors_missing > 0, "the bulk job ended before the edit was seen"
         if os.environ.get("BENCH_TRACE"):
             print("  events after the edit:", [(round(t - t0, 3), n) for t, n in seen if t >= t0][:12])
+            print("  edit at", time.strftime("%H:%M:%S"), "host log tail:")
+            print((root / ".aide" / "index.log").read_text()[-1500:])
         return took
     finally:
         ws.close()

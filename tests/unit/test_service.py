@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -225,6 +226,41 @@ def test_bulk_batches_shrink_to_a_slow_embedders_pace(tmp_path: Path) -> None:
             svc.close()
         sizes = bulk_sizes(srv)
     assert sizes[0] == 2 * MIN_EMBED_BATCH and set(sizes[1:4]) == {MIN_EMBED_BATCH}
+
+
+COLD_LOAD = """
+import sys, threading
+sys.path.insert(0, sys.argv[2])
+from pathlib import Path
+from test_faults import generate_repo
+from aide_tui.core.config import load_settings
+from aide_tui.core.embed.builtin import BuiltinEmbedder
+from aide_tui.core.index.indexer import Indexer
+
+root = Path(sys.argv[1])
+generate_repo(root, 12, seed=2)
+settings = load_settings(root, {"embedding": {"backend": "builtin"}})
+Indexer(root, settings, None).run()  # the lexical index; every vector missing
+report = Indexer(root, settings, BuiltinEmbedder()).run(should_yield=lambda: True)
+loading = any(t.name == "aide-embedder-load" for t in threading.enumerate())
+print(report.preempted, report.newly_embedded, loading)
+"""
+
+
+def test_newer_work_preempts_the_embedders_model_load(tmp_path: Path) -> None:
+    """Loading the model (seconds of reading and verifying weights on a busy machine) does not hold
+    newer work back: a run asked to yield while the model loads ends at once, having embedded
+    nothing, and the load goes on for the next run. A cold process, so the model is really loaded."""
+    import subprocess
+    import sys
+
+    tests = str(Path(__file__).parent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIDE_")}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    out = subprocess.run([sys.executable, "-c", COLD_LOAD, str(tmp_path / "repo"), tests], env=env,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "0", "True"]
 
 
 def test_own_index_writes_do_not_hold_back_a_lone_edit(workspace: Path, monkeypatch) -> None:  # noqa: ANN001

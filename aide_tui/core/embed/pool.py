@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -71,6 +71,11 @@ def _embed(texts: list[str], kind: Kind) -> np.ndarray:
     return np.asarray(_worker.embed(texts, kind=kind))
 
 
+def _warm() -> bool:
+    _worker.load()
+    return True
+
+
 class PooledEmbedder:
     """Wraps a BuiltinEmbedder configuration; ``embed`` splits each batch across ``workers`` processes."""
 
@@ -81,6 +86,7 @@ class PooledEmbedder:
         self.workers = workers
         self._kwargs = kwargs
         self._pool: ProcessPoolExecutor | None = None
+        self._warming: list[Future[bool]] = []
 
     @property
     def id(self) -> str:
@@ -104,6 +110,11 @@ class PooledEmbedder:
             ctx = mp.get_context("spawn")
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init,
                                              initargs=(self._kwargs, os.getpid()))  # fmt: skip
+            self._warming = [self._pool.submit(_warm) for _ in range(self.workers)]
+        if not all(f.done() for f in self._warming):
+            # the workers are still starting (seconds of loading on a busy machine): embed this batch
+            # here, so a batch never waits for them and an edit never waits behind their start
+            return self.local.embed(texts, kind=kind)
         step = -(-len(texts) // self.workers)
         parts = [texts[i : i + step] for i in range(0, len(texts), step)]
         try:
@@ -128,3 +139,4 @@ class PooledEmbedder:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+            self._warming = []

@@ -407,9 +407,42 @@ class _Run:
                     if stop is not None and not self.report.preempted:
                         stop()
 
+    def loaded(self, emb: EmbedderState) -> bool:
+        """Load the embedder's model (seconds of reading and verifying weights on a busy machine) in a
+        thread while newer work may still preempt the run: False when it did (the load goes on, and
+        the next run finds the model ready)."""
+        load = getattr(emb.embedder, "load", None)
+        if load is None:
+            return True
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                load()
+            except BaseException as exc:  # noqa: BLE001 - handed to the indexing thread
+                failed.append(exc)
+
+        loader = threading.Thread(target=run, name="aide-embedder-load", daemon=True)
+        loader.start()
+        while loader.is_alive():
+            loader.join(0.05)
+            self.check_cancel()
+            if loader.is_alive() and self.should_yield():
+                self.report.preempted = True
+                return False
+        if failed:
+            raise failed[0]
+        return True
+
     def embed(self, emb: EmbedderState, todo: list[MissingPiece], sizes: dict[str, int]) -> None:
         """Compute ``todo``'s vectors in batches, committing every few seconds and at the end."""
         assert emb.embedder is not None
+        try:
+            if not self.loaded(emb):
+                return
+        except EmbedderError as exc:
+            self.report.degraded, self.report.degraded_reason = True, str(exc)
+            return
         cache = self.cache_for(emb.emb_id, emb.dim)
         todo.sort(key=lambda m: (m.path not in self.priority, sizes.get(m.path, 0), m.path))
         pending: list[tuple[MissingPiece, np.ndarray]] = []
