@@ -26,12 +26,16 @@ from aide_tui.core.search.fuse import Fused, rrf
 from aide_tui.core.search.query import CODE_LIKE, LONG_QUERY_TERMS, QueryParts, analyze
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import Key, Retrieval, Retriever, TermStats
-from aide_tui.core.tokens import identifiers, tokenize
+from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
 
 T = TypeVar("T")
 PROSE_SYMBOL_FACTOR = 0.15  # prose mentioning a name usually asks about code using it, not its definition
 PROSE_PATH_FACTOR = 0.0
 LIST_ORDER = ("bm25", "phrase", "piece", "symbol", "path", "dense")  # fusion adds them in this order
+PREFIX_CAP = 32  # completions of a partly typed word, the most frequent in the index
+PREFIX_WEIGHT = 0.5  # BM25 weight of the most frequent completion (an exact term weighs 1)
+COMPLETED_NAMES = 3  # completions of a partly typed word whose definitions join the symbol list
+FILTER_WORD = re.compile(r"^(path|lang):")
 TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
 )
@@ -97,6 +101,65 @@ def query_terms(
     return keep, weights
 
 
+def partial_word(query: str) -> str | None:
+    """The word being typed: the query's last word when nothing (a space, a bracket, a quote) follows
+    it, unless it is a filter (``path:``, ``lang:``)."""
+    tail = query.split()[-1] if query and not query[-1].isspace() else ""
+    words = identifiers(tail)
+    if not words or FILTER_WORD.match(tail) or not tail.endswith(words[-1]):
+        return None
+    return words[-1]
+
+
+def completions(stats: TermStats | None, word: str) -> dict[str, int]:
+    """The index terms that complete the typed ``word`` (those of its prefix forms, see
+    :func:`~aide_tui.core.tokens.prefix_forms`, the ``PREFIX_CAP`` most frequent of each), with their
+    document frequencies. A word, not a compound, completes to words only (a compound's parts are
+    terms of their own). A store that does not expose its vocabulary (None) completes nothing."""
+    found: dict[str, int] = {}
+    if stats is None:
+        return found
+    for form in prefix_forms(word):
+        for term, df in stats.prefix_terms(form, PREFIX_CAP, compounds="." in form or "_" in form):
+            found[term] = max(found.get(term, 0), df)
+    return found
+
+
+def with_completions(
+    terms: list[str], weights: dict[str, float] | None, found: dict[str, int]
+) -> tuple[list[str], dict[str, float] | None]:
+    """The query's terms plus the ``PREFIX_CAP`` most frequent completions of the word being typed
+    (``found``, see :func:`completions`), each weighted ``PREFIX_WEIGHT`` times the square root of its
+    share of the most frequent one's documents: every completion ranks below an exact term, the
+    likelier ones above the rare. A completion that only extends a more frequent one (``timeout`` →
+    ``timeouttypes``, a compound of it) is left out: a chunk holding it holds that one too, and
+    counting both would favour such chunks over the one the word names."""
+    exact = set(terms)
+    kept = [t for t, df in found.items()
+            if t not in exact and not any(found.get(t[:k], -1) >= df for k in range(2, len(t)))]  # fmt: skip
+    best = sorted(kept, key=lambda t: (-found[t], t))[:PREFIX_CAP]
+    if not best:
+        return terms, weights
+    peak = found[best[0]]
+    out = dict(weights) if weights else {}
+    for t in best:
+        out[t] = PREFIX_WEIGHT * (found[t] / peak) ** 0.5
+    return [*terms, *best], out
+
+
+def completed_definitions(
+    q: Retrieval[Any], stats: TermStats, symbol: list[Key], word: str, n: int
+) -> list[Key]:
+    """The symbol list plus the definitions of the names the typed ``word`` begins (the
+    ``COMPLETED_NAMES`` shortest: ``Timeou`` → ``Timeout``, ``cook`` → ``Cookies``), each name's by
+    BM25 score, so a half-typed name finds its definition."""
+    start = word.lower().rsplit(".", 1)[-1]
+    names = stats.defined_names(start, COMPLETED_NAMES) if len(start) >= 2 else []
+    defs = q.defining(names) if names else {}
+    extra = [k for name in names for k in sorted(defs.get(name, ()), key=lambda k: (-q.score(k), q.order(k)))]
+    return list(dict.fromkeys([*symbol, *extra]))[:n]
+
+
 def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: bool) -> dict[str, float]:
     """RRF weight of each ranked list for this kind of query."""
     w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
@@ -112,12 +175,22 @@ def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: 
 
 
 def rank(
-    retriever: Retriever, parsed: ParsedQuery, mode: str, limit: int, encoder: QueryEncoder, s: SearchSettings
+    retriever: Retriever,
+    parsed: ParsedQuery,
+    mode: str,
+    limit: int,
+    encoder: QueryEncoder,
+    s: SearchSettings,
+    partial: str | None = None,
 ) -> Ranked:
-    """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``."""
+    """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``; ``partial``: the
+    word being typed, completed over the index's vocabulary (see :func:`completions`)."""
     parts = analyze(parsed.text)
     code_like = L.looks_like_code(parsed.text)
     terms, weights = query_terms(retriever.term_stats, parsed.text, parts.title, s.title_weight)
+    typed = completions(retriever.term_stats, partial) if partial and not parts.long else {}
+    if typed:
+        terms, weights = with_completions(terms, weights, typed)
     # prose asks about functions by their names: the BM25 name field (identifiers have the symbol list)
     name_weight = s.long_name_weight if parts.long else (0.0 if code_like else s.name_weight)
     q = retriever.begin(parsed, *field_query(terms, weights, name_weight))
@@ -126,6 +199,9 @@ def rank(
     piece_spans: dict[Key, tuple[int, int]] = {}
     if mode in ("hybrid", "bm25"):
         explicit_path = _lexical_lists(q, retriever, parsed.text, parts, s.top_n, found, piece_spans)
+        stats = retriever.term_stats
+        if partial and typed and stats is not None:
+            found["symbol"] = completed_definitions(q, stats, found["symbol"], partial, s.top_n)
     spans: dict[Key, tuple[int, int]] = {}
     degraded = None
     if mode in ("hybrid", "dense") and parsed.text:

@@ -719,7 +719,9 @@ def _load_view(index_dir: Path, manifest: Manifest, previous: IndexView | None) 
         counts=manifest.counts,
         vocab_key=_vocab_key(manifest),
     )
-    return IndexView(parts, alive, manifest.files, vocab, meta)
+    view = IndexView(parts, alive, manifest.files, vocab, meta)
+    view.adopt_lexicon(previous)
+    return view
 
 
 def _grown_vocab(index_dir: Path, manifest: Manifest, previous: IndexView | None) -> dict[str, int]:

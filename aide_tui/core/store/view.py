@@ -9,7 +9,7 @@ view, so picking up a one-file delta costs what the delta holds.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,6 +22,7 @@ from aide_tui.core.errors import VectorDimensionMismatch
 from aide_tui.core.model import Chunk
 from aide_tui.core.safeio import gather_rows, mapped_row_windows
 from aide_tui.core.store.chunktable import ConcatChunks, defines_all, paths_of
+from aide_tui.core.store.lexicon import PREFIX_END, Lexicon
 
 
 @dataclass
@@ -68,7 +69,7 @@ class Part:
         """The same segment with another set of vector blocks (derived lookups are kept)."""
         part = Part(self.name, self.chunks, self.postings, self.piece_postings, self.owners, blocks, names,
                     self.piece_spans)  # fmt: skip
-        for cached in ("symbols", "path_names", "path_ids", "start_lines", "_projection"):
+        for cached in ("symbols", "sorted_names", "path_names", "path_ids", "start_lines", "_projection"):
             if cached in self.__dict__:
                 part.__dict__[cached] = self.__dict__[cached]
         return part
@@ -99,6 +100,11 @@ class Part:
             for name in names:
                 out.setdefault(name.lower(), []).append(i)
         return out
+
+    @cached_property
+    def sorted_names(self) -> list[str]:
+        """The lower-cased defined names in sorted order (prefix lookups)."""
+        return sorted(self.symbols)
 
     def projection(self, dim: int) -> np.ndarray:
         """The prefilter's projection, learnt once from this part's vectors (kept while the part lives)."""
@@ -174,6 +180,8 @@ class IndexView:
         self.owners = np.concatenate(
             [p.owners + off for p, off in zip(parts, self.offsets, strict=False)] or [np.zeros(0, np.int64)]
         ).astype(np.int64)
+        self._lexicon: Lexicon | None = None  # sorted terms, built on the first prefix lookup
+        self._lexicon_base: Lexicon | None = None  # an earlier version's, grown into this one's
 
     def _piece_alive(self) -> list[np.ndarray | None]:
         return [None if a is None else a[p.owners] for p, a in zip(self.parts, self.alive, strict=True)]
@@ -232,6 +240,58 @@ class IndexView:
         """The term's BM25 idf, or None when no live chunk contains it."""
         tid = self.vocab.get(term)
         return None if tid is None or tid >= len(self.bm25.idf) else float(self.bm25.idf[tid])
+
+    def adopt_lexicon(self, previous: IndexView | None) -> None:
+        """Start from ``previous``'s sorted terms (when it built them): this version's are then those plus
+        the terms its new segments added, not a new sort of the whole vocabulary."""
+        if previous is not None:
+            self._lexicon_base = previous._lexicon or previous._lexicon_base
+
+    @property
+    def lexicon(self) -> Lexicon:
+        """The vocabulary sorted (built once per version, grown from the previous version's)."""
+        lex = self._lexicon
+        if lex is None:
+            key, base = str(self.meta.get("vocab_key", "")), self._lexicon_base
+            if base is not None and key and base.extends_to(key, len(self.vocab)):
+                lex = base.grown(self.vocab, key)
+            else:
+                lex = Lexicon.build(self.vocab, key)
+            self._lexicon, self._lexicon_base = lex, None
+        return lex
+
+    def prefix_terms(self, prefix: str, cap: int, compounds: bool = True) -> list[tuple[str, int]]:
+        """Up to ``cap`` terms that start with ``prefix`` and occur in a live chunk, the most frequent
+        first (ties by term), with their document frequencies; ``compounds`` False leaves out whole
+        identifiers (``timeout.read``, ``proxy_url``: their parts are terms of their own)."""
+        lex = self.lexicon
+        lo, hi = lex.span(prefix)
+        if lo >= hi or cap <= 0:
+            return []
+        freq = self.bm25.df[lex.ids[lo:hi]]  # every id is below len(vocab) == len(df)
+        keep = freq > 0 if compounds else (freq > 0) & ~lex.compound[lo:hi]
+        live = np.flatnonzero(keep)
+        if live.size > cap:  # keep every term tied with the cut, so the choice never depends on ids
+            cut = np.partition(-freq[live], cap - 1)[cap - 1]
+            live = live[-freq[live] <= cut]
+        order = live[np.lexsort((live, -freq[live]))][:cap]  # positions follow the sorted terms
+        return [(lex.terms[lo + int(p)], int(freq[p])) for p in order]
+
+    def defined_names(self, prefix: str, cap: int) -> list[str]:
+        """Up to ``cap`` lower-cased names that a live chunk defines and that start with ``prefix``, the
+        shortest first (the closest to what is typed; ties by name)."""
+        found: set[str] = set()
+        for part in self.parts:
+            names = part.sorted_names
+            lo = bisect_left(names, prefix)
+            found.update(names[lo : bisect_left(names, prefix + PREFIX_END, lo)])
+        out: list[str] = []
+        for name in sorted(found, key=lambda n: (len(n), n)):
+            if len(out) >= cap:
+                break
+            if self.symbol_rows(name):
+                out.append(name)
+        return out
 
     def bm25_scores(self, terms: Iterable[str], weights: dict[str, float] | None = None) -> np.ndarray:
         """(n_rows,) float32 BM25 scores over chunks (0 for dead rows and non-matches)."""
