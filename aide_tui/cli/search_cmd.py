@@ -52,6 +52,8 @@ def _write_locations(out: Any, root: Path, resp: Any, fmt: str) -> None:
 
     if resp.degraded:
         err(f"degraded (BM25 only): {resp.degraded_reason}")
+    if resp.no_results:
+        err(resp.no_results)
     if fmt == "paths":
         for shown in dict.fromkeys(printable(_shown_path(base(h), h.path)) for h in resp.results):
             out.write(shown + "\n")
@@ -249,6 +251,8 @@ def _write(answer: dict[str, Any], as_json: bool) -> None:
             out.write(f"{path}:{h['start_line']}-{h['end_line']}  {symbol}  {h['score']:.4f}\n")
         if not answer["results"]:
             out.write("no results\n")
+            if answer.get("no_results"):
+                err(str(answer["no_results"]))
     out.flush()
 
 

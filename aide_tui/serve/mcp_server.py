@@ -143,12 +143,15 @@ def build_server(backend: Backend) -> MCPServer:
         keep: tuple[str, ...] = ("path", "start_line", "end_line", "symbol", "score", "text", "truncated")
         if all_workspaces:
             keep = ("workspace", *keep)
-        return {
+        out = {
             "query": answer["query"],
             "degraded": answer["degraded"],
             "degraded_reason": answer["degraded_reason"],
             "results": [{k: r.get(k) for k in keep} for r in answer["results"]],
         }
+        if "no_results" in answer:  # nothing supports the query: why, so an agent rephrases
+            out["no_results"] = answer["no_results"]
+        return out
 
     @server.tool()
     async def index_status() -> dict[str, Any]:

@@ -35,6 +35,10 @@ LIST_ORDER = ("bm25", "phrase", "piece", "symbol", "path", "dense")  # fusion ad
 PREFIX_CAP = 32  # completions of a partly typed word, the most frequent in the index
 PREFIX_WEIGHT = 0.5  # BM25 weight of the most frequent completion (an exact term weighs 1)
 COMPLETED_NAMES = 3  # completions of a partly typed word whose definitions join the symbol list
+LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase")
+# the best similarity a real query reaches even when no word of it is in the index, per builtin model
+# (the public eval's queries vs random strings, docs/quality.md "No results")
+CALIBRATED_FLOORS = {"all-MiniLM-L6-v2": 0.25}
 FILTER_WORD = re.compile(r"^(path|lang):")
 TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
@@ -52,10 +56,12 @@ class QueryEncoder:
 
 @dataclass
 class Ranked:
-    """The result rows and why the dense side was left out (None: it took part, or was not asked)."""
+    """The result rows, why the dense side was left out (None: it took part, or was not asked) and why
+    there are none when nothing supports the query (None: rows, or no reason to give)."""
 
     hits: list[Hit]
     degraded: str | None = None
+    no_results: str | None = None
 
 
 def diversify(items: list[T], keys: list[str], cap: int, window: int) -> list[T]:
@@ -203,10 +209,10 @@ def rank(
         if partial and typed and stats is not None:
             found["symbol"] = completed_definitions(q, stats, found["symbol"], partial, s.top_n)
     spans: dict[Key, tuple[int, int]] = {}
-    degraded = None
+    degraded = far = None
     if mode in ("hybrid", "dense") and parsed.text:
         texts = [parsed.text] + (parts.segments() if parts.long and s.dense_segments else [])
-        dense, degraded, spans = _dense_list(q, texts, s, encoder)
+        dense, degraded, spans, far = _dense_list(q, texts, s, encoder)
         if dense is not None:
             found["dense"] = dense
     q.fetch(k for keys in found.values() for k in keys)
@@ -215,6 +221,8 @@ def rank(
         found["phrase"] = L.phrase_list(
             q, parts.prose_without_frames() if parts.long else parsed.text, s.top_n
         )
+    if mode == "hybrid" and far is not None and not any(found.get(name) for name in LEXICAL_LISTS):
+        return Ranked([], degraded, no_results=far)  # only the dense list, and it holds nothing close
     lists = {name: found[name] for name in LIST_ORDER if name in found}
     fused = rrf(
         lists, k=s.rrf_k, weights=list_weights(s, parts.long, code_like, explicit_path), order=q.order
@@ -253,25 +261,47 @@ def _lexical_lists(
 
 def _dense_list(
     q: Retrieval[Any], texts: list[str], s: SearchSettings, encoder: QueryEncoder
-) -> tuple[list[Key] | None, str | None, dict[Key, tuple[int, int]]]:
-    """The dense list (None when unusable, with why), with each chunk's best-piece lines.
+) -> tuple[list[Key] | None, str | None, dict[Key, tuple[int, int]], str | None]:
+    """The dense list (None when unusable, with why), with each chunk's best-piece lines, and why no
+    chunk is close in meaning (None: some is, or it cannot be told; see :func:`far_from_everything`).
 
     Several texts (a pasted issue's whole text, title, prose and code) each rank the chunks; their
     rankings are fused by RRF into one list.
     """
     if encoder.encode is None:
-        return None, encoder.error, {}
+        return None, encoder.error, {}, None
     try:
         emb_id, vectors = encoder.encode(texts)
     except EmbedderError as exc:
-        return None, str(exc), {}
+        return None, str(exc), {}, None
     got = q.dense(vectors, emb_id, s.top_n)
     if got.degraded is not None:
-        return None, got.degraded, {}
-    if len(got.lists) <= 1:
-        return (got.lists[0] if got.lists else []), None, got.spans  # a chunk ranks by its best piece
+        return None, got.degraded, {}, None
+    far = far_from_everything(got.best, dense_floor(s, emb_id))
+    if len(got.lists) <= 1:  # a chunk ranks by its best piece
+        return (got.lists[0] if got.lists else []), None, got.spans, far
     fused = rrf({str(i): keys for i, keys in enumerate(got.lists)}, k=s.rrf_k, order=q.order)
-    return [f.doc for f in fused[: s.top_n]], None, got.spans
+    return [f.doc for f in fused[: s.top_n]], None, got.spans, far
+
+
+def dense_floor(s: SearchSettings, embedder_id: str) -> float | None:
+    """The similarity under which the closest chunk is not related to the query (None: no floor):
+    ``no_match_floor`` when set (0 turns it off), else the calibrated floor of a builtin model."""
+    if s.no_match_floor >= 0:
+        return s.no_match_floor or None
+    name = embedder_id.split(":")[1] if embedder_id.startswith("builtin:") else ""
+    return CALIBRATED_FLOORS.get(name)
+
+
+def far_from_everything(best: float | None, floor: float | None) -> str | None:
+    """Why nothing answers a query that no lexical list supports, when even its closest chunk is below
+    the floor (None otherwise), with a hint."""
+    if best is None or floor is None or best >= floor:
+        return None
+    return (
+        f"no word of the query is in the index and no code is close to it in meaning (best similarity "
+        f"{best:.2f}, below {floor:.2f}): check the spelling, or describe the code in other words"
+    )
 
 
 def apply_priors(

@@ -46,11 +46,13 @@ class Candidate:
 @dataclass
 class DenseLists(Generic[K]):
     """Candidates ranked by similarity, one list per query vector; ``spans`` are the lines of each
-    candidate's best piece for the first vector. ``degraded`` says why the dense side is unusable."""
+    candidate's best piece for the first vector. ``degraded`` says why the dense side is unusable.
+    ``best``: the highest similarity of any piece to the first vector (None: not known)."""
 
     lists: list[list[K]] = field(default_factory=list)
     spans: dict[K, tuple[int, int]] = field(default_factory=dict)
     degraded: str | None = None
+    best: float | None = None
 
 
 @dataclass(frozen=True)

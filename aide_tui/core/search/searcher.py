@@ -91,6 +91,7 @@ class Searcher:
             resp.results = ranked.hits
             if ranked.degraded is not None:
                 resp.degraded, resp.degraded_reason = True, ranked.degraded
+            resp.no_results = ranked.no_results
             rerank.rerank_response(s, parsed.text, resp, limit)  # opt-in; cuts the list to ``limit``
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp

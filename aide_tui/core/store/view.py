@@ -339,10 +339,11 @@ class IndexView:
 
     def dense_ranked(
         self, query: np.ndarray, n: int, allowed: np.ndarray | None = None
-    ) -> list[tuple[int, tuple[int, int] | None]]:
-        """Like :meth:`dense_ranked_chunks`, with the line span of each chunk's best piece."""
-        best = self._dense_best(query, n, allowed)
-        return [(r, self.piece_lines(p)) for r, p in best.items()]
+    ) -> tuple[list[tuple[int, tuple[int, int] | None]], float | None]:
+        """Like :meth:`dense_ranked_chunks`, with the line span of each chunk's best piece; and the
+        highest similarity of any piece (None when no vector is searched)."""
+        best, top = self._dense_best(query, n, allowed)
+        return [(r, self.piece_lines(p)) for r, p in best.items()], top
 
     def piece_lines(self, piece: int) -> tuple[int, int] | None:
         """(first, last) file line of a global piece row, when its segment records them."""
@@ -391,10 +392,13 @@ class IndexView:
 
     def dense_ranked_chunks(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> list[int]:
         """Chunk rows ranked by their best piece's cosine similarity; see :meth:`_dense_best`."""
-        return list(self._dense_best(query, n, allowed))
+        return list(self._dense_best(query, n, allowed)[0])
 
-    def _dense_best(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> dict[int, int]:
-        """Chunk rows ranked by their best piece's cosine similarity (positive only), at most ``n``.
+    def _dense_best(
+        self, query: np.ndarray, n: int, allowed: np.ndarray | None = None
+    ) -> tuple[dict[int, int], float | None]:
+        """Chunk rows ranked by their best piece's cosine similarity (positive only), at most ``n``, and
+        the highest similarity found (None: no vector to search).
 
         Small indexes are scanned exactly. From ``PREFILTER_MIN`` live vectors on, a low-dimensional
         projection (PCA of the base segment's vectors) picks ``PREFILTER_CANDIDATES`` candidates and
@@ -405,7 +409,7 @@ class IndexView:
         q = np.asarray(query, np.float32)
         blocks = self._live_blocks()
         if not blocks:
-            return {}
+            return {}, None
         dim = blocks[0][0].matrix.shape[1]
         if any(b.matrix.shape[1] != q.shape[0] for b, _, _ in blocks):
             raise VectorDimensionMismatch(
@@ -448,7 +452,8 @@ class IndexView:
         sims, all_ids = np.concatenate(mats).astype(np.float32, copy=False), np.concatenate(ids)
         if allowed is not None and sims.size:
             sims = np.where(allowed[self.owners[all_ids]], sims, 0.0)
-        return self._best_owners(sims, all_ids, n)
+        top = float(sims.max()) if sims.size else None  # rows outside ``allowed`` count as 0
+        return self._best_owners(sims, all_ids, n), top
 
     def _live_blocks(self) -> list[tuple[VectorBlock, np.ndarray, np.ndarray]]:
         """(block, which of its matrix rows are live, their global piece ids) for every block."""
