@@ -227,19 +227,23 @@ class LiveWorkspace:
                 self.status, str(exc), isinstance(exc, IndexMissing), isinstance(exc, IndexCorrupt)
             )
         self._emit(opened)
-        if embedder is None:
-            self._set_embedder(None, error, None)
-            return
         try:
-            if hasattr(embedder, "load"):
-                embedder.load()  # builtin: about a second of weights loading
-            else:
-                _ = embedder.dim  # HTTP: one probe request tells whether the server answers
-            emb_id = embedder.id
-        except EmbedderError as exc:
-            self._set_embedder(None, str(exc), None)
-            return
-        self._set_embedder(embedder, None, emb_id)
+            if embedder is None:
+                self._set_embedder(None, error, None)
+                return
+            try:
+                if hasattr(embedder, "load"):
+                    embedder.load()  # builtin: about a second of weights loading
+                else:
+                    _ = embedder.dim  # HTTP: one probe request tells whether the server answers
+                emb_id = embedder.id
+            except EmbedderError as exc:
+                self._set_embedder(None, str(exc), None)
+                return
+            self._set_embedder(embedder, None, emb_id)
+        finally:
+            if self.index_ready.is_set():
+                self.searcher.warm_typing()  # the app searches as one types (after the encoder is ready)
 
     def _host_engine(self) -> IndexProblem | None:
         """A shared store: give the indexing process its settings (for a Lite file, the address of the
@@ -398,6 +402,7 @@ class LiveWorkspace:
                 continue
             self.index_ready.set()
             self._emit(Reloaded(self.current_status(), self.searcher.version))
+            self.searcher.warm_typing()
 
     # -- watching ----------------------------------------------------------------------------------
 

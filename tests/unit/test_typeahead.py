@@ -8,6 +8,7 @@ weigh less than exact terms; the sorted vocabulary is grown from the previous ve
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import httpx
@@ -16,6 +17,7 @@ from conftest import write_workspace
 from test_cli import run
 
 from aide_tui.core.config import load_settings
+from aide_tui.core.live import LiveWorkspace
 from aide_tui.core.search.local import LocalRetriever
 from aide_tui.core.search.rank import PREFIX_CAP, PREFIX_WEIGHT, completions, partial_word, with_completions
 from aide_tui.core.search.searcher import Searcher
@@ -156,3 +158,29 @@ def test_the_sorted_vocabulary_grows_with_a_delta(tmp_path: Path, monkeypatch: p
     ]
     assert view.prefix_terms("backof", 5) == [] and "backoff" in view.vocab
     assert view.defined_names("zebra", 3) == ["zebrafish_count"] and view.defined_names("backoff", 3) == []
+
+
+def test_a_live_workspace_sorts_the_vocabulary_before_the_first_keystroke(
+    httpx_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[int] = []
+    real_build = Lexicon.build
+
+    def counting(vocab: dict[str, int], key: str) -> Lexicon:
+        built.append(len(vocab))
+        return real_build(vocab, key)
+
+    monkeypatch.setattr(Lexicon, "build", staticmethod(counting))
+    live = LiveWorkspace(
+        httpx_tree, load_settings(httpx_tree, BM25), lambda e: None, watch=False, index=False
+    )
+    live.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not built and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(built) == 1  # on open, in the background, with no search asked
+        assert live.search("timeou", mode="bm25", prefix=True).results
+        assert len(built) == 1
+    finally:
+        live.close()

@@ -63,6 +63,13 @@ class Searcher:
         """Load the index if it changed; returns True when (re)loaded. Raises IndexProblem."""
         return self.retriever.refresh()
 
+    def warm_typing(self) -> None:
+        """Build what search as you type reads (the loaded version's sorted vocabulary: a sort of the
+        whole vocabulary once, then grown by each delta), so the first keystroke does not pay for it."""
+        stats = self.retriever.term_stats if self.retriever.loaded else None
+        if stats is not None:
+            stats.prefix_terms("a", 1)  # the first lookup builds the list
+
     def search(
         self, query: str, limit: int = 20, mode: str | None = None, prefix: bool = False
     ) -> SearchResponse:
