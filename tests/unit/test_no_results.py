@@ -17,7 +17,7 @@ from test_cli import run
 from aide_tui.core.config import load_settings
 from aide_tui.core.embed.factory import make_embedder
 from aide_tui.core.index.indexer import Indexer
-from aide_tui.core.search.rank import CALIBRATED_FLOORS, dense_floor
+from aide_tui.core.search.rank import dense_floor
 from aide_tui.core.search.searcher import Searcher
 
 GIBBERISH = ("qxgsplzkqlkn", "xq zzkv pmbw", "zlorpfnagle")
@@ -85,11 +85,9 @@ def test_only_hybrid_holds_back_and_the_floor_is_a_setting(root: Path) -> None:
     assert off.search("qxgsplzkqlkn", mode="hybrid").results
     assert dense_floor(off.settings.search, "builtin:all-MiniLM-L6-v2:53aa5117") is None
     auto = s.settings.search
-    assert (
-        dense_floor(auto, "builtin:all-MiniLM-L6-v2:53aa5117:onnx-int8-u8")
-        == CALIBRATED_FLOORS["all-MiniLM-L6-v2"]
-    )
+    assert dense_floor(auto, "builtin:all-MiniLM-L6-v2:53aa5117:onnx-int8-u8") == auto.no_match_floor == 0.25
     assert dense_floor(auto, "openai:nomic-embed-text") is None  # not calibrated: never held back
+    assert dense_floor(auto, "builtin:my-own-bert:0123abcd") is None
 
 
 def test_cli_prints_no_results_with_the_hint(root: Path) -> None:

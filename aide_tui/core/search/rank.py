@@ -36,9 +36,9 @@ PREFIX_CAP = 32  # completions of a partly typed word, the most frequent in the 
 PREFIX_WEIGHT = 0.5  # BM25 weight of the most frequent completion (an exact term weighs 1)
 COMPLETED_NAMES = 3  # completions of a partly typed word whose definitions join the symbol list
 LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase")
-# the best similarity a real query reaches even when no word of it is in the index, per builtin model
-# (the public eval's queries vs random strings, docs/quality.md "No results")
-CALIBRATED_FLOORS = {"all-MiniLM-L6-v2": 0.25}
+# builtin models whose similarities no_match_floor was calibrated on (the public eval's queries vs
+# random strings, docs/quality.md "No results")
+CALIBRATED_MODELS = ("all-MiniLM-L6-v2",)
 FILTER_WORD = re.compile(r"^(path|lang):")
 TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
@@ -285,12 +285,11 @@ def _dense_list(
 
 
 def dense_floor(s: SearchSettings, embedder_id: str) -> float | None:
-    """The similarity under which the closest chunk is not related to the query (None: no floor):
-    ``no_match_floor`` when set (0 turns it off), else the calibrated floor of a builtin model."""
-    if s.no_match_floor >= 0:
-        return s.no_match_floor or None
+    """The similarity under which the closest chunk is not related to the query: ``no_match_floor``
+    for a model it was calibrated on; None (no floor) for another, whose similarities are on another
+    scale, or when it is 0."""
     name = embedder_id.split(":")[1] if embedder_id.startswith("builtin:") else ""
-    return CALIBRATED_FLOORS.get(name)
+    return s.no_match_floor if s.no_match_floor > 0 and name in CALIBRATED_MODELS else None
 
 
 def far_from_everything(best: float | None, floor: float | None) -> str | None:
