@@ -27,7 +27,7 @@ def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
 
     root = Path(root_arg).expanduser()
     if not root.is_dir():
-        err(f"{root_arg}: not a directory")
+        err(_not_a_folder(root_arg, root))
         return None
     try:
         if getattr(args, "settings_json", None):  # already resolved by the parent process
@@ -43,6 +43,19 @@ def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
     for note in notes:
         err(f"note: {note}")
     return _checked(root.resolve(), settings)
+
+
+def _not_a_folder(given: str, root: Path) -> str:
+    """Why ``root`` (not a folder) cannot be a workspace, in the user's words."""
+    if root.is_file():
+        return f"{given} is a file, not a folder: give the folder that holds it"
+    if root.exists():
+        return f"{given} is not a folder"
+    try:
+        root.lstat()
+    except OSError:
+        return f"{given}: no such folder"
+    return f"{given}: a broken symbolic link, not a folder"
 
 
 def _checked(root: Path, settings: Any) -> tuple[Path, Any] | None:
@@ -97,6 +110,8 @@ def run_index(
             return
         if p.state == "embedding" and p.vectors_total:
             line = f"embedding {p.vectors_done}/{p.vectors_total} vectors"
+        elif p.state == "indexing" and p.files_total and p.files_done >= p.files_total:
+            line = f"writing the index of {p.files_total} files"  # the last phase, seconds on a big tree
         elif p.files_total:
             line = f"{p.state} {p.files_done}/{p.files_total} files"
         else:

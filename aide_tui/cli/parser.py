@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, NoReturn
 
 from aide_tui import __version__
 
@@ -11,7 +11,8 @@ SUBCOMMANDS = ("index", "search", "ask", "status", "serve", "mcp", "host")
 
 
 class _Parser(argparse.ArgumentParser):
-    """Unknown arguments are reported by the subcommand's parser, with that subcommand's usage."""
+    """Unknown arguments are reported by the subcommand's parser, with that subcommand's usage; a bad
+    value of a known option (``--limit abc``) is one line, without the usage."""
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
         ns, extra = self.parse_known_args(args, namespace)
@@ -20,12 +21,17 @@ class _Parser(argparse.ArgumentParser):
             sub.error(f"unrecognized arguments: {' '.join(extra)}")
         return ns
 
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument "):  # argparse's words for a bad value of a known option
+            self.exit(2, f"{self.prog}: {message.removeprefix('argument ')} (see {self.prog} --help)\n")
+        super().error(message)
+
 
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value

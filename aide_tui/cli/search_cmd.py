@@ -22,6 +22,7 @@ from typing import Any
 from aide_tui.cli.common import err, make_embedder, printable, run_index, setup
 
 INLINE_VECTORS = 64  # missing vectors computed inline before answering (about a second or two)
+FILES_DEPTH = 20  # --format paths: hits ranked per file asked for (--limit counts files there)
 
 
 def _read_batch(path: str) -> list[str]:
@@ -40,8 +41,9 @@ def _shown_path(root: Path, rel: str) -> str:
         return str(full)
 
 
-def _write_locations(out: Any, root: Path, resp: Any, fmt: str) -> None:
-    """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: distinct files in rank order.
+def _write_locations(out: Any, root: Path, resp: Any, fmt: str, limit: int) -> None:
+    """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: the first ``limit`` distinct
+    files in rank order.
     A hit of another workspace (``--all-workspaces``) is shown under the root it was indexed from.
     Control characters in names are escaped and in line text shown (␛), as the text format does."""
     from aide_tui.core.search.hitlines import vimgrep_line
@@ -52,8 +54,11 @@ def _write_locations(out: Any, root: Path, resp: Any, fmt: str) -> None:
 
     if resp.degraded:
         err(f"degraded (BM25 only): {resp.degraded_reason}")
+    if resp.no_results:
+        err(resp.no_results)
     if fmt == "paths":
-        for shown in dict.fromkeys(printable(_shown_path(base(h), h.path)) for h in resp.results):
+        files = dict.fromkeys(printable(_shown_path(base(h), h.path)) for h in resp.results)
+        for shown in list(files)[:limit]:
             out.write(shown + "\n")
         return
     for h in resp.results:
@@ -64,6 +69,9 @@ def _queries(args: argparse.Namespace) -> list[str] | None:
     """The query, or the batch file's lines (None after saying why there are none)."""
     if args.batch is None and not args.query:
         err("search needs a QUERY or --batch FILE")
+        return None
+    if args.batch is None and not " ".join(args.query).strip():
+        err("search needs a QUERY: the one given is empty")
         return None
     try:
         return _read_batch(args.batch) if args.batch is not None else [" ".join(args.query)]
@@ -119,9 +127,10 @@ def cmd_search(args: argparse.Namespace) -> int:
             if not q.strip():
                 resp = SearchResponse(query=q, results=[], mode=mode)
             else:
-                resp = searcher.search(q, limit=args.limit, mode=mode)
+                depth = args.limit * FILES_DEPTH if fmt == "paths" else args.limit
+                resp = searcher.search(q, limit=depth, mode=mode)
             if fmt in ("vimgrep", "paths") and resp.error is None:
-                _write_locations(sys.stdout, root, resp, fmt)
+                _write_locations(sys.stdout, root, resp, fmt, args.limit)
                 sys.stdout.flush()
             elif not emit(resp.to_json()):
                 return 2
@@ -251,6 +260,8 @@ def _write(answer: dict[str, Any], as_json: bool) -> None:
             out.write(f"{path}:{h['start_line']}-{h['end_line']}  {symbol}  {h['score']:.4f}\n")
         if not answer["results"]:
             out.write("no results\n")
+            if answer.get("no_results"):
+                err(str(answer["no_results"]))
     out.flush()
 
 
@@ -306,16 +317,22 @@ def _wait_for_first_version(root: Path, state: Path) -> bool:
 
     from aide_tui.host.lock import host_pid
 
-    said = False
-    while not _readable_index(root):
-        pid = host_pid(state)
-        if pid is None:
-            return False
-        if not said and sys.stderr.isatty():
-            err(f"waiting for PID {pid} (another aide-tui) to index {root}")
-            said = True
-        time.sleep(0.2)
-    return True
+    show = sys.stderr.isatty()
+    start = time.monotonic()
+    try:
+        while not _readable_index(root):
+            pid = host_pid(state)
+            if pid is None:
+                return False
+            if show:  # one line, kept up to date
+                waited = time.monotonic() - start
+                line = f"waiting for PID {pid} (another aide-tui) to index {root}: {waited:.0f} s"
+                print(f"\r\x1b[K{printable(line)}", end="", file=sys.stderr, flush=True)
+            time.sleep(0.2)
+        return True
+    finally:
+        if show:
+            print("\r\x1b[K", end="", file=sys.stderr, flush=True)
 
 
 def _refresh_here(
@@ -336,17 +353,42 @@ def _refresh_here(
             emb = query_embedder if query_embedder is not None else idx_embedder
             run_index(root, quick, emb, None, embed=True)
         elif missing:
-            return 0, _start_background_host(root, settings, fd)
+            started = _start_background_host(root, settings, fd)
+            if started and sys.stderr.isatty():
+                err(f"{missing} vectors to compute: a background indexer does it (log: .aide/index.log); "
+                    "until then results come from keywords")  # fmt: skip
+            return 0, started
     except LockTimeout as exc:
         if not have:
             err(str(exc))
             return 1, False
-        err(f"{exc}; searching the existing index")
+        _say_locked_once(root, exc)
     except OSError as exc:
         err(f"cannot update the index: {exc}")
         if not have:
             return 1, False
     return 0, False
+
+
+def _say_locked_once(root: Path, exc: Any) -> None:
+    """Say that another process is indexing and the existing index answers, once per such process (the
+    searches that follow while it runs stay quiet: ``.aide/locked-notice`` holds whom it was said of)."""
+    from aide_tui.core.paths import state_dir
+    from aide_tui.core.store.segments import atomic_write_bytes
+
+    marker = state_dir(root) / "locked-notice"
+    holder = str(exc.pid or "")
+    try:
+        if holder and marker.read_text() == holder:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    who = f"PID {exc.pid}" if exc.pid else "another process"
+    err(f"{who} (another aide-tui) is indexing {root}: searching the index as it was before")
+    try:
+        atomic_write_bytes(marker, holder.encode())
+    except OSError:
+        pass
 
 
 def _start_background_host(root: Path, settings: Any, fd: int) -> bool:
@@ -356,7 +398,7 @@ def _start_background_host(root: Path, settings: Any, fd: int) -> bool:
 
     from aide_tui.core.index.service import child_env
     from aide_tui.core.paths import state_dir
-    from aide_tui.host.lock import LOCK_FD_ENV
+    from aide_tui.host.lock import LOCK_FD_ENV, claim
 
     state = state_dir(root)
     env = child_env(settings)  # the settings travel in the environment, not on the command line
@@ -369,8 +411,9 @@ def _start_background_host(root: Path, settings: Any, fd: int) -> bool:
     except OSError:
         log = subprocess.DEVNULL
     try:
-        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env,
-                         start_new_session=True, close_fds=True, pass_fds=(fd,))  # fmt: skip
+        host = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env,
+                                start_new_session=True, close_fds=True, pass_fds=(fd,))  # fmt: skip
+        claim(fd, host.pid)  # the lock names its holder from now on, not this process about to exit
         return True
     except OSError as exc:
         err(f"cannot start the background indexer: {exc}")

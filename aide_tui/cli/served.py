@@ -32,7 +32,7 @@ def served_search(
     ``--mode dense`` goes through the server only when its embedder works, so the in-process path
     reports a missing embedder exactly as it always does.
     """
-    from aide_tui.host.client import ServeUnavailable, connect
+    from aide_tui.host.client import BadRequest, ServeUnavailable, connect
 
     if mode == "dense" and settings.embedding.backend == "none":
         return 0
@@ -45,11 +45,14 @@ def served_search(
             return 0
         for q in queries:
             q = q.rstrip("\r")
-            resp = (
-                client.search(q, limit, mode, all_workspaces=all_workspaces)
-                if q.strip()
-                else dict(BLANK, query=q)
-            )
+            try:
+                resp = (
+                    client.search(q, limit, mode, all_workspaces=all_workspaces)
+                    if q.strip()
+                    else dict(BLANK, query=q)
+                )
+            except BadRequest as exc:  # the query cannot be understood: its answer says why
+                resp = dict(BLANK, query=q, error=str(exc))
             write(resp)
             done += 1
     except ServeUnavailable:

@@ -248,6 +248,7 @@ class MultiBM25:
         self.n_docs = sum(p.n_docs for p in self.parts)
         self.n_live = n
         avgdl = total_len / n if n else 1.0
+        self.df = df  # live documents holding each term
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
         self.norms = [
             (k1 * (1.0 - b + b * p.doc_len / max(avgdl, 1e-9))).astype(np.float32) for p in self.parts

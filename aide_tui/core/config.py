@@ -71,6 +71,9 @@ class SearchSettings:
     best_piece: str = "piece"  # the piece a hit's best line follows: piece (BM25 piece, else dense) | dense
     test_weight: float = 0.5  # score factor for test files unless the query mentions tests
     per_file_cap: int = 0  # at most this many chunks per file among the first results (0 = no cap)
+    # hybrid: a query no lexical list supports finds nothing when its closest chunk's similarity is
+    # below this (calibrated for the builtin encoder, docs/quality.md; other embedders: never; 0: never)
+    no_match_floor: float = 0.25
     # pasted texts (issues, change descriptions, stack traces: more than 24 distinct terms)
     long_test_weight: float = 0.3  # test files, unless the title mentions tests
     long_dense_weight: float = 1.0  # the dense list (whole text and its segments fused)

@@ -229,19 +229,23 @@ class LiveWorkspace:
                 self.status, str(exc), isinstance(exc, IndexMissing), isinstance(exc, IndexCorrupt)
             )
         self._emit(opened)
-        if embedder is None:
-            self._set_embedder(None, error, None)
-            return
         try:
-            if hasattr(embedder, "load"):
-                embedder.load()  # builtin: about a second of weights loading
-            else:
-                _ = embedder.dim  # HTTP: one probe request tells whether the server answers
-            emb_id = embedder.id
-        except EmbedderError as exc:
-            self._set_embedder(None, str(exc), None)
-            return
-        self._set_embedder(embedder, None, emb_id)
+            if embedder is None:
+                self._set_embedder(None, error, None)
+                return
+            try:
+                if hasattr(embedder, "load"):
+                    embedder.load()  # builtin: about a second of weights loading
+                else:
+                    _ = embedder.dim  # HTTP: one probe request tells whether the server answers
+                emb_id = embedder.id
+            except EmbedderError as exc:
+                self._set_embedder(None, str(exc), None)
+                return
+            self._set_embedder(embedder, None, emb_id)
+        finally:
+            if self.index_ready.is_set():
+                self.searcher.warm_typing()  # the app searches as one types (after the encoder is ready)
 
     def _host_engine(self) -> IndexProblem | None:
         """A shared store: give the indexing process its settings (for a Lite file, the address of the
@@ -281,18 +285,24 @@ class LiveWorkspace:
     # -- searching ---------------------------------------------------------------------------------
 
     def search(
-        self, query: str, limit: int = 20, mode: str | None = None, all_workspaces: bool = False
+        self,
+        query: str,
+        limit: int = 20,
+        mode: str | None = None,
+        all_workspaces: bool = False,
+        prefix: bool = False,
     ) -> SearchResponse:
         """Answer ``query`` from the loaded version (thread-safe). Raises IndexMissing before the first
         index exists, IndexProblem when it cannot be read. While the query encoder is still loading, a
         hybrid answer is lexical only and says so (``degraded``, "the encoder is loading").
         ``all_workspaces``: every workspace of a shared (Milvus) collection, each hit labelled with
-        its workspace; ValueError for the local store."""
+        its workspace; ValueError for the local store. ``prefix``: search as you type (the word being
+        typed also finds the words it begins, see Searcher.search)."""
         searcher = self._all_searcher() if all_workspaces else self.searcher
         if all_workspaces and time.monotonic() - self._everywhere_at > EVERYWHERE_TTL:
             searcher.refresh()  # other workspaces change without this one committing
             self._everywhere_at = time.monotonic()
-        resp: SearchResponse = searcher.search(query, limit=limit, mode=mode)
+        resp: SearchResponse = searcher.search(query, limit=limit, mode=mode, prefix=prefix)
         loading = not self.embedder_ready.is_set() and self.settings.embedding.backend != "none"
         if loading and resp.mode != "bm25" and not resp.degraded:
             resp.degraded, resp.degraded_reason = True, "the encoder is loading"
@@ -394,6 +404,7 @@ class LiveWorkspace:
                 continue
             self.index_ready.set()
             self._emit(Reloaded(self.current_status(), self.searcher.version))
+            self.searcher.warm_typing()
 
     # -- watching ----------------------------------------------------------------------------------
 

@@ -78,3 +78,29 @@ def term_counts(text: str) -> Counter[str]:
 def identifiers(text: str) -> list[str]:
     """Raw identifier-like words of ``text`` (no splitting), for symbol and path lookups."""
     return _WORD.findall(text)
+
+
+def prefix_forms(word: str) -> list[str]:
+    """What the index terms of ``word``, if it is the start of a longer word, may start with.
+
+    The whole compound as typed (``parse_hea`` → ``parse_hea``: compounds are kept whole) and its last
+    part, as typed and folded, with the spellings folding gives a longer word: ``cooki`` may be
+    ``cookies`` (indexed ``cooky``), ``parsin`` may be ``parsing`` (indexed ``pars``). Forms shorter than
+    two characters are left out (single characters are never terms).
+    """
+    subs = [sub for piece in word.split(".") for sub in piece.split("_") if sub]
+    parts = [p for sub in subs for p in _CAMEL.findall(sub) or [sub]]
+    if not parts:
+        return []
+    forms = [word.lower()] if len(parts) > 1 and word.strip("._") else []
+    last = parts[-1].lower()
+    for form in dict.fromkeys((last, _fold(last))):
+        forms.append(form)
+        if form.endswith("ie") and len(form) > 4:  # proxie → proxies → proxy
+            forms.append(form[:-2] + "y")
+        elif form.endswith("i") and len(form) > 3:  # cooki → cookies → cooky
+            forms.append(form[:-1] + "y")
+    stem = last[:-2]
+    if last.endswith("in") and len(stem) >= 3:  # on its way to -ing: parsin → parsing → pars
+        forms.append(stem[:-1] if stem[-1] == stem[-2] and stem[-1] not in "lsz" else stem)
+    return [f for f in dict.fromkeys(forms) if len(f) >= 2]

@@ -53,6 +53,11 @@ class UntrustedSocket(ServeUnavailable):
     """The socket, its folder or the process behind it is not ours: nothing is sent to it."""
 
 
+class BadRequest(ServeUnavailable):
+    """The server refused the request as malformed (400): for a search, the query cannot be understood
+    (an unknown ``lang:``); the message is the server's ``error``."""
+
+
 def untrusted_socket(path: Path) -> str | None:
     """Why the socket file at ``path`` may have been put there by someone else (None: it is a socket
     of ours, in a folder of ours that no other user may write to)."""
@@ -162,7 +167,8 @@ class ServeClient:
         except ValueError as exc:
             raise ServeUnavailable(f"not JSON ({status})") from exc
         if status >= 400 or not isinstance(data, dict):
-            raise ServeUnavailable(str(data.get("error") if isinstance(data, dict) else data))
+            message = str(data.get("error") if isinstance(data, dict) else data)
+            raise BadRequest(message) if status == 400 else ServeUnavailable(message)
         return data
 
     def status(self) -> dict[str, Any]:
@@ -170,15 +176,24 @@ class ServeClient:
         return self._request("GET", "/status")
 
     def search(
-        self, query: str, limit: int, mode: str, text: bool = False, all_workspaces: bool = False
+        self,
+        query: str,
+        limit: int,
+        mode: str,
+        text: bool = False,
+        all_workspaces: bool = False,
+        prefix: bool = False,
     ) -> dict[str, Any]:
         """``POST /search``: one ``search --json`` object (``text``: each result also carries its chunk;
-        ``all_workspaces``: every workspace of a shared collection, each result naming its workspace)."""
+        ``all_workspaces``: every workspace of a shared collection, each result naming its workspace;
+        ``prefix``: search as you type). BadRequest when the query cannot be understood."""
         body: dict[str, Any] = {"query": query, "limit": limit, "mode": mode}
         if text:
             body["text"] = True
         if all_workspaces:
             body["all_workspaces"] = True
+        if prefix:
+            body["prefix"] = True
         return self._request("POST", "/search", body)
 
     def reindex(

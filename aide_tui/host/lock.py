@@ -57,10 +57,10 @@ def acquire_host_lock(state: Path, wait: float = 0.5) -> int:
     return fd
 
 
-def claim(fd: int) -> None:
-    """Write this process's PID into a held host lock (a spawned host does it for the lock it inherited)."""
+def claim(fd: int, pid: int | None = None) -> None:
+    """Write this process's PID (or ``pid``: the host it hands the lock to) into a held host lock."""
     os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    os.pwrite(fd, f"{os.getpid() if pid is None else pid}\n".encode(), 0)
 
 
 def inherited_lock() -> int | None:

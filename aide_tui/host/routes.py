@@ -4,8 +4,10 @@ indexer): a thin Starlette layer over the host's workspace.
     GET  /status   the ``status --json`` object
     GET  /host     who hosts: ``pid``, ``role`` (app, serve, mcp, background) and, for a Milvus Lite store,
                    ``store_uri``, the address of the engine this host serves
-    POST /search   {"query", "limit", "mode", "text", "all_workspaces"} -> one ``search --json`` line
-                   (CONTRACT.md; with all_workspaces each result also names its workspace)
+    POST /search   {"query", "limit", "mode", "text", "all_workspaces", "prefix"} -> one ``search --json``
+                   line (CONTRACT.md; with all_workspaces each result also names its workspace; with
+                   prefix, search as you type: the last word also finds the words it begins); a query
+                   error (an unknown lang:) is a 400 with the error
     POST /reindex  {"rebuild": bool, "paths": [str]} -> 202; the run shows up in /events; with
                    "wait": true, 200 and the run's done (or error, cancelled) event when it ends
     POST /release  a background host stops hosting (409 from any other host)
@@ -191,6 +193,7 @@ class SearchRequest:
     mode: str
     with_text: bool = False
     all_workspaces: bool = False
+    prefix: bool = False
 
 
 def _bool_field(obj: dict[str, Any], key: str) -> bool:
@@ -213,7 +216,8 @@ def parse_search(body: Any, default_mode: str) -> SearchRequest:
         mode = default_mode
     if mode not in MODES:
         raise ApiError(400, f"unknown mode {mode!r} (hybrid, bm25 or dense)")
-    return SearchRequest(query, limit, mode, _bool_field(body, "text"), _bool_field(body, "all_workspaces"))
+    return SearchRequest(query, limit, mode, _bool_field(body, "text"), _bool_field(body, "all_workspaces"),
+                         _bool_field(body, "prefix"))  # fmt: skip
 
 
 class Service:
@@ -265,12 +269,14 @@ class Service:
             await self._wait(self.hub.embedder_ready, "the embedder")
         try:
             resp = await anyio.to_thread.run_sync(
-                self.live.search, req.query, req.limit, req.mode, req.all_workspaces
+                self.live.search, req.query, req.limit, req.mode, req.all_workspaces, req.prefix
             )
         except IndexMissing as exc:
             raise ApiError(503, str(exc)) from None
         except IndexProblem as exc:
             raise ApiError(503, f"index unreadable: {exc}") from None
+        if resp.error is not None:  # the query cannot be understood (an unknown lang:, with the valid names)
+            raise ApiError(400, resp.error)
         return JSONResponse(search_json(resp, req.with_text))
 
     async def reindex(self, request: Request) -> Response:

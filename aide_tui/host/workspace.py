@@ -104,10 +104,16 @@ class Workspace:
         return self.live.status
 
     def search(
-        self, query: str, limit: int = 20, mode: str | None = None, all_workspaces: bool = False
+        self,
+        query: str,
+        limit: int = 20,
+        mode: str | None = None,
+        all_workspaces: bool = False,
+        prefix: bool = False,
     ) -> SearchResponse:
+        """See LiveWorkspace.search (``prefix``: search as you type, the app turns it on)."""
         self._active = time.monotonic()
-        return self.live.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces)
+        return self.live.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces, prefix=prefix)
 
     def last_active(self) -> float:
         """When this workspace last had work: now while indexing runs or is queued, else the last

@@ -64,15 +64,21 @@ class Backend:
         elif isinstance(event, EmbedderReady):
             self._embedder_ready.set()
 
-    def search(self, query: str, limit: int, mode: str, all_workspaces: bool = False) -> dict[str, Any]:
+    def search(
+        self, query: str, limit: int, mode: str, all_workspaces: bool = False, prefix: bool = False
+    ) -> dict[str, Any]:
+        """The ``search --json`` object with chunk texts; ToolError when the index is not there or the
+        query cannot be understood (an unknown ``lang:``: the error names the valid ones)."""
         if not self._index_ready.wait(READY_TIMEOUT):
             raise ToolError("the index is still being built; try again shortly")
         if mode != "bm25" and self.settings.embedding.backend != "none":
             self._embedder_ready.wait(READY_TIMEOUT)
         try:
-            resp = self.ws.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces)
+            resp = self.ws.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces, prefix=prefix)
         except IndexProblem as exc:
             raise ToolError(f"index unavailable: {exc}") from None
+        if resp.error is not None:
+            raise ToolError(resp.error)
         return search_json(resp, with_text=True)
 
     def status(self) -> dict[str, Any]:
@@ -107,6 +113,7 @@ def build_server(backend: Backend) -> MCPServer:
         path: str | None = None,
         lang: str | None = None,
         all_workspaces: bool = False,
+        prefix: bool = False,
     ) -> dict[str, Any]:
         """Search the workspace's code. Returns ranked results, each with its file path, line range,
         enclosing symbol, fused score and the chunk's text (trimmed to 40 lines; use read_span for more).
@@ -114,7 +121,9 @@ def build_server(backend: Backend) -> MCPServer:
         query: identifiers or a description in words. mode: hybrid (default), bm25 or dense.
         path: a glob or folder to restrict results to (e.g. "src/*.py", "tests"). lang: e.g. "python".
         all_workspaces: search every workspace sharing the index (a Milvus store); each result then
-        names its workspace (read_span reads this workspace's files only).
+        names its workspace (read_span reads this workspace's files only). prefix: search as you type
+        (the query's last word also finds the words it begins: "timeou" finds "timeout").
+        An unknown lang is an error that lists the valid names.
         """
         _unicode(query=query, mode=mode, path=path, lang=lang)
         if not query.strip():
@@ -125,17 +134,24 @@ def build_server(backend: Backend) -> MCPServer:
             raise ToolError(f"limit must be between 1 and {MAX_LIMIT}")
         if all_workspaces and backend.settings.store.backend != "milvus":
             raise ToolError('all_workspaces needs a shared store: store.backend = "milvus"')
-        full = " ".join(query.split()) + _filter_value("path", path) + _filter_value("lang", lang)
-        answer = await anyio.to_thread.run_sync(backend.search, full, limit, mode, all_workspaces)
+        filters = _filter_value("path", path) + _filter_value("lang", lang)
+        if prefix:  # the word being typed stays last (a space after it says it is complete)
+            full = f"{filters} {' '.join(query.split())}".lstrip() + (" " if query[-1].isspace() else "")
+        else:
+            full = " ".join(query.split()) + filters
+        answer = await anyio.to_thread.run_sync(backend.search, full, limit, mode, all_workspaces, prefix)
         keep: tuple[str, ...] = ("path", "start_line", "end_line", "symbol", "score", "text", "truncated")
         if all_workspaces:
             keep = ("workspace", *keep)
-        return {
+        out = {
             "query": answer["query"],
             "degraded": answer["degraded"],
             "degraded_reason": answer["degraded_reason"],
             "results": [{k: r.get(k) for k in keep} for r in answer["results"]],
         }
+        if "no_results" in answer:  # nothing supports the query: why, so an agent rephrases
+            out["no_results"] = answer["no_results"]
+        return out
 
     @server.tool()
     async def index_status() -> dict[str, Any]:

@@ -97,7 +97,7 @@ def test_remote_embedder_refused_without_opt_in(workspace: Path) -> None:
 
 def test_bad_root_and_config_errors(tmp_path: Path, workspace: Path) -> None:
     out = run("index", str(tmp_path / "missing"))
-    assert out.returncode == 2 and "not a directory" in out.stderr
+    assert out.returncode == 2 and out.stderr == f"aide-tui: {tmp_path / 'missing'}: no such folder\n"
     (workspace / ".aide").mkdir()
     (workspace / ".aide" / "config.toml").write_text("[search]\nrrf_k = 'many'\n")
     out = run("index", str(workspace))

@@ -15,11 +15,15 @@ def _search(workspace: Path, *args: str) -> object:
     return run("search", "--path", str(workspace), "--embedder", "none", "--mode", "bm25", *args)
 
 
-def test_limit_must_be_positive(workspace: Path) -> None:
-    for bad in ("0", "-5", "many"):
+def test_a_bad_limit_is_one_line_without_the_usage(workspace: Path) -> None:
+    for bad, why in (
+        ("0", "must be at least 1, got 0"),
+        ("-1", "must be at least 1, got -1"),
+        ("abc", "expected a whole number, got 'abc'"),
+    ):
         out = _search(workspace, "--limit", bad, "parse_header")
-        assert out.returncode == 2 and "--limit" in out.stderr, out.stderr
-        assert "usage: aide-tui search" in out.stderr and out.stdout == ""
+        assert out.returncode == 2 and out.stdout == "", out.stderr
+        assert out.stderr.splitlines() == [f"aide-tui search: --limit: {why} (see aide-tui search --help)"]
 
 
 def test_unknown_argument_prints_the_search_usage() -> None:

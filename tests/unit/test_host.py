@@ -5,6 +5,7 @@ host must still be embedding)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -64,7 +65,8 @@ def hosts_started(root: Path) -> int:
 def stop_host(root: Path) -> None:
     pid = host_pid(root / ".aide")
     if pid:
-        os.kill(pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # it may have finished and gone on its own
+            os.kill(pid, signal.SIGTERM)
         until(lambda: host_pid(root / ".aide") is None, "the host to stop", 30)
 
 
@@ -101,6 +103,8 @@ def test_a_front_end_attaches_and_sees_an_edit_while_the_host_embeds(
     env = env_for(tmp_path, slow_server)
     assert cli("search", "--path", str(root), "--mode", "bm25", "step_1_1", env=env).returncode == 0
     assert hosts_started(root) == 1
+    handed = host_pid(root / ".aide")  # the lock names the host at once, not the search that exited
+    assert handed and b"aide_tui\x00host" in Path(f"/proc/{handed}/cmdline").read_bytes()
     os.environ.update({k: v for k, v in env.items() if k.startswith(("XDG_", "AIDE_"))})
     settings = load_settings(root)
     events: list[object] = []

@@ -53,6 +53,7 @@ async def test_tools_answer_from_their_own_index(tmp_path: Path) -> None:
             "path",
             "lang",
             "all_workspaces",
+            "prefix",
         }
 
         err, got = await call(s, "search_code", query="parse_header", limit=3)

@@ -151,9 +151,13 @@ class IndexService:
         if proc is not None:
             try:
                 proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+            except subprocess.TimeoutExpired:  # a long commit or cache save: ask it to end cleanly, so
+                proc.terminate()  # its encoder pool's semaphores are released, before killing it
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until no run is in progress or queued; True if idle."""

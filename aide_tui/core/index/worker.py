@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -44,6 +45,10 @@ def main(argv: list[str]) -> int:
     # the service starts this process from a thread that ends when it is idle: watch the parent process
     die_with_parent(os.getppid(), kernel=False)
     lower_priority(WORKER_NICE, batch=False)
+    # SIGTERM (a host stopping while a commit runs long) ends the process the normal way: the encoder
+    # pool is shut down and its semaphores released (a kill leaves them to the resource tracker's
+    # "leaked semaphore" warning)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     out_lock = threading.Lock()
 
     def emit(event: Event) -> None:

@@ -87,13 +87,13 @@ class LocalRetrieval:
                 int
             ]()  # vectors are still being computed: not degraded, just nothing to fuse yet
         try:
-            first = ix.dense_ranked(vectors[0], n, allowed=self.allowed)
+            first, top = ix.dense_ranked(vectors[0], n, allowed=self.allowed)
             rest = [ix.dense_ranked_chunks(v, n, allowed=self.allowed) for v in vectors[1:]]
         except VectorDimensionMismatch as exc:
             return DenseLists[int](degraded=str(exc))
         spans: dict[int, tuple[int, int]] = {r: span for r, span in first if span is not None}
         lists: list[list[int]] = [[r for r, _ in first], *rest]
-        return DenseLists(lists, spans)
+        return DenseLists(lists, spans, best=top)
 
     def fetch(self, keys: Iterable[int]) -> None:
         pass  # rows are at hand

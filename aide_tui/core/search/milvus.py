@@ -185,6 +185,8 @@ class MilvusRetrieval:
                 store.pieces, np.asarray(vec, np.float32).tolist(), "vec", 4 * n, PIECE_FIELDS, "IP"
             )
             ranked: list[str] = []
+            if i == 0:
+                out.best = max((sim for _, sim in found), default=None)
             for ent, sim in found:
                 cid = str(ent["chunk_id"])
                 if sim <= 0 or cid in ranked:

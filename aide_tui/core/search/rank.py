@@ -26,12 +26,20 @@ from aide_tui.core.search.fuse import Fused, rrf
 from aide_tui.core.search.query import CODE_LIKE, LONG_QUERY_TERMS, QueryParts, analyze
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import Key, Retrieval, Retriever, TermStats
-from aide_tui.core.tokens import identifiers, tokenize
+from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
 
 T = TypeVar("T")
 PROSE_SYMBOL_FACTOR = 0.15  # prose mentioning a name usually asks about code using it, not its definition
 PROSE_PATH_FACTOR = 0.0
 LIST_ORDER = ("bm25", "phrase", "piece", "symbol", "path", "dense")  # fusion adds them in this order
+PREFIX_CAP = 32  # completions of a partly typed word, the most frequent in the index
+PREFIX_WEIGHT = 0.5  # BM25 weight of the most frequent completion (an exact term weighs 1)
+COMPLETED_NAMES = 3  # completions of a partly typed word whose definitions join the symbol list
+LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase")
+# builtin models whose similarities no_match_floor was calibrated on (the public eval's queries vs
+# random strings, docs/quality.md "No results")
+CALIBRATED_MODELS = ("all-MiniLM-L6-v2",)
+FILTER_WORD = re.compile(r"^(path|lang):")
 TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
 )
@@ -48,10 +56,12 @@ class QueryEncoder:
 
 @dataclass
 class Ranked:
-    """The result rows and why the dense side was left out (None: it took part, or was not asked)."""
+    """The result rows, why the dense side was left out (None: it took part, or was not asked) and why
+    there are none when nothing supports the query (None: rows, or no reason to give)."""
 
     hits: list[Hit]
     degraded: str | None = None
+    no_results: str | None = None
 
 
 def diversify(items: list[T], keys: list[str], cap: int, window: int) -> list[T]:
@@ -97,6 +107,65 @@ def query_terms(
     return keep, weights
 
 
+def partial_word(query: str) -> str | None:
+    """The word being typed: the query's last word when nothing (a space, a bracket, a quote) follows
+    it, unless it is a filter (``path:``, ``lang:``)."""
+    tail = query.split()[-1] if query and not query[-1].isspace() else ""
+    words = identifiers(tail)
+    if not words or FILTER_WORD.match(tail) or not tail.endswith(words[-1]):
+        return None
+    return words[-1]
+
+
+def completions(stats: TermStats | None, word: str) -> dict[str, int]:
+    """The index terms that complete the typed ``word`` (those of its prefix forms, see
+    :func:`~aide_tui.core.tokens.prefix_forms`, the ``PREFIX_CAP`` most frequent of each), with their
+    document frequencies. A word, not a compound, completes to words only (a compound's parts are
+    terms of their own). A store that does not expose its vocabulary (None) completes nothing."""
+    found: dict[str, int] = {}
+    if stats is None:
+        return found
+    for form in prefix_forms(word):
+        for term, df in stats.prefix_terms(form, PREFIX_CAP, compounds="." in form or "_" in form):
+            found[term] = max(found.get(term, 0), df)
+    return found
+
+
+def with_completions(
+    terms: list[str], weights: dict[str, float] | None, found: dict[str, int]
+) -> tuple[list[str], dict[str, float] | None]:
+    """The query's terms plus the ``PREFIX_CAP`` most frequent completions of the word being typed
+    (``found``, see :func:`completions`), each weighted ``PREFIX_WEIGHT`` times the square root of its
+    share of the most frequent one's documents: every completion ranks below an exact term, the
+    likelier ones above the rare. A completion that only extends a more frequent one (``timeout`` →
+    ``timeouttypes``, a compound of it) is left out: a chunk holding it holds that one too, and
+    counting both would favour such chunks over the one the word names."""
+    exact = set(terms)
+    kept = [t for t, df in found.items()
+            if t not in exact and not any(found.get(t[:k], -1) >= df for k in range(2, len(t)))]  # fmt: skip
+    best = sorted(kept, key=lambda t: (-found[t], t))[:PREFIX_CAP]
+    if not best:
+        return terms, weights
+    peak = found[best[0]]
+    out = dict(weights) if weights else {}
+    for t in best:
+        out[t] = PREFIX_WEIGHT * (found[t] / peak) ** 0.5
+    return [*terms, *best], out
+
+
+def completed_definitions(
+    q: Retrieval[Any], stats: TermStats, symbol: list[Key], word: str, n: int
+) -> list[Key]:
+    """The symbol list plus the definitions of the names the typed ``word`` begins (the
+    ``COMPLETED_NAMES`` shortest: ``Timeou`` → ``Timeout``, ``cook`` → ``Cookies``), each name's by
+    BM25 score, so a half-typed name finds its definition."""
+    start = word.lower().rsplit(".", 1)[-1]
+    names = stats.defined_names(start, COMPLETED_NAMES) if len(start) >= 2 else []
+    defs = q.defining(names) if names else {}
+    extra = [k for name in names for k in sorted(defs.get(name, ()), key=lambda k: (-q.score(k), q.order(k)))]
+    return list(dict.fromkeys([*symbol, *extra]))[:n]
+
+
 def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: bool) -> dict[str, float]:
     """RRF weight of each ranked list for this kind of query."""
     w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
@@ -112,12 +181,22 @@ def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: 
 
 
 def rank(
-    retriever: Retriever, parsed: ParsedQuery, mode: str, limit: int, encoder: QueryEncoder, s: SearchSettings
+    retriever: Retriever,
+    parsed: ParsedQuery,
+    mode: str,
+    limit: int,
+    encoder: QueryEncoder,
+    s: SearchSettings,
+    partial: str | None = None,
 ) -> Ranked:
-    """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``."""
+    """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``; ``partial``: the
+    word being typed, completed over the index's vocabulary (see :func:`completions`)."""
     parts = analyze(parsed.text)
     code_like = L.looks_like_code(parsed.text)
     terms, weights = query_terms(retriever.term_stats, parsed.text, parts.title, s.title_weight)
+    typed = completions(retriever.term_stats, partial) if partial and not parts.long else {}
+    if typed:
+        terms, weights = with_completions(terms, weights, typed)
     # prose asks about functions by their names: the BM25 name field (identifiers have the symbol list)
     name_weight = s.long_name_weight if parts.long else (0.0 if code_like else s.name_weight)
     q = retriever.begin(parsed, *field_query(terms, weights, name_weight))
@@ -126,11 +205,14 @@ def rank(
     piece_spans: dict[Key, tuple[int, int]] = {}
     if mode in ("hybrid", "bm25"):
         explicit_path = _lexical_lists(q, retriever, parsed.text, parts, s.top_n, found, piece_spans)
+        stats = retriever.term_stats
+        if partial and typed and stats is not None:
+            found["symbol"] = completed_definitions(q, stats, found["symbol"], partial, s.top_n)
     spans: dict[Key, tuple[int, int]] = {}
-    degraded = None
+    degraded = far = None
     if mode in ("hybrid", "dense") and parsed.text:
         texts = [parsed.text] + (parts.segments() if parts.long and s.dense_segments else [])
-        dense, degraded, spans = _dense_list(q, texts, s, encoder)
+        dense, degraded, spans, far = _dense_list(q, texts, s, encoder)
         if dense is not None:
             found["dense"] = dense
     q.fetch(k for keys in found.values() for k in keys)
@@ -139,6 +221,8 @@ def rank(
         found["phrase"] = L.phrase_list(
             q, parts.prose_without_frames() if parts.long else parsed.text, s.top_n
         )
+    if mode == "hybrid" and far is not None and not any(found.get(name) for name in LEXICAL_LISTS):
+        return Ranked([], degraded, no_results=far)  # only the dense list, and it holds nothing close
     lists = {name: found[name] for name in LIST_ORDER if name in found}
     fused = rrf(
         lists, k=s.rrf_k, weights=list_weights(s, parts.long, code_like, explicit_path), order=q.order
@@ -177,25 +261,46 @@ def _lexical_lists(
 
 def _dense_list(
     q: Retrieval[Any], texts: list[str], s: SearchSettings, encoder: QueryEncoder
-) -> tuple[list[Key] | None, str | None, dict[Key, tuple[int, int]]]:
-    """The dense list (None when unusable, with why), with each chunk's best-piece lines.
+) -> tuple[list[Key] | None, str | None, dict[Key, tuple[int, int]], str | None]:
+    """The dense list (None when unusable, with why), with each chunk's best-piece lines, and why no
+    chunk is close in meaning (None: some is, or it cannot be told; see :func:`far_from_everything`).
 
     Several texts (a pasted issue's whole text, title, prose and code) each rank the chunks; their
     rankings are fused by RRF into one list.
     """
     if encoder.encode is None:
-        return None, encoder.error, {}
+        return None, encoder.error, {}, None
     try:
         emb_id, vectors = encoder.encode(texts)
     except EmbedderError as exc:
-        return None, str(exc), {}
+        return None, str(exc), {}, None
     got = q.dense(vectors, emb_id, s.top_n)
     if got.degraded is not None:
-        return None, got.degraded, {}
-    if len(got.lists) <= 1:
-        return (got.lists[0] if got.lists else []), None, got.spans  # a chunk ranks by its best piece
+        return None, got.degraded, {}, None
+    far = far_from_everything(got.best, dense_floor(s, emb_id))
+    if len(got.lists) <= 1:  # a chunk ranks by its best piece
+        return (got.lists[0] if got.lists else []), None, got.spans, far
     fused = rrf({str(i): keys for i, keys in enumerate(got.lists)}, k=s.rrf_k, order=q.order)
-    return [f.doc for f in fused[: s.top_n]], None, got.spans
+    return [f.doc for f in fused[: s.top_n]], None, got.spans, far
+
+
+def dense_floor(s: SearchSettings, embedder_id: str) -> float | None:
+    """The similarity under which the closest chunk is not related to the query: ``no_match_floor``
+    for a model it was calibrated on; None (no floor) for another, whose similarities are on another
+    scale, or when it is 0."""
+    name = embedder_id.split(":")[1] if embedder_id.startswith("builtin:") else ""
+    return s.no_match_floor if s.no_match_floor > 0 and name in CALIBRATED_MODELS else None
+
+
+def far_from_everything(best: float | None, floor: float | None) -> str | None:
+    """Why nothing answers a query that no lexical list supports, when even its closest chunk is below
+    the floor (None otherwise), with a hint."""
+    if best is None or floor is None or best >= floor:
+        return None
+    return (
+        f"no word of the query is in the index and no code is close to it in meaning (best similarity "
+        f"{best:.2f}, below {floor:.2f}): check the spelling, or describe the code in other words"
+    )
 
 
 def apply_priors(

@@ -62,6 +62,7 @@ class SearchResponse:
     vectors_missing: int = 0  # dense pieces of the searched version still without a vector
     error: str | None = None  # the query could not be understood (unknown lang:): show it, no results
     rerank: str | None = None  # reranking on: "ok" or "degraded: <reason>" (see rerank.py)
+    no_results: str | None = None  # why nothing answers a query nothing supports (hybrid), with a hint
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -76,4 +77,6 @@ class SearchResponse:
             out["error"] = self.error
         if self.rerank is not None:
             out["rerank"] = self.rerank
+        if self.no_results is not None:
+            out["no_results"] = self.no_results
         return out

@@ -46,11 +46,13 @@ class Candidate:
 @dataclass
 class DenseLists(Generic[K]):
     """Candidates ranked by similarity, one list per query vector; ``spans`` are the lines of each
-    candidate's best piece for the first vector. ``degraded`` says why the dense side is unusable."""
+    candidate's best piece for the first vector. ``degraded`` says why the dense side is unusable.
+    ``best``: the highest similarity of any piece to the first vector (None: not known)."""
 
     lists: list[list[K]] = field(default_factory=list)
     spans: dict[K, tuple[int, int]] = field(default_factory=dict)
     degraded: str | None = None
+    best: float | None = None
 
 
 @dataclass(frozen=True)
@@ -120,12 +122,21 @@ class Retrieval(Protocol[K]):
 
 
 class TermStats(Protocol):
-    """A store's vocabulary, for choosing the terms of a long query."""
+    """A store's vocabulary, for choosing the terms of a long query and completing a partly typed word."""
 
     @property
     def vocab(self) -> Mapping[str, int]: ...
 
     def idf(self, term: str) -> float | None: ...
+
+    def prefix_terms(self, prefix: str, cap: int, compounds: bool = True) -> list[tuple[str, int]]:
+        """Up to ``cap`` live terms starting with ``prefix``, most frequent first, with their document
+        frequencies (``compounds`` False: no whole identifiers holding ``.`` or ``_``)."""
+        ...
+
+    def defined_names(self, prefix: str, cap: int) -> list[str]:
+        """Up to ``cap`` lower-cased names live chunks define that start with ``prefix``, shortest first."""
+        ...
 
 
 class Retriever(Protocol):

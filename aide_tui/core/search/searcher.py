@@ -18,7 +18,7 @@ from aide_tui.core.embed.base import Embedder
 from aide_tui.core.search import rerank
 from aide_tui.core.search.filters import parse_query
 from aide_tui.core.search.finder import find_files
-from aide_tui.core.search.rank import QueryEncoder, rank
+from aide_tui.core.search.rank import QueryEncoder, partial_word, rank
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.retriever import Retriever
 from aide_tui.core.search.stores import open_retriever
@@ -63,8 +63,21 @@ class Searcher:
         """Load the index if it changed; returns True when (re)loaded. Raises IndexProblem."""
         return self.retriever.refresh()
 
-    def search(self, query: str, limit: int = 20, mode: str | None = None) -> SearchResponse:
-        """Rank chunks for ``query``. Never raises for bad query text: an unknown filter sets ``error``."""
+    def warm_typing(self) -> None:
+        """Build what search as you type reads (the loaded version's sorted vocabulary: a sort of the
+        whole vocabulary once, then grown by each delta), so the first keystroke does not pay for it."""
+        stats = self.retriever.term_stats if self.retriever.loaded else None
+        if stats is not None:
+            stats.prefix_terms("a", 1)  # the first lookup builds the list
+
+    def search(
+        self, query: str, limit: int = 20, mode: str | None = None, prefix: bool = False
+    ) -> SearchResponse:
+        """Rank chunks for ``query``. Never raises for bad query text: an unknown filter sets ``error``.
+
+        ``prefix`` (search as you type): the word being typed, the last one when no space follows it,
+        also finds the words it begins (``timeou`` finds ``timeout``).
+        """
         mode = mode or self.settings.search.mode
         t0 = time.perf_counter()
         retriever = self.retriever
@@ -72,17 +85,20 @@ class Searcher:
             retriever.refresh()
         resp = SearchResponse(query=query, results=[], mode=mode)
         resp.vectors_missing = retriever.vectors_missing
-        parsed = parse_query(query[:MAX_QUERY_CHARS])
+        text = query[:MAX_QUERY_CHARS]
+        parsed = parse_query(text)
         if parsed.error is not None:
             resp.error = parsed.error
         elif parsed.has_filters and not parsed.text:
             resp.results = find_files(retriever, parsed, limit)
         else:
             s = self.settings.search
-            ranked = rank(retriever, parsed, mode, rerank.depth(s, limit), self._encoder(), s)
+            partial = partial_word(text) if prefix else None
+            ranked = rank(retriever, parsed, mode, rerank.depth(s, limit), self._encoder(), s, partial)
             resp.results = ranked.hits
             if ranked.degraded is not None:
                 resp.degraded, resp.degraded_reason = True, ranked.degraded
+            resp.no_results = ranked.no_results
             rerank.rerank_response(s, parsed.text, resp, limit)  # opt-in; cuts the list to ``limit``
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp

@@ -714,7 +714,9 @@ def _load_view(index_dir: Path, manifest: Manifest, previous: IndexView | None) 
     stamp = VersionStamp(
         manifest.meta, manifest.counts, manifest.version, manifest.written, _vocab_key(manifest)
     )
-    return IndexView(parts, alive, manifest.files, vocab, stamp)
+    view = IndexView(parts, alive, manifest.files, vocab, stamp)
+    view.adopt_lexicon(previous)
+    return view
 
 
 def _grown_vocab(index_dir: Path, manifest: Manifest, previous: IndexView | None) -> dict[str, int]:

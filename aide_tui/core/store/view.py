@@ -9,7 +9,7 @@ view, so picking up a one-file delta costs what the delta holds.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,6 +22,7 @@ from aide_tui.core.errors import VectorDimensionMismatch
 from aide_tui.core.model import Chunk
 from aide_tui.core.safeio import gather_rows, mapped_row_windows
 from aide_tui.core.store.chunktable import ConcatChunks, defines_all, paths_of
+from aide_tui.core.store.lexicon import PREFIX_END, Lexicon
 from aide_tui.core.store.version_meta import VersionStamp
 
 
@@ -69,7 +70,7 @@ class Part:
         """The same segment with another set of vector blocks (derived lookups are kept)."""
         part = Part(self.name, self.chunks, self.postings, self.piece_postings, self.owners, blocks, names,
                     self.piece_spans)  # fmt: skip
-        for cached in ("symbols", "path_names", "path_ids", "start_lines", "_projection"):
+        for cached in ("symbols", "sorted_names", "path_names", "path_ids", "start_lines", "_projection"):
             if cached in self.__dict__:
                 part.__dict__[cached] = self.__dict__[cached]
         return part
@@ -100,6 +101,11 @@ class Part:
             for name in names:
                 out.setdefault(name.lower(), []).append(i)
         return out
+
+    @cached_property
+    def sorted_names(self) -> list[str]:
+        """The lower-cased defined names in sorted order (prefix lookups)."""
+        return sorted(self.symbols)
 
     def projection(self, dim: int) -> np.ndarray:
         """The prefilter's projection, learnt once from this part's vectors (kept while the part lives)."""
@@ -175,6 +181,8 @@ class IndexView:
         self.owners = np.concatenate(
             [p.owners + off for p, off in zip(parts, self.offsets, strict=False)] or [np.zeros(0, np.int64)]
         ).astype(np.int64)
+        self._lexicon: Lexicon | None = None  # sorted terms, built on the first prefix lookup
+        self._lexicon_base: Lexicon | None = None  # an earlier version's, grown into this one's
 
     def _piece_alive(self) -> list[np.ndarray | None]:
         return [None if a is None else a[p.owners] for p, a in zip(self.parts, self.alive, strict=True)]
@@ -234,6 +242,58 @@ class IndexView:
         tid = self.vocab.get(term)
         return None if tid is None or tid >= len(self.bm25.idf) else float(self.bm25.idf[tid])
 
+    def adopt_lexicon(self, previous: IndexView | None) -> None:
+        """Start from ``previous``'s sorted terms (when it built them): this version's are then those plus
+        the terms its new segments added, not a new sort of the whole vocabulary."""
+        if previous is not None:
+            self._lexicon_base = previous._lexicon or previous._lexicon_base
+
+    @property
+    def lexicon(self) -> Lexicon:
+        """The vocabulary sorted (built once per version, grown from the previous version's)."""
+        lex = self._lexicon
+        if lex is None:
+            key, base = self.stamp.vocab_key, self._lexicon_base
+            if base is not None and key and base.extends_to(key, len(self.vocab)):
+                lex = base.grown(self.vocab, key)
+            else:
+                lex = Lexicon.build(self.vocab, key)
+            self._lexicon, self._lexicon_base = lex, None
+        return lex
+
+    def prefix_terms(self, prefix: str, cap: int, compounds: bool = True) -> list[tuple[str, int]]:
+        """Up to ``cap`` terms that start with ``prefix`` and occur in a live chunk, the most frequent
+        first (ties by term), with their document frequencies; ``compounds`` False leaves out whole
+        identifiers (``timeout.read``, ``proxy_url``: their parts are terms of their own)."""
+        lex = self.lexicon
+        lo, hi = lex.span(prefix)
+        if lo >= hi or cap <= 0:
+            return []
+        freq = self.bm25.df[lex.ids[lo:hi]]  # every id is below len(vocab) == len(df)
+        keep = freq > 0 if compounds else (freq > 0) & ~lex.compound[lo:hi]
+        live = np.flatnonzero(keep)
+        if live.size > cap:  # keep every term tied with the cut, so the choice never depends on ids
+            cut = np.partition(-freq[live], cap - 1)[cap - 1]
+            live = live[-freq[live] <= cut]
+        order = live[np.lexsort((live, -freq[live]))][:cap]  # positions follow the sorted terms
+        return [(lex.terms[lo + int(p)], int(freq[p])) for p in order]
+
+    def defined_names(self, prefix: str, cap: int) -> list[str]:
+        """Up to ``cap`` lower-cased names that a live chunk defines and that start with ``prefix``, the
+        shortest first (the closest to what is typed; ties by name)."""
+        found: set[str] = set()
+        for part in self.parts:
+            names = part.sorted_names
+            lo = bisect_left(names, prefix)
+            found.update(names[lo : bisect_left(names, prefix + PREFIX_END, lo)])
+        out: list[str] = []
+        for name in sorted(found, key=lambda n: (len(n), n)):
+            if len(out) >= cap:
+                break
+            if self.symbol_rows(name):
+                out.append(name)
+        return out
+
     def bm25_scores(self, terms: Iterable[str], weights: dict[str, float] | None = None) -> np.ndarray:
         """(n_rows,) float32 BM25 scores over chunks (0 for dead rows and non-matches)."""
         return self.bm25.scores(terms, weights)
@@ -280,10 +340,11 @@ class IndexView:
 
     def dense_ranked(
         self, query: np.ndarray, n: int, allowed: np.ndarray | None = None
-    ) -> list[tuple[int, tuple[int, int] | None]]:
-        """Like :meth:`dense_ranked_chunks`, with the line span of each chunk's best piece."""
-        best = self._dense_best(query, n, allowed)
-        return [(r, self.piece_lines(p)) for r, p in best.items()]
+    ) -> tuple[list[tuple[int, tuple[int, int] | None]], float | None]:
+        """Like :meth:`dense_ranked_chunks`, with the line span of each chunk's best piece; and the
+        highest similarity of any piece (None when no vector is searched)."""
+        best, top = self._dense_best(query, n, allowed)
+        return [(r, self.piece_lines(p)) for r, p in best.items()], top
 
     def piece_lines(self, piece: int) -> tuple[int, int] | None:
         """(first, last) file line of a global piece row, when its segment records them."""
@@ -332,10 +393,13 @@ class IndexView:
 
     def dense_ranked_chunks(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> list[int]:
         """Chunk rows ranked by their best piece's cosine similarity; see :meth:`_dense_best`."""
-        return list(self._dense_best(query, n, allowed))
+        return list(self._dense_best(query, n, allowed)[0])
 
-    def _dense_best(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> dict[int, int]:
-        """Chunk rows ranked by their best piece's cosine similarity (positive only), at most ``n``.
+    def _dense_best(
+        self, query: np.ndarray, n: int, allowed: np.ndarray | None = None
+    ) -> tuple[dict[int, int], float | None]:
+        """Chunk rows ranked by their best piece's cosine similarity (positive only), at most ``n``, and
+        the highest similarity found (None: no vector to search).
 
         Small indexes are scanned exactly. From ``PREFILTER_MIN`` live vectors on, a low-dimensional
         projection (PCA of the base segment's vectors) picks ``PREFILTER_CANDIDATES`` candidates and
@@ -346,7 +410,7 @@ class IndexView:
         q = np.asarray(query, np.float32)
         blocks = self._live_blocks()
         if not blocks:
-            return {}
+            return {}, None
         dim = blocks[0][0].matrix.shape[1]
         if any(b.matrix.shape[1] != q.shape[0] for b, _, _ in blocks):
             raise VectorDimensionMismatch(
@@ -389,7 +453,8 @@ class IndexView:
         sims, all_ids = np.concatenate(mats).astype(np.float32, copy=False), np.concatenate(ids)
         if allowed is not None and sims.size:
             sims = np.where(allowed[self.owners[all_ids]], sims, 0.0)
-        return self._best_owners(sims, all_ids, n)
+        top = float(sims.max()) if sims.size else None  # rows outside ``allowed`` count as 0
+        return self._best_owners(sims, all_ids, n), top
 
     def _live_blocks(self) -> list[tuple[VectorBlock, np.ndarray, np.ndarray]]:
         """(block, which of its matrix rows are live, their global piece ids) for every block."""
