@@ -267,6 +267,7 @@ def _readable_index(root: Path) -> bool:
 def _refresh(root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild: bool = False) -> int:
     """Bring the index up to date before answering; returns an exit code (0 = go on)."""
     from aide_tui.core.errors import LockTimeout
+
     have = _readable_index(root) and not rebuild
     # the configured embedder even in bm25 mode: the index records whose vectors it holds
     idx_embedder, idx_err = make_embedder(settings, for_indexing=wait)

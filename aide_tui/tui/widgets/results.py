@@ -13,6 +13,7 @@ from typing import ClassVar
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.binding import BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -21,6 +22,8 @@ from textual.strip import Strip
 from aide_tui.core.search.hitlines import workspace_label
 from aide_tui.core.search.response import Hit
 from aide_tui.core.textsafe import printable
+from aide_tui.tui.keys import browse_bindings
+from aide_tui.tui.widgets.query import TypesIntoQuery
 
 RANK_TAGS = (("bm25", "B"), ("dense", "D"), ("symbol", "S"), ("path", "P"))
 SCORE_W = 5
@@ -123,8 +126,11 @@ def row_text(hit: Hit, cols: Columns) -> str:
     return "".join(text for text, _ in row_parts(hit, cols))
 
 
-class ResultsList(ScrollView, can_focus=True):
-    """Search results; the cursor row is the selection shown in the preview."""
+class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
+    """Search results; the cursor row is the selection shown in the preview. The query whose answer
+    the rows show is ``shown_query`` (None: none yet, or the mode or scope changed since)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = list(browse_bindings())
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "results--cursor",
@@ -156,6 +162,7 @@ class ResultsList(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.hits: list[Hit] = []
+        self.shown_query: str | None = None
         self.cursor: int | None = None
         self.message = ""
         self._cols = Columns(0, 0, 0)
@@ -166,9 +173,13 @@ class ResultsList(ScrollView, can_focus=True):
 
     # -- content -----------------------------------------------------------------------------------
 
-    def set_hits(self, hits: list[Hit], cursor: int | None = 0, message: str = "") -> None:
-        """Show ``hits`` with the cursor on row ``cursor`` (clamped); ``message`` when there are none."""
+    def set_hits(
+        self, hits: list[Hit], cursor: int | None = 0, message: str = "", query: str | None = None
+    ) -> None:
+        """Show ``hits`` (the answer to ``query``) with the cursor on row ``cursor`` (clamped);
+        ``message`` when there are none."""
         self.hits = hits
+        self.shown_query = query
         self.message = printable(message)  # may quote a query, a file name or a server's reply
         self._relayout()
         self._set_cursor(None if not hits or cursor is None else max(0, min(len(hits) - 1, cursor)))
