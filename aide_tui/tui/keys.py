@@ -6,7 +6,8 @@ Textual dispatches every key from this table. ``where`` says which bindings a co
   included) at the moment the key arrives: ctrl keys, F-keys, arrows;
 - ``browse``: a binding of the results list and of the preview body (see :func:`browse_bindings`). A
   printable key typed there that no binding takes goes to the query, as in fzf, so typing never
-  triggers a command by surprise.
+  triggers a command by surprise;
+- ``ask``: a priority binding of the ask screen (``ask`` itself, F7, opens and closes it).
 
 The binding ids are the names a user's ``[keys]`` table remaps (``help = "f10"``); the app applies them
 with ``App.set_keymap``. The help screen and the palette show the keys in effect after the keymap.
@@ -33,7 +34,7 @@ class Command:
     action: str
     label: str
     help: str
-    where: str = "any"  # any | browse
+    where: str = "any"  # any | browse | ask
     show: bool = True  # in the footer
     palette: str | None = None  # command palette title (None: not in the palette)
 
@@ -86,8 +87,15 @@ COMMANDS: tuple[Command, ...] = (
     Command("reindex", "f5", "reindex", "reindex", "update the index now", palette="Reindex now"),
     Command("rebuild", "R", "rebuild", "rebuild", "rebuild the index from scratch (asks first)",
             where="browse", show=False, palette="Rebuild index from scratch"),
+    Command("ask", "f7", "ask", "ask", "ask the code: a cited answer from your model server (F7 again: back)",
+            palette="Ask the code (cited answer)"),
     Command("help", "f1", "help", "help", "this help", palette="Help: keys"),
     Command("browse.help", "question_mark", "help", "help", "this help", where="browse", show=False),
+    Command("ask.stop", "escape", "stop", "stop", "ask: stop the answer; once it is done, back to the search",
+            where="ask"),
+    Command("ask.down", "down,ctrl+n", "move(1)", "citation",
+            "ask: next citation (the preview shows its lines)", where="ask"),
+    Command("ask.up", "up,ctrl+k", "move(-1)", "citation", "ask: previous citation", where="ask", show=False),
 )
 # fmt: on
 
@@ -143,10 +151,15 @@ def browse_bindings() -> list[Binding]:
     return [_binding(c, f"screen.{c.action}", priority=False) for c in COMMANDS if c.where == "browse"]
 
 
+def ask_bindings() -> list[Binding]:
+    """The ask screen's bindings (priority, like the main screen's), F7 (back) included."""
+    return [_binding(c, c.action, priority=True) for c in COMMANDS if c.where == "ask" or c.id == "ask"]
+
+
 def live_keys(keymap: Mapping[str, str]) -> dict[str, list[str]]:
     """Each command's keys as Textual binds them after ``keymap`` (the same ``apply_keymap``)."""
     out: dict[str, list[str]] = {c.id: [] for c in COMMANDS}
-    for bindings in (screen_bindings(), browse_bindings()):
+    for bindings in (screen_bindings(), browse_bindings(), ask_bindings()):
         live = BindingsMap(bindings)
         live.apply_keymap(dict(keymap))
         for key, bound in live.key_to_bindings.items():
@@ -167,11 +180,11 @@ def help_rows(keys_of: Callable[[Command], list[str]]) -> list[tuple[str, str]]:
         ("letters", f"commands while the list or the preview has focus ({' '.join(letters)}); "
          "any other letter goes to the query"),
     ]  # fmt: skip
-    by_action: dict[str, list[Command]] = {}
+    by_action: dict[tuple[bool, str], list[Command]] = {}
     for c in COMMANDS:
-        by_action.setdefault(c.action.removesuffix("(True)"), []).append(c)
+        by_action.setdefault((c.where == "ask", c.action.removesuffix("(True)")), []).append(c)
     for group in by_action.values():
-        anywhere = " ".join(keys_display(keys_of(c)) for c in group if c.where == "any")
+        anywhere = " ".join(keys_display(keys_of(c)) for c in group if c.where != "browse")
         browse = " ".join(keys_display(keys_of(c)) for c in group if c.where == "browse")
         keys = f"{anywhere} {browse}".strip() or "(unbound)"
         rows.append((keys, group[0].help))
@@ -199,10 +212,13 @@ def check_keymap(keymap: Mapping[str, str]) -> dict[str, str]:
                 "a modifier or a function key (ctrl+…, f1…); letters fit the browse.* ids"
             )
         out[bid] = ",".join(names)
-    taken: dict[str, str] = {}
-    for c in COMMANDS:
-        for key in normalized(out.get(c.id, c.keys)):
-            other = taken.setdefault(key, c.id)
-            if other != c.id:
-                raise ConfigError(f"[keys]: {key_display(key)} is bound to both {other} and {c.id}")
+    for screen in ("search", "ask"):  # each screen's keys are its own
+        taken: dict[str, str] = {}
+        for c in COMMANDS:
+            if (c.where == "ask") != (screen == "ask") and c.id != "ask":
+                continue
+            for key in normalized(out.get(c.id, c.keys)):
+                other = taken.setdefault(key, c.id)
+                if other != c.id:
+                    raise ConfigError(f"[keys]: {key_display(key)} is bound to both {other} and {c.id}")
     return out

@@ -36,6 +36,7 @@ from aide_tui.core.search.response import Hit, SearchResponse
 from aide_tui.tui import keys
 from aide_tui.tui.hitactions import editor_command, location_text, vimgrep_text, write_atomically
 from aide_tui.tui.messages import EmbedderLoaded, IndexOpened, IndexReloaded, SearchDone
+from aide_tui.tui.screens.ask import AskScreen
 from aide_tui.tui.screens.modals import ConfirmScreen, HistoryScreen
 from aide_tui.tui.search_loop import SearchAnswer, SearchLoop, SearchRequest
 from aide_tui.tui.widgets import (
@@ -457,6 +458,15 @@ class SearchScreen(Screen[None]):
 
         question = "Rebuild the index from scratch?\nVectors are recomputed (the cache is kept)."
         self.app.push_screen(ConfirmScreen(question), answered)
+
+    def action_ask(self) -> None:
+        """Ask the code (F7): the ask screen, the query as its question (F7 there: back here)."""
+        if not self.app.is_screen_installed("ask"):
+            self.app.install_screen(AskScreen(self.live, self.settings.answer), "ask")
+        screen = self.app.get_screen("ask")
+        if isinstance(screen, AskScreen):
+            screen.ask_about(self.query_box.value)
+        self.app.push_screen("ask")
 
     def action_help(self) -> None:
         """Show the keys in effect."""
