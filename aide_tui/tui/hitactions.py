@@ -4,6 +4,7 @@ location copied (``y``) and the vimgrep lines written (F4)."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import tempfile
 from collections.abc import Mapping
@@ -36,6 +37,32 @@ def vimgrep_text(hits: list[Hit], root: Path) -> str:
         where = hit_root(h, root)
         lines.append(vimgrep_line(str(where / h.path) if where else shown_path(h), h))
     return "\n".join(lines) + "\n"
+
+
+def home_path(path: Path) -> str:
+    """``path`` with the home folder written ``~``."""
+    home = str(Path.home())
+    text = str(path)
+    return "~" + text[len(home) :] if home != "/" and (text == home or text.startswith(home + "/")) else text
+
+
+def wrap_path(path: str, width: int) -> str:
+    """``path`` on lines of at most ``width`` cells, broken only after a ``/`` (a name is never cut; one
+    longer than a line is split before its last ``-``, which keeps a ``name-hash`` folder's hash whole)."""
+    lines: list[str] = []
+    line = ""
+    for part in re.findall(r"[^/]*/|[^/]+$", path):
+        pieces = [part]
+        if len(part) > width and "-" in part:
+            head, _, tail = part.rpartition("-")
+            pieces = [head, "-" + tail]
+        for piece in pieces:
+            if line and len(line) + len(piece) > width:
+                lines.append(line)
+                line = ""
+            line += piece
+    lines.append(line)
+    return "\n".join(lines)
 
 
 def write_atomically(target: Path, text: str) -> None:

@@ -46,6 +46,8 @@ class Command:
 # fmt: off
 COMMANDS: tuple[Command, ...] = (
     Command("quit", "ctrl+q", "app.quit", "quit", "quit (the query joins the history)"),
+    Command("clear", "ctrl+c", "clear_or_quit", "clear", "clear the query; on an empty query: quit (as fzf)",
+            show=False),
     Command("down", "down,ctrl+n,ctrl+j", "move(1)", "select", "next result (preview focused: scroll down)"),
     Command("browse.down", "j", "move(1)", "down", "next result", where="browse", show=False),
     Command("up", "up,ctrl+k", "move(-1)", "select",
@@ -57,6 +59,8 @@ COMMANDS: tuple[Command, ...] = (
             show=False),
     Command("query", "escape", "escape", "query", "back to the query (leaves history recall)", show=False),
     Command("browse.query", "slash", "focus_query", "query", "back to the query", where="browse", show=False),
+    Command("browse.clear", "ctrl+u", "clear_query", "clear",
+            "clear the query (in the query box: delete to the start)", where="browse", show=False),
     Command("edit", "e", "open_editor", "edit", "open $VISUAL/$EDITOR at the line the preview shows",
             where="browse", palette="Open in editor"),
     Command("copy", "y", "copy_location", "copy", "copy path:line of the line the preview shows (OSC 52)",

@@ -6,16 +6,23 @@ replace each other, and the newest runs as soon as the current one returns. ``de
 (from the loop's thread) only with answers that are still wanted, so the results on screen stay until
 newer ones arrive. Measured against a Textual thread worker per keystroke (``docs/benchmarks.md``):
 one thread, no thread start per key and no worker bookkeeping on the UI thread.
+
+Once an answer is delivered and no newer request waits, the loop labels its rows by the definition at
+each hit's best line (``label``; a few milliseconds per screenful) and delivers the answer again with
+its ``labels``: the rows appear as soon as the search returns and get their labels right after.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aide_tui.core.errors import IndexMissing, IndexProblem
+from aide_tui.core.search.hitlines import symbol_at_best_line
 from aide_tui.core.search.response import SearchResponse
+
+LABELLED = 60  # rows labelled by the definition at their best line (more than a screen shows)
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,7 @@ class SearchAnswer:
     response: SearchResponse
     error: str | None = None
     missing: bool = False
+    labels: list[str | None] | None = None  # each row's symbol at its best line (the second delivery)
 
 
 SearchFn = Callable[[str, int, str, bool], SearchResponse]  # (query, limit, mode, all_workspaces)
@@ -60,6 +68,11 @@ def answer(search: SearchFn, request: SearchRequest, limit: int) -> SearchAnswer
     return SearchAnswer(request, resp)
 
 
+def row_labels(resp: SearchResponse) -> list[str | None]:
+    """Each row's label: the definition at its hit's best line (the first :data:`LABELLED` rows)."""
+    return [symbol_at_best_line(h) if i < LABELLED else h.symbol for i, h in enumerate(resp.results)]
+
+
 def _empty(request: SearchRequest) -> SearchResponse:
     return SearchResponse(query=request.query, results=[], mode=request.mode)
 
@@ -67,14 +80,22 @@ def _empty(request: SearchRequest) -> SearchResponse:
 class SearchLoop:
     """One search thread; see the module docstring."""
 
-    def __init__(self, search: SearchFn, deliver: Callable[[SearchAnswer], None], limit: int = 50) -> None:
+    def __init__(
+        self,
+        search: SearchFn,
+        deliver: Callable[[SearchAnswer], None],
+        limit: int = 50,
+        label: Callable[[SearchResponse], list[str | None]] | None = row_labels,
+    ) -> None:
         self.search = search
         self.deliver = deliver
         self.limit = limit
+        self.label = label
         self._cond = threading.Condition()
         self._seq = 0
         self._wanted: SearchRequest | None = None  # the newest request not started yet
         self._running: SearchRequest | None = None
+        self._newest_key: tuple[str, str, bool] | None = None
         self._stopped = False
         self._thread = threading.Thread(target=self._loop, name="aide-search", daemon=True)
 
@@ -95,6 +116,7 @@ class SearchLoop:
             self._seq += 1
             request = SearchRequest(self._seq, query, mode, everywhere)
             self._wanted = request
+            self._newest_key = request.key
             self._cond.notify_all()
             return request
 
@@ -103,6 +125,7 @@ class SearchLoop:
         with self._cond:
             self._seq += 1
             self._wanted = None
+            self._newest_key = None
 
     @property
     def busy(self) -> bool:
@@ -133,8 +156,23 @@ class SearchLoop:
                 return True
             return False
 
+    def _idle(self, request: SearchRequest) -> bool:
+        """No newer request (other than one asking the same) was made since ``request``."""
+        with self._cond:
+            newer = self._wanted is not None or self._stopped
+            return not newer and (request.seq == self._seq or self._newest_key == request.key)
+
     def _loop(self) -> None:
         while (request := self._next()) is not None:
             result = answer(self.search, request, self.limit)
-            if self._still_wanted(request):
-                self.deliver(result)
+            if not self._still_wanted(request):
+                continue
+            self.deliver(result)
+            if self.label is None or not result.response.results or not self._idle(request):
+                continue
+            try:
+                labels = self.label(result.response)
+            except Exception:  # noqa: BLE001, S112 - the rows keep their chunks' symbols
+                continue
+            if self._idle(request):
+                self.deliver(replace(result, labels=labels))

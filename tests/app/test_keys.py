@@ -93,7 +93,7 @@ def test_unknown_ids_and_bad_keys_are_config_errors(workspace: Path) -> None:
         assert needle in str(err.value)
     assert all(i in str(err.value) or needle != "did you mean help?" for i in COMMAND_IDS)
     _user_config("[keys]\nhepl = 'f10'\n")
-    with pytest.raises(ConfigError, match="valid ids: quit, down, browse.down"):
+    with pytest.raises(ConfigError, match="valid ids: quit, clear, down, browse.down"):
         AideApp(workspace, load_settings(workspace), watch=False)
 
 

@@ -1,7 +1,8 @@
 """Snapshots of what is on screen (pytest-textual-snapshot); update with ``pytest --snapshot-update``.
 
-They show the rows (ranks, score, symbol), the preview landed on the hit's best line with the query
-terms marked, the help at 120×40 and 40×12, the layout without the preview and the degraded status.
+They show the rows (ranks, score, symbol; at 120 and 80 columns with and without the preview), the
+preview landed on the hit's best line with the query terms marked, the help at 120×40 and 40×12, the
+layout without the preview and the degraded status.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
 from apphelpers import preview, query_box, results, shown_query, status, wait_for
 from snapshot_app import build
 from textual.pilot import Pilot
@@ -65,6 +67,27 @@ def test_preview_hidden(snap_compare: Any) -> None:
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=(100, 20), run_before=run_before)
+
+
+@pytest.mark.parametrize(
+    ("size", "with_preview"),
+    [((120, 40), True), ((120, 40), False), ((80, 24), True), ((80, 24), False)],
+    ids=["120-preview", "120-no-preview", "80-preview", "80-no-preview"],
+)
+def test_rows(snap_compare: Any, size: tuple[int, int], with_preview: bool) -> None:
+    """Issue 23 #3: rows give the symbol the room there is (the whole qualified name when it fits, else
+    cut from the left after the directories gave way), with and without the preview."""
+    app = build("rows")
+    run = _with_results(app, "keepalive connections")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await run(pilot)
+        await wait_for(pilot, lambda: results(app).labels is not None, "the rows labelled")
+        if not with_preview:
+            await pilot.press("f3")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 def _help(app: AideApp) -> Callable[[Pilot[Any]], Awaitable[None]]:

@@ -55,9 +55,9 @@ def gated(workspace: Path) -> GatedSearch:
     return GatedSearch(workspace)
 
 
-def _loop(search: GatedSearch) -> tuple[SearchLoop, queue.SimpleQueue[SearchAnswer]]:
+def _loop(search: GatedSearch, label: bool = False) -> tuple[SearchLoop, queue.SimpleQueue[SearchAnswer]]:
     answers: queue.SimpleQueue[SearchAnswer] = queue.SimpleQueue()
-    loop = SearchLoop(search, answers.put, limit=10)
+    loop = SearchLoop(search, answers.put, limit=10, **({} if label else {"label": None}))
     loop.start()
     return loop, answers
 
@@ -172,3 +172,43 @@ def test_the_loop_module_does_not_import_textual() -> None:
     code = "import sys, aide_tui.tui.search_loop; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_rows_are_labelled_once_the_loop_is_idle(gated: GatedSearch) -> None:
+    """The answer comes first, then (nothing newer waiting) the same answer with each row's label: the
+    definition at its best line."""
+    loop, answers = _loop(gated, label=True)
+    try:
+        loop.submit("max_hops", "bm25")
+        first, second = answers.get(timeout=WAIT), answers.get(timeout=WAIT)
+        assert first.labels is None and second.response is first.response
+        assert second.labels is not None and len(second.labels) == len(first.response.results)
+        row = next(i for i, h in enumerate(first.response.results) if h.path == "src/httpclient/client.py")
+        assert first.response.results[row].symbol == "class Client"  # the chunk: the whole class
+        assert second.labels[row] == "class Client > def follow_redirects"  # where its best line is
+    finally:
+        loop.stop()
+
+
+def test_an_answer_overtaken_while_its_rows_are_labelled_gets_no_labels(gated: GatedSearch) -> None:
+    labelling, release = threading.Event(), threading.Event()
+
+    def slow_labels(resp: SearchResponse) -> list[str | None]:
+        labelling.set()
+        assert release.wait(WAIT)
+        return [h.symbol for h in resp.results]
+
+    answers: queue.SimpleQueue[SearchAnswer] = queue.SimpleQueue()
+    loop = SearchLoop(gated, answers.put, limit=10, label=slow_labels)
+    loop.start()
+    try:
+        loop.submit("client", "bm25")
+        assert answers.get(timeout=WAIT).labels is None
+        assert labelling.wait(WAIT)
+        loop.submit("retry", "bm25")  # typed while the rows of "client" were being labelled
+        release.set()
+        got = answers.get(timeout=WAIT)
+        assert got.request.query == "retry" and got.labels is None  # no labels for "client"
+        assert answers.get(timeout=WAIT).request.query == "retry"  # then "retry"'s own labels
+    finally:
+        loop.stop()

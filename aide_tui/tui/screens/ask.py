@@ -21,7 +21,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 
 from aide_tui.core.answer.ask import Answered, AskCancelled, AskEvent, AskFailed, Retrieved, ask, probe
 from aide_tui.core.answer.chat import TokenText
@@ -30,6 +30,7 @@ from aide_tui.core.live import LiveWorkspace
 from aide_tui.core.textsafe import printable
 from aide_tui.tui import keys
 from aide_tui.tui.widgets.answer import AnswerView, CitationList, citation_hit, context_line, result_line
+from aide_tui.tui.widgets.footer import FittingFooter
 from aide_tui.tui.widgets.preview import Preview
 from aide_tui.tui.widgets.query import QueryInput
 
@@ -77,7 +78,7 @@ class AskScreen(Screen[None]):
                 yield CitationList(id="citations")
             yield Preview(self.live.root, id="ask-preview")
         yield Static(id="ask-status")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.query_one(AnswerView).start(HINT)

@@ -27,14 +27,21 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from aide_tui.core.appstate import AppState
 from aide_tui.core.config import Settings
 from aide_tui.core.live import LiveWorkspace
 from aide_tui.core.search.response import Hit, SearchResponse
 from aide_tui.tui import keys
-from aide_tui.tui.hitactions import editor_command, location_text, vimgrep_text, write_atomically
+from aide_tui.tui.hitactions import (
+    editor_command,
+    home_path,
+    location_text,
+    vimgrep_text,
+    wrap_path,
+    write_atomically,
+)
 from aide_tui.tui.messages import EmbedderLoaded, IndexOpened, IndexReloaded, SearchDone
 from aide_tui.tui.screens.ask import AskScreen
 from aide_tui.tui.screens.modals import ConfirmScreen, HistoryScreen
@@ -48,6 +55,7 @@ from aide_tui.tui.widgets import (
     ResultsList,
     StatusLine,
 )
+from aide_tui.tui.widgets.footer import FittingFooter
 
 MODES = ("hybrid", "bm25", "dense")
 EMPTY_NOTE = "Type to search; results update as you type."
@@ -103,9 +111,11 @@ class SearchScreen(Screen[None]):
             yield Preview(self.live.root, id="preview")
         live = self.live
         clock = self.clock if self.show_timing else None
-        yield IndexBar(shared=live.shared, index_enabled=live.index_enabled, clock=clock, id="indexbar")
+        yield IndexBar(
+            live.root, shared=live.shared, index_enabled=live.index_enabled, clock=clock, id="indexbar"
+        )
         yield StatusLine(self.settings.embedding.backend, show_timing=self.show_timing, id="status")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.loop.start()
@@ -199,8 +209,13 @@ class SearchScreen(Screen[None]):
 
     @on(SearchDone)
     def _search_done(self, message: SearchDone) -> None:
-        if message.answer.request.key == (self.query_box.value, self.mode, self.everywhere):
-            self._paint(message.answer)
+        answer = message.answer
+        if answer.request.key != (self.query_box.value, self.mode, self.everywhere):
+            return
+        if answer.labels is not None:
+            self.query_one(ResultsList).set_labels(answer.response.results, answer.labels)
+        else:
+            self._paint(answer)
 
     def _paint(self, answer: SearchAnswer) -> None:
         resp, query = answer.response, answer.request.query
@@ -344,6 +359,24 @@ class SearchScreen(Screen[None]):
         self._after_typing(self.query_box.leave_recall, clear=True)
         self.set_focus(self.query_box)
 
+    def action_clear_or_quit(self) -> None:
+        """ctrl+c, as fzf: clear a non-empty query (and focus it), else quit."""
+        self.set_focus(self.query_box)
+        self._after_typing(self._clear_or_quit)
+
+    async def _clear_or_quit(self) -> None:
+        box = self.query_box
+        if box.value:
+            box.leave_recall()
+            box.set_text("")
+        else:
+            await self.app.run_action("app.quit")
+
+    def action_clear_query(self) -> None:
+        """ctrl+u in the list or the preview: clear the query and focus it."""
+        self.set_focus(self.query_box)
+        self._after_typing(self.query_box.set_text, "")
+
     def action_focus_query(self) -> None:
         """Focus the query box."""
         self.set_focus(self.query_box)
@@ -441,7 +474,10 @@ class SearchScreen(Screen[None]):
             self.notify(f"cannot write {target}: {exc.strerror or exc}", severity="error")
             return
         self.app.copy_to_clipboard(text)
-        self.notify(f"{len(hits)} results (vim :cfile, copied) in {target}", timeout=8)
+        # a toast is at most 60 cells or half the screen, less its padding and edge
+        width = max(20, min(60, self.app.size.width // 2) - 3)
+        where = wrap_path(home_path(target), width)
+        self.notify(f"{len(hits)} results (vim :cfile, copied) in\n{where}", timeout=8)
 
     def action_reindex(self) -> None:
         """Update the index now."""

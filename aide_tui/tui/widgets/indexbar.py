@@ -7,8 +7,9 @@ bubble on to the screen, which searches again when a version was opened or reloa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.text import Text
 from textual import on
@@ -38,6 +39,22 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
+def changes(root: Path, paths: Iterable[str]) -> tuple[int, int]:
+    """(changed, removed) files among the watcher's ``paths``: a path that is gone was removed, except a
+    folder (gone with the files in it, which are counted instead)."""
+    paths = set(paths)
+    folders = {p.rsplit("/", i)[0] for p in paths for i in range(1, p.count("/") + 1)}
+    changed = removed = 0
+    for p in paths:
+        if (root / p).is_dir() or p in folders:
+            continue
+        if (root / p).exists():
+            changed += 1
+        else:
+            removed += 1
+    return changed, removed
+
+
 class IndexBar(Widget):
     """``state detail`` on the left; while a phase counts (files or vectors), a bar on the right.
 
@@ -63,6 +80,7 @@ class IndexBar(Widget):
 
     def __init__(
         self,
+        root: Path,
         *,
         shared: bool = False,
         index_enabled: bool = True,
@@ -70,6 +88,7 @@ class IndexBar(Widget):
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
+        self.root = root
         self.shared = shared
         self.index_enabled = index_enabled
         self.clock = clock
@@ -184,8 +203,10 @@ class IndexBar(Widget):
 
     @on(WorkspaceChanged)
     def _changed(self, message: WorkspaceChanged) -> None:
-        n = len(message.event.paths)
-        self.set_state("reindexing", f"{n} changed file{'s' if n != 1 else ''}")
+        changed, removed = changes(self.root, message.event.paths)
+        said = [f"{changed} changed"] if changed else []
+        said += [f"{removed} removed"] if removed else []
+        self.set_state("reindexing", ", ".join(said) or "changed files")
 
     @on(WatchStopped)
     def _watch_stopped(self, message: WatchStopped) -> None:

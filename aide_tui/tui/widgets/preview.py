@@ -343,6 +343,7 @@ class Preview(Vertical):
         self._job: tuple[Hit, int | None, LexedWindow | None] | None = None  # next render
         self._in_flight = False
         self._latest: tuple[str, int, int, tuple[str, ...]] | None = None  # key of the latest request
+        self._width = 0  # the pane width the shown preview was rendered for (hit lines are padded to it)
 
     def compose(self) -> ComposeResult:
         yield PreviewTitle(id="preview-title")
@@ -395,6 +396,7 @@ class Preview(Vertical):
             return
         styles = self.styles_for_render(self.app.current_theme.dark)
         width = max(self.body.size.width, 40)
+        self._width = self.body.size.width
         self._in_flight = True
         self._render_in_thread(job[0], styles, width, job[1], job[2])
 
@@ -410,6 +412,15 @@ class Preview(Vertical):
         if self._job is None and message.data.key == self._latest:
             self.show(message.data)
         self._next()
+
+    def on_resize(self) -> None:
+        """The terminal was resized: the landing line stays in view (a new width: hit lines re-padded)."""
+        shown = self.shown
+        if shown is None:
+            return
+        if self.body.size.width != self._width and self._job is None:
+            self._queue(shown.hit, shown.current_line)
+        self.call_after_refresh(self.scroll_to_current)
 
     # -- what is shown -----------------------------------------------------------------------------
 

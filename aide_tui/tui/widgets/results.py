@@ -27,9 +27,7 @@ from aide_tui.tui.widgets.query import TypesIntoQuery
 
 RANK_TAGS = (("bm25", "B"), ("dense", "D"), ("symbol", "S"), ("path", "P"))
 SCORE_W = 5
-SYMBOL_MAX = 28
-SYMBOL_MIN = 12
-LOC_MIN = 18
+SYMBOL_MIN = 6  # narrower, a symbol says nothing: the location keeps the room
 
 
 def span(hit: Hit) -> str:
@@ -92,24 +90,30 @@ class Columns:
     symbol: int
 
 
-def columns(hits: list[Hit], width: int) -> Columns:
-    """Widths: ranks and score always; the symbol gets up to 28 cells, the location the rest (it
-    shrinks first to its minimum, then the symbol does)."""
+def columns(hits: list[Hit], width: int, labels: list[str | None] | None = None) -> Columns:
+    """Widths for a list ``width`` cells wide: ranks and score always; the file name with its range
+    stays whole while it can, then the symbol (``labels``, else each hit's own) gets the room it
+    needs, then the rest of the path; past that the path is cut in the middle and the symbol from the
+    left (its innermost name stays)."""
+    symbols = labels if labels is not None else [h.symbol for h in hits]
     tags = max((len(rank_tags(h)) for h in hits), default=0)
     loc_want = max((len(location(h)) for h in hits), default=0)
-    sym_want = min(SYMBOL_MAX, max((len(compact_symbol(h.symbol)) for h in hits), default=0))
+    sym_want = max((len(compact_symbol(s)) for s in symbols), default=0)
     fixed = 1 + 2 + tags + 2 + SCORE_W + (2 if sym_want else 0)
     room = max(0, width - fixed)
-    name_want = max((len(h.path.rpartition("/")[2]) + len(span(h)) + 3 for h in hits), default=0)
-    loc = min(loc_want, max(min(name_want, room), LOC_MIN, room - sym_want))
-    sym = max(0, min(sym_want, room - loc))
-    if sym < 6:  # too narrow for a useful symbol: the location keeps the room
-        loc, sym = min(loc_want, max(loc, room)), 0
+    name_want = max((len(_label(h)) + len(h.path.rpartition("/")[2]) + len(span(h)) + 3 for h in hits),
+                    default=0)  # fmt: skip
+    loc = max(min(loc_want, name_want), room - sym_want)
+    loc = min(loc, loc_want, room)
+    sym = room - loc
+    if sym < SYMBOL_MIN or not sym_want:  # too narrow for a useful symbol: the location keeps the room
+        loc, sym = min(loc_want, room), 0
     return Columns(loc, tags, sym)
 
 
-def row_parts(hit: Hit, cols: Columns) -> list[tuple[str, str]]:
-    """The cells of one row as (text, role) pairs; roles name component classes."""
+def row_parts(hit: Hit, cols: Columns, symbol: str | None = None) -> list[tuple[str, str]]:
+    """The cells of one row as (text, role) pairs; roles name component classes. ``symbol``: the row's
+    label (the definition at the hit's best line), else the hit's own symbol."""
     rng = ":" + span(hit)
     label = _label(hit)[: max(0, cols.loc - len(rng) - 8)]  # the file name keeps at least 8 cells
     path = label + middle_path(printable(hit.path), max(1, cols.loc - len(rng) - len(label)))
@@ -117,13 +121,14 @@ def row_parts(hit: Hit, cols: Columns) -> list[tuple[str, str]]:
     parts.append(("  " + rank_tags(hit).ljust(cols.tags), "tags"))
     parts.append((f"  {hit.score:.3f}"[: SCORE_W + 2].ljust(SCORE_W + 2), "score"))
     if cols.symbol:
-        parts.append(("  " + short_symbol(hit.symbol, cols.symbol), "symbol"))
+        shown = short_symbol(symbol if symbol is not None else hit.symbol, cols.symbol)
+        parts.append(("  " + shown, "symbol"))
     return parts
 
 
-def row_text(hit: Hit, cols: Columns) -> str:
+def row_text(hit: Hit, cols: Columns, symbol: str | None = None) -> str:
     """One row as plain text (tests, screen reading)."""
-    return "".join(text for text, _ in row_parts(hit, cols))
+    return "".join(text for text, _ in row_parts(hit, cols, symbol))
 
 
 class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
@@ -162,6 +167,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.hits: list[Hit] = []
+        self.labels: list[str | None] | None = None  # the rows' symbols (None: the hits' own)
         self.shown_query: str | None = None
         self.cursor: int | None = None
         self.message = ""
@@ -179,11 +185,24 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         """Show ``hits`` (the answer to ``query``) with the cursor on row ``cursor`` (clamped);
         ``message`` when there are none."""
         self.hits = hits
+        self.labels = None
         self.shown_query = query
         self.message = printable(message)  # may quote a query, a file name or a server's reply
         self._relayout()
         self._set_cursor(None if not hits or cursor is None else max(0, min(len(hits) - 1, cursor)))
         self.refresh()
+
+    def set_labels(self, hits: list[Hit], labels: list[str | None]) -> None:
+        """Label the rows of ``hits`` (if they are still the ones shown) by the definitions at their best
+        lines (worked out after the rows were painted: see the search loop)."""
+        if hits is self.hits and labels != [h.symbol for h in hits]:
+            self.labels = labels
+            self._relayout()
+            self.refresh()
+
+    def _symbol(self, row: int) -> str | None:
+        labels = self.labels
+        return labels[row] if labels is not None and row < len(labels) else self.hits[row].symbol
 
     @property
     def selected_hit(self) -> Hit | None:
@@ -197,7 +216,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
 
     def row_plain(self, index: int) -> str:
         """Row ``index`` as it is drawn, as plain text."""
-        return row_text(self.hits[index], self._cols)
+        return row_text(self.hits[index], self._cols, self._symbol(index))
 
     def move(self, delta: int) -> None:
         """Move the cursor by ``delta`` rows, clamped to the list."""
@@ -237,7 +256,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
 
     def _relayout(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
-        self._cols = columns(self.hits, width)
+        self._cols = columns(self.hits, width, self.labels)
         self._cols_width = width
         self._cache.clear()
         size = Size(width, len(self.hits) or (1 if self.message else 0))
@@ -282,7 +301,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
             bg = base + self._style("cursor") if on_cursor else base
             segments = [
                 Segment(text, bg + self._style(role) if role else bg)
-                for text, role in row_parts(self.hits[row], self._cols)
+                for text, role in row_parts(self.hits[row], self._cols, self._symbol(row))
             ]
             strip = Strip(segments).crop_extend(0, width, bg)
             self._cache[key] = strip

@@ -26,6 +26,9 @@ def human_size(n: int) -> str:
     return f"{size:.1f} GB"
 
 
+KEEP = 2  # parts of this priority or more important are never dropped
+
+
 class StatusLine(Widget):
     """Mode, result count, what the index holds, embedder, degraded reason, time of the last commit."""
 
@@ -101,25 +104,54 @@ class StatusLine(Widget):
     def plain(self) -> str:
         return self.render().plain
 
-    def render(self) -> Text:
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        text.append(f" {self.mode} ", "reverse bold")
+    def parts(self) -> list[tuple[int, str, str]]:
+        """The line's parts in order, as (priority, text, style); 0 is kept longest. Each count has its
+        own unit; vectors are counted only when this app embeds."""
         error = self.app.theme_variables.get("error", "red")
+        out: list[tuple[int, str, str]] = []
         if self.query_error:
-            text.append(f"  {printable(self.query_error)}", f"bold {error}")
+            out.append((1, printable(self.query_error), f"bold {error}"))
         if self.degraded_reason:
-            text.append(f"  degraded: {printable(self.degraded_reason)}", f"bold {error}")
+            out.append((2, f"degraded: {printable(self.degraded_reason)}", f"bold {error}"))
         if self.results is not None:
             took = f" in {self.took_ms:.0f} ms" if self.took_ms is not None and self.show_timing else ""
-            text.append(f"  {self.results} result{'' if self.results == 1 else 's'}{took}")
-        text.append(f"  {self.files} files · {self.chunks} chunks")
-        if self.embedder != "none":
-            text.append(f" · {self.embedded} embedded")
-            if self.vectors_missing:
-                text.append(f" · {self.vectors_missing} vectors to go")
+            out.append((0, f"{self.results} result{'' if self.results == 1 else 's'}{took}", ""))
+        out.append((5, f"{self.files} files", ""))
+        out.append((3, f"{self.chunks} chunks", ""))
+        if self.configured_embedder != "none" and self.vectors_missing:
+            out.append((4, f"{self.vectors_missing} vectors to go", ""))
         if self.size_bytes and self.show_timing:
-            text.append(f" · {human_size(self.size_bytes)}")
-        text.append(f"  embedder {printable(self.embedder)}", "dim")
+            out.append((7, human_size(self.size_bytes), ""))
+        out.append((6, f"embedder {printable(self.embedder)}", "dim"))
         if self.last_indexed and self.show_timing:
-            text.append(f"  indexed {self.last_indexed}", "dim")
+            out.append((8, f"indexed {self.last_indexed}", "dim"))
+        return out
+
+    def render(self) -> Text:
+        """Mode first, then the parts that fit, whole: the least important go first when narrow. What
+        the index holds reads as one group (``5 files · 962 chunks · 1.6 MB``)."""
+        width = self.content_region.width or self.size.width or 10_000
+        mode = f" {self.mode} "
+        parts = self.parts()
+
+        def seps() -> list[str]:
+            return ["  " if i == 0 or not (_counts(t) and _counts(parts[i - 1][1])) else " · "
+                    for i, (_, t, _) in enumerate(parts)]  # fmt: skip
+
+        while (
+            len(mode) + sum(len(t) + len(sep) for (_, t, _), sep in zip(parts, seps(), strict=True)) > width
+        ):
+            least = max(parts, key=lambda p: p[0], default=None)
+            if least is None or least[0] <= KEEP:
+                break  # the query's error, why results are degraded and the count stay (the end is cut)
+            parts.remove(least)
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        text.append(mode, "reverse bold")
+        for (_, part, style), sep in zip(parts, seps(), strict=True):
+            text.append(f"{sep}{part}", style)
         return text
+
+
+def _counts(part: str) -> bool:
+    """Whether a part says what the index holds (files, chunks, vectors, size)."""
+    return part.endswith((" files", " chunks", " vectors to go", "B")) and part[:1].isdigit()
