@@ -22,5 +22,12 @@ def cmd_tui(args: argparse.Namespace) -> int:
     except ImportError as exc:
         err(f"the TUI is unavailable: {exc}")
         return 1
-    AideApp(root, settings, watch=not args.no_watch, calm_gc=True).run()
+    from aide_tui.core.errors import ConfigError
+
+    try:
+        app = AideApp(root, settings, watch=not args.no_watch, calm_gc=True)
+    except ConfigError as exc:  # the [keys] table names an unknown command or a bad key
+        err(f"config error: {exc}")
+        return 2
+    app.run()
     return 0

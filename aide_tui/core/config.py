@@ -7,7 +7,8 @@ ignored there, with a note saying so: ``embedding.allow_remote``, ``answer.allow
 ``search.rerank_allow_remote`` (a repository must not be able to send your code anywhere) and
 ``store.uri``, ``store.collection``, ``store.workspace``, ``store.token`` (it must not be able to name a
 shared store and overwrite another workspace's index in it). A network ``store.uri`` there is an error
-instead, unless the environment or a flag sets one.
+instead, unless the environment or a flag sets one. ``[keys]`` (the app's keymap: a command's id → its
+keys) is the user's own: a workspace config's ``[keys]`` is ignored the same way.
 """
 
 from __future__ import annotations
@@ -135,6 +136,18 @@ class AnswerSettings:
 
 
 @dataclass(frozen=True)
+class KeySettings:
+    """The app's keymap (``[keys]``): a command's binding id → a key or comma-separated keys, e.g.
+    ``help = "f10"``. The key names are checked here; the ids are the app's own (its key table checks
+    them when it starts, ``aide_tui/tui/keys.py``), and the environment does not set them."""
+
+    bindings: tuple[tuple[str, str], ...] = ()
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.bindings)
+
+
+@dataclass(frozen=True)
 class Settings:
     """All settings, grouped by section."""
 
@@ -144,6 +157,7 @@ class Settings:
     tui: TuiSettings = field(default_factory=TuiSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
+    keys: KeySettings = field(default_factory=KeySettings)
 
 
 _WORKSPACE_FORBIDDEN = {
@@ -322,6 +336,43 @@ def _check_range(section: str, key: str, value: Any, where: str) -> None:
         raise ConfigError(f"{where}: {_show(value)} is out of range ({allowed})")
 
 
+_KEY_ID = re.compile(r"[A-Za-z][A-Za-z0-9_.]{0,63}")
+# A Textual key name: modifiers, then a name (f10, question_mark, pagedown) or one printable character.
+_KEY_NAME = re.compile(r"(?:(?:ctrl|shift|alt|meta|super|hyper)\+)*(?:[a-z][a-z0-9_]{1,31}|[^\s,])")
+
+
+def _key_list(value: Any, where: str) -> str:
+    """A ``[keys]`` value (a string of comma-separated keys, or a list of keys) checked and joined."""
+    if isinstance(value, str):
+        parts = [k.strip() for k in value.split(",")]
+    elif isinstance(value, list) and all(isinstance(k, str) for k in value):
+        parts = [k.strip() for k in value]
+    else:
+        raise ConfigError(
+            f'{where}: invalid value {_show(value)} (expected a key like "f10" or "ctrl+x, f2")'
+        )
+    keys = [k if len(k) == 1 else k.lower() for k in parts]
+    bad = next((k for k in keys if not _KEY_NAME.fullmatch(k)), None)
+    if not keys or bad is not None:
+        what = "no key" if not keys or bad == "" else f"{_show(bad)} is not a key name"
+        raise ConfigError(f"{where}: {what} (key names look like f10, ctrl+x, question_mark, N)")
+    return ",".join(keys)
+
+
+def _apply_keys(current: KeySettings, table: dict[str, Any], source: str) -> KeySettings:
+    """Overlay a ``[keys]`` table: each id's keys replace the ones set before. The dataclass's own shape
+    (``{"bindings": [[id, keys], ...]}``, settings handed to a child process) reads back as well."""
+    merged = current.as_dict()
+    pairs = table.get("bindings")
+    if isinstance(pairs, list | tuple) and all(isinstance(p, list | tuple) and len(p) == 2 for p in pairs):
+        table = {**{str(k): v for k, v in pairs}, **{k: v for k, v in table.items() if k != "bindings"}}
+    for bid, value in table.items():
+        if not _KEY_ID.fullmatch(str(bid)):
+            raise ConfigError(f"{source}: keys.{_show(bid)}: not a command id (like help or browse.mode)")
+        merged[str(bid)] = _key_list(value, f"{source}: keys.{bid}")
+    return KeySettings(tuple(merged.items()))
+
+
 def apply_mapping(
     settings: Settings,
     data: dict[str, Any],
@@ -349,6 +400,13 @@ def apply_mapping(
         if not isinstance(table, dict):
             raise ConfigError(f"{source}: [{section.name}] must be a table")
         current = getattr(settings, section.name)
+        if isinstance(current, KeySettings):
+            if workspace:  # your keys are yours: a cloned repository does not remap them
+                if ignored is not None:
+                    ignored.extend(("keys", str(k), v) for k, v in table.items())
+                continue
+            settings = replace(settings, keys=_apply_keys(current, table, source))
+            continue
         known = {f.name: f for f in fields(current)}
         changes: dict[str, Any] = {}
         for key, value in table.items():
@@ -406,6 +464,8 @@ def env_overrides(environ: dict[str, str] | None = None) -> dict[str, dict[str, 
     environ = dict(os.environ) if environ is None else environ
     out: dict[str, dict[str, str]] = {}
     for section in fields(Settings):
+        if section.name == "keys":
+            continue  # a keymap belongs in a config file
         for f in fields(getattr(Settings(), section.name)):
             name = f"AIDE_{section.name}_{f.name}".upper()
             if name in environ:
@@ -422,6 +482,7 @@ _WHY_IGNORED = {
     "store": "it could name a shared store and overwrite another workspace's index in it",
     "answer": "it could send your code to another machine",
     "search": "it could send your code to another machine",
+    "keys": "your keys are your own",
 }
 
 

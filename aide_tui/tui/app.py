@@ -1,9 +1,11 @@
 """The aide-tui Textual app: search as you type, preview at the hit, the index kept live underneath.
 
 The app is thin: a :class:`~aide_tui.host.workspace.Workspace` opens, indexes, reloads and watches the
-workspace, and its events (from background threads) become typed messages for the
-:class:`~aide_tui.tui.screens.search.SearchScreen`, which owns the search state. The UI thread only
-renders: searching and preview rendering run in thread workers, indexing in a subprocess.
+workspace, and its events (from background threads) become typed messages posted to the widget that
+presents them (index events to the index line, the embedder's readiness to the status line); they
+bubble on to the :class:`~aide_tui.tui.screens.search.SearchScreen`, which searches again when the
+index changed. The UI thread only renders: searching runs on the search loop's thread, previews in
+thread workers, indexing in a subprocess. The user's ``[keys]`` table becomes the app's keymap.
 """
 
 from __future__ import annotations
@@ -13,23 +15,22 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from textual import events
+from textual import on
 from textual.app import App, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import Binding
 from textual.screen import Screen
 
 import aide_tui
 from aide_tui.core.appstate import AppState
 from aide_tui.core.config import Settings
 from aide_tui.core.live import LiveEvent
-from aide_tui.core.search.response import SearchResponse
 from aide_tui.host.workspace import Workspace
-from aide_tui.tui.keys import COMMANDS
-from aide_tui.tui.messages import live_message
+from aide_tui.tui import keys
+from aide_tui.tui.messages import EmbedderLoaded, live_message
 from aide_tui.tui.screens.search import MODES, SearchScreen
-from aide_tui.tui.widgets import IndexBar, Preview, ResultsList, StatusLine
+from aide_tui.tui.widgets import IndexBar, StatusLine
 
 __all__ = ["MODES", "AideApp", "css_path"]
 
@@ -67,10 +68,6 @@ class AideApp(App[None]):
 
     CSS_PATH = css_path()
     TITLE = "aide-tui"
-    # Shown in the footer wherever the focus is (Textual's own ctrl+q binding is hidden).
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+q", "quit", "quit", key_display="^q", priority=True),
-    ]
 
     def __init__(
         self,
@@ -87,8 +84,9 @@ class AideApp(App[None]):
         """``show_timing=False`` hides times, durations, rates and sizes (deterministic screenshots);
         ``start_index=False`` only opens the existing index (no indexing run at start); ``calm_gc``
         tunes the process-wide garbage collector and GIL switch interval (the real app, not tests
-        sharing a process)."""
+        sharing a process). ConfigError when the ``[keys]`` table names an unknown command or a bad key."""
         super().__init__()
+        self.keymap = keys.check_keymap(settings.keys.as_dict())
         self.calm_gc = calm_gc
         self.root = Path(root)
         self.settings = settings
@@ -100,6 +98,7 @@ class AideApp(App[None]):
             self.live, settings, self.app_state, limit=limit, show_timing=show_timing, clock=clock
         )
         self.live.priority = self.main_screen.looked_at
+        self._targets: tuple[IndexBar, StatusLine] | None = None  # who presents the live events
         self._closing_live = False
         if self.app_state.theme and self.app_state.theme in self.available_themes:
             self.theme = self.app_state.theme
@@ -110,23 +109,30 @@ class AideApp(App[None]):
         return self.main_screen
 
     def on_mount(self) -> None:
+        self.set_keymap(self.keymap)
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        self.live.start()
         if self.calm_gc:
             calm_garbage_collector()
             favour_the_ui_thread()
+
+    @on(SearchScreen.Mounted)
+    def _screen_mounted(self) -> None:
+        """The main screen is up: its widgets present the live workspace's events from now on."""
+        screen = self.main_screen
+        self._targets = (screen.query_one(IndexBar), screen.query_one(StatusLine))
+        self.live.start()
 
     def on_unmount(self) -> None:
         self._closing_live = True
         self.live.close()
 
     def _live_event(self, event: LiveEvent) -> None:
-        """From the live workspace's threads: hand the event to the screen as a typed message."""
-        if self._closing_live:
-            return
+        """From the live workspace's threads: the event's message goes to the widget presenting it."""
         message = live_message(event)
-        if message is not None:
-            self.main_screen.post_message(message)
+        if self._closing_live or message is None or self._targets is None:
+            return
+        bar, status = self._targets
+        (status if isinstance(message, EmbedderLoaded) else bar).post_message(message)
 
     def _theme_changed(self, theme: Any) -> None:
         try:
@@ -134,79 +140,30 @@ class AideApp(App[None]):
         except OSError:
             pass
 
-    async def on_event(self, event: events.Event) -> None:
-        """Keys reach the main screen's router first, in the order they arrive (see SearchScreen)."""
-        if (
-            isinstance(event, events.Key)
-            and not event.is_forwarded
-            and self.screen is self.main_screen
-            and await self.main_screen.route_key(event)
-        ):
-            self.app_focus = True
-            return
-        await super().on_event(event)
+    async def action_quit(self) -> None:
+        """Quit (ctrl+q, Textual's binding and the key table's); the query joins the history and is
+        remembered as the last one."""
+        self.main_screen.remember()
+        self.exit()
 
-    # -- what tests and benchmarks observe -----------------------------------------------------------
-
-    @property
-    def query_input(self) -> Any:
-        return self.main_screen.query_input
-
-    @property
-    def results(self) -> ResultsList:
-        return self.main_screen.results
-
-    @property
-    def preview(self) -> Preview:
-        return self.main_screen.preview
-
-    @property
-    def index_bar(self) -> IndexBar:
-        return self.main_screen.index_bar
-
-    @property
-    def status(self) -> StatusLine:
-        return self.main_screen.status
-
-    @property
-    def results_query(self) -> str | None:
-        return self.main_screen.painted_query
-
-    @property
-    def last_response(self) -> SearchResponse | None:
-        return self.main_screen.response
-
-    @property
-    def mode(self) -> str:
-        return self.main_screen.mode
-
-    @property
-    def ready(self) -> bool:
-        return self.main_screen.ready
-
-    @property
-    def embedder_ready(self) -> bool:
-        return self.main_screen.embedder_ready
-
-    @property
-    def embedder_error(self) -> str | None:
-        return self.main_screen.embedder_error
-
-    @property
-    def index_runs_done(self) -> int:
-        return self.main_screen.index_runs_done
+    def get_key_display(self, binding: Binding) -> str:
+        """Keys as the key table writes them (``F10``, ``^r``, ``↓``), remapped ones included."""
+        return binding.key_display or keys.key_display(binding.key)
 
     # -- palette -----------------------------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """Command palette entries from the key table, then Textual's own (themes, screenshot…)."""
+        """Command palette entries from the key table (with the keys in effect), then Textual's own."""
         main = self.main_screen
-        for command in COMMANDS:
-            if command.palette and command.action != "quit":
-                action = command.action
+        live = keys.live_keys(self.keymap)
+        for command in keys.COMMANDS:
+            if not command.palette or (command.action in keys.SHARED_STORE_ACTIONS and not self.live.shared):
+                continue
+            shown = keys.keys_display(live[command.id])
+            action = command.action
 
-                def run(action: str = action) -> None:
-                    self.call_later(main.run_action, action)
+            def run(action: str = action) -> None:
+                self.call_later(main.run_action, action)
 
-                yield SystemCommand(command.palette, command.help, run)
+            yield SystemCommand(command.palette, f"{command.help} ({shown})" if shown else command.help, run)
         yield from super().get_system_commands(screen)

@@ -1,4 +1,4 @@
-"""Typed messages: the live workspace's events (posted from its threads) and worker results.
+"""Typed messages: the live workspace's events (posted from its threads) and search answers.
 
 Every message is a dataclass; :func:`live_message` wraps a core event into its message. A queued
 :class:`IndexProgress` is replaced by a newer one, so a flood of progress never clogs the UI.
@@ -20,7 +20,7 @@ from aide_tui.core.live import (
     ReloadFailed,
     WatchFailed,
 )
-from aide_tui.core.search.response import SearchResponse
+from aide_tui.tui.search_loop import SearchAnswer
 
 
 @dataclass
@@ -105,15 +105,9 @@ class WatchStopped(Message):
 
 @dataclass
 class SearchDone(Message):
-    """A search worker's answer for ``query`` in ``mode`` (``error``: why there are no results)."""
+    """The search loop's answer (still wanted when it was sent)."""
 
-    seq: int
-    query: str
-    mode: str
-    response: SearchResponse
-    error: str | None = None
-    missing: bool = False
-    everywhere: bool = False  # searched every workspace of a shared collection
+    answer: SearchAnswer
 
 
 _WRAP: dict[type, type[Message]] = {

@@ -1,5 +1,5 @@
-"""Helpers for the app tests: bounded waits driven by pilot pauses (no wall-clock assertions) and the
-screen as plain text."""
+"""Helpers for the app tests: the main screen's widgets (reached through the DOM, as a user sees them),
+bounded waits driven by pilot pauses (no wall-clock assertions) and the screen as plain text."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 
 from aide_tui.core.config import Settings, load_settings
 from aide_tui.tui.app import AideApp
+from aide_tui.tui.widgets import IndexBar, Preview, QueryInput, ResultsList, StatusLine
 
 STEP = 0.05
 
@@ -43,17 +44,42 @@ def make_app(root: Path, settings: Settings | None = None, **kwargs: Any) -> Aid
     return AideApp(root, settings or bm25_settings(root), **kwargs)
 
 
+def query_box(app: AideApp) -> QueryInput:
+    return app.main_screen.query_one(QueryInput)
+
+
+def results(app: AideApp) -> ResultsList:
+    return app.main_screen.query_one(ResultsList)
+
+
+def preview(app: AideApp) -> Preview:
+    return app.main_screen.query_one(Preview)
+
+
+def index_bar(app: AideApp) -> IndexBar:
+    return app.main_screen.query_one(IndexBar)
+
+
+def status(app: AideApp) -> StatusLine:
+    return app.main_screen.query_one(StatusLine)
+
+
+def shown_query(app: AideApp) -> str | None:
+    """The query whose results the list shows."""
+    return results(app).shown_query
+
+
 async def indexed(pilot: Pilot[Any], app: AideApp, runs: int = 1) -> None:
-    """Wait until ``runs`` indexing runs have finished and their results were applied."""
-    await wait_for(pilot, lambda: app.index_runs_done >= runs, f"{runs} index run(s)")
+    """Wait until ``runs`` indexing runs have finished and their index versions were loaded."""
+    await wait_for(pilot, lambda: app.is_mounted and index_bar(app).runs_done >= runs, f"{runs} index run(s)")
 
 
 async def search(pilot: Pilot[Any], app: AideApp, query: str) -> None:
     """Replace the query by typing ``query`` and wait until its results are painted."""
     await pilot.press("escape")
-    app.query_input.value = ""
+    query_box(app).value = ""
     await pilot.press(*query)
-    await wait_for(pilot, lambda: app.results_query == query, f"results for {query!r}")
+    await wait_for(pilot, lambda: shown_query(app) == query, f"results for {query!r}")
 
 
 def screen_text(app: App[Any]) -> list[str]:

@@ -22,19 +22,39 @@ ROOT = Path(tempfile.gettempdir()) / "aide-tui-snapshot" / "ws"
 DEAD_URL = "http://127.0.0.1:9"  # discard port: nothing listens, connections are refused at once
 
 
-def fixed_workspace() -> Path:
-    """A fresh copy of the sample workspace at :data:`ROOT`, indexed with BM25 only."""
+POOL = "src/httpclient/transport/connection_pool/async_pool_manager.py"
+POOL_CODE = '''"""Connection pools."""
+
+
+class AsyncConnectionPoolManager:
+    """Keeps keepalive connections per host."""
+
+    def rebalance_keepalive_connections(self, hosts):
+        """Move idle keepalive sockets to the busiest hosts."""
+        for host in hosts:
+            host.keepalive = max(1, host.keepalive - 1)
+        return hosts
+'''
+
+
+def fixed_workspace(rows: bool = False) -> Path:
+    """A fresh copy of the sample workspace at :data:`ROOT` (``rows``: plus a deep file with a long
+    qualified name), indexed with BM25 only."""
     if ROOT.exists():
         shutil.rmtree(ROOT)
     write_workspace(ROOT)
+    if rows:
+        (ROOT / POOL).parent.mkdir(parents=True, exist_ok=True)
+        (ROOT / POOL).write_text(POOL_CODE)
     settings = load_settings(ROOT, {"embedding": {"backend": "none"}})
     Indexer(ROOT, settings, None, None).run()
     return ROOT
 
 
 def build(kind: str = "main") -> AideApp:
-    """``main``: BM25 settings; ``degraded``: an OpenAI-style embedder on a dead port."""
-    root = fixed_workspace()
+    """``main``: BM25 settings; ``rows``: the same plus a deep file with a long qualified name;
+    ``degraded``: an OpenAI-style embedder on a dead port."""
+    root = fixed_workspace(rows=kind == "rows")
     flags: dict[str, Any] = {"embedding": {"backend": "none"}}
     if kind == "degraded":
         flags = {"embedding": {"backend": "openai", "url": DEAD_URL, "model": "test-model", "timeout": 1.0}}

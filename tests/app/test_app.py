@@ -8,7 +8,20 @@ import re
 from pathlib import Path
 
 import pytest
-from apphelpers import bm25_settings, indexed, make_app, screen_text, search, wait_for
+from apphelpers import (
+    bm25_settings,
+    index_bar,
+    indexed,
+    make_app,
+    preview,
+    query_box,
+    results,
+    screen_text,
+    search,
+    shown_query,
+    status,
+    wait_for,
+)
 from loopback_server import LoopbackServer
 
 from aide_tui.core.config import load_settings
@@ -43,12 +56,12 @@ def _line_of(path: Path, needle: str) -> int:
 async def test_typing_a_query_lists_the_defining_file_first(workspace: Path) -> None:
     app = make_app(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
-        assert app.focused is app.query_input
+        assert app.focused is query_box(app)
         await indexed(pilot, app)
         await pilot.press(*"parse_header")
-        await wait_for(pilot, lambda: app.results_query == "parse_header" and bool(app.results.hits))
-        assert app.query_input.value == "parse_header"
-        assert app.results.hits[0].path == "src/httpclient/headers.py"
+        await wait_for(pilot, lambda: shown_query(app) == "parse_header" and bool(results(app).hits))
+        assert query_box(app).value == "parse_header"
+        assert results(app).hits[0].path == "src/httpclient/headers.py"
 
 
 async def test_moving_the_selection_updates_the_preview(workspace: Path) -> None:
@@ -56,21 +69,21 @@ async def test_moving_the_selection_updates_the_preview(workspace: Path) -> None
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "redirects")
-        hits = app.results.hits
+        hits = results(app).hits
         assert len(hits) >= 2
         for index in (0, 1):
             if index:
                 await pilot.press("down")
             hit = hits[index]
-            assert app.results.selected_hit is hit
+            assert results(app).selected_hit is hit
             await wait_for(
                 pilot,
                 lambda h=hit: (
-                    app.preview.shown is not None
-                    and (app.preview.shown.path, app.preview.shown.start_line) == (h.path, h.start_line)
+                    preview(app).shown is not None
+                    and (preview(app).shown.path, preview(app).shown.start_line) == (h.path, h.start_line)
                 ),
             )
-            shown = app.preview.shown
+            shown = preview(app).shown
             assert shown is not None
             assert hit.start_line <= shown.current_line <= hit.end_line
             assert hit.path in shown.title.plain
@@ -81,8 +94,8 @@ async def test_progress_and_status_during_a_cold_index(workspace: Path) -> None:
     app = make_app(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
-        assert app.index_bar.state == "ready"
-        assert "5 files" in app.status.plain
+        assert index_bar(app).state == "ready"
+        assert "5 files" in status(app).plain
         assert (workspace / ".aide" / ".gitignore").read_text().strip() == "*"
 
 
@@ -93,10 +106,10 @@ async def test_an_edited_file_becomes_findable_while_running(workspace: Path) ->
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "jitter_quantum")
-        assert app.results.hits == []
+        assert results(app).hits == []
 
         def found() -> bool:
-            return any(h.path == "src/httpclient/retry.py" for h in app.results.hits)
+            return any(h.path == "src/httpclient/retry.py" for h in results(app).hits)
 
         for attempt in range(4):  # rewrite if the watcher was not yet registered when the file changed
             target.write_text(original + f"\n\ndef jitter_quantum(n):\n    return n * {attempt + 2}\n")
@@ -106,7 +119,7 @@ async def test_an_edited_file_becomes_findable_while_running(workspace: Path) ->
             except AssertionError:
                 continue
         assert found()
-        assert app.results.hits[0].path == "src/httpclient/retry.py"
+        assert results(app).hits[0].path == "src/httpclient/retry.py"
 
 
 async def test_a_dead_embedder_shows_degraded_and_search_still_answers(workspace: Path) -> None:
@@ -117,9 +130,9 @@ async def test_a_dead_embedder_shows_degraded_and_search_still_answers(workspace
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "parse_header")
-        assert app.results.hits[0].path == "src/httpclient/headers.py"
-        await wait_for(pilot, lambda: "degraded" in app.status.plain, "degraded in the status line")
-        assert app.status.degraded_reason
+        assert results(app).hits[0].path == "src/httpclient/headers.py"
+        await wait_for(pilot, lambda: "degraded" in status(app).plain, "degraded in the status line")
+        assert status(app).degraded_reason
 
 
 async def test_typing_stays_live_while_the_embedding_server_hangs(workspace: Path) -> None:
@@ -128,23 +141,23 @@ async def test_typing_stays_live_while_the_embedding_server_hangs(workspace: Pat
         app = make_app(workspace, settings)
         async with app.run_test(size=(120, 40)) as pilot:
             await indexed(pilot, app)
-            await wait_for(pilot, lambda: app.embedder_ready, "the embedder")
+            await wait_for(pilot, lambda: status(app).embedder_ready, "the embedder")
             srv.set_mode("hang")
             sent = len(srv.requests)
             await pilot.press(*"send")
             await wait_for(pilot, lambda: len(srv.requests) > sent, "the search to reach the server")
 
             def blocked() -> bool:
-                return app.main_screen._in_flight  # the search thread is inside the stuck request
+                return app.main_screen.loop.busy  # the search thread is inside the stuck request
 
             assert blocked()
             await pilot.press("s")
-            assert app.query_input.value == "sends"  # the UI took the key while the search is stuck
-            assert blocked() and app.results_query != "sends"
+            assert query_box(app).value == "sends"  # the UI took the key while the search is stuck
+            assert blocked() and shown_query(app) != "sends"
             srv.set_mode("normal")
             srv.release()
-            await wait_for(pilot, lambda: app.results_query == "sends", "results after the release")
-            assert not (app.last_response and app.last_response.degraded)
+            await wait_for(pilot, lambda: shown_query(app) == "sends", "results after the release")
+            assert "degraded" not in status(app).plain
 
 
 async def test_keys(workspace: Path) -> None:
@@ -165,25 +178,25 @@ async def test_keys(workspace: Path) -> None:
         assert results.cursor == 1
         await pilot.press("up")
         assert results.cursor == 0
-        assert app.focused is app.query_input and app.query_input.value == "return"
+        assert app.focused is query_box(app) and query_box(app).value == "return"
 
         # enter → preview; escape → query; / from the list → query.
         await pilot.press("enter")
         assert isinstance(app.focused, PreviewBody)
         await pilot.press("escape")
-        assert app.focused is app.query_input
+        assert app.focused is query_box(app)
         results.focus()
         await pilot.pause()
         await pilot.press("slash")
-        assert app.focused is app.query_input
-        assert app.query_input.value == "return"
+        assert app.focused is query_box(app)
+        assert query_box(app).value == "return"
 
         # F2 (m in the list) cycles the mode; without an embedder hybrid is bm25.
-        assert app.mode == "bm25"
+        assert app.main_screen.mode == "bm25"
         await pilot.press("f2")
-        assert app.mode == "dense" and app.status.plain.lstrip().startswith("dense")
+        assert app.main_screen.mode == "dense" and status(app).plain.lstrip().startswith("dense")
         await pilot.press("enter", "m")
-        assert app.mode == "bm25"
+        assert app.main_screen.mode == "bm25"
 
         # ? opens the help listing the keys; escape closes it.
         await pilot.press("question_mark")
@@ -197,7 +210,7 @@ async def test_keys(workspace: Path) -> None:
 
         # In the query box, the letter keys are text.
         await pilot.press("escape", "m", "q")
-        assert app.query_input.value == "returnmq" and app.mode == "bm25"
+        assert query_box(app).value == "returnmq" and app.main_screen.mode == "bm25"
 
 
 async def test_command_palette_offers_the_actions(workspace: Path) -> None:
@@ -244,7 +257,7 @@ async def test_rows_keep_file_name_range_ranks_score_and_symbol(deep_workspace: 
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "drain_keepalive_sockets configure")
-        hit = app.results.hits[0]
+        hit = results(app).hits[0]
         assert hit.path == LONG_FILE
         lines = screen_text(app)
         row = next(line for line in lines if "manager_impl.py" in line)
@@ -258,11 +271,11 @@ async def test_a_key_hides_the_preview_and_the_list_takes_the_width(workspace: P
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "return")
-        assert app.results.size.width < 70
+        assert results(app).size.width < 70
         await pilot.press("f3")
         await pilot.pause()
-        assert not app.preview.display or app.preview.size.width == 0
-        assert app.results.size.width >= 118
+        assert not preview(app).display or preview(app).size.width == 0
+        assert results(app).size.width >= 118
 
 
 # -- defect 5: landing on the hit ------------------------------------------------------------------
@@ -281,9 +294,9 @@ async def test_the_preview_lands_on_the_best_line_and_e_y_use_it(
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "drain_keepalive_sockets")
-        hit = app.results.hits[0]
+        hit = results(app).hits[0]
         assert hit.path == LONG_FILE and hit.start_line < best - 30
-        await wait_for(pilot, lambda: app.preview.shown is not None, "the preview")
+        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
         await pilot.pause(0.2)
         text = "\n".join(screen_text(app))
         assert f"{best} ▶" in text and "drain_keepalive_sockets" in text  # on screen, marked
@@ -298,22 +311,22 @@ async def test_query_terms_are_highlighted_and_n_steps_between_matches(deep_work
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "configure")
-        await wait_for(pilot, lambda: app.preview.shown is not None, "the preview")
-        shown = app.preview.shown
+        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        shown = preview(app).shown
         assert shown is not None and len(shown.match_lines) > 3
-        match_style = app.preview.body.get_component_rich_style("preview--match")
+        match_style = preview(app).body.get_component_rich_style("preview--match")
         first = shown.body.plain.splitlines()[shown.current_row]
         assert "configure" in first
         assert any(s.style == match_style for s in shown.body.spans)
         start = shown.current_line
         await pilot.press("enter", "n")
-        await wait_for(pilot, lambda: app.preview.shown is not shown, "the next match")
-        nxt = app.preview.shown
+        await wait_for(pilot, lambda: preview(app).shown is not shown, "the next match")
+        nxt = preview(app).shown
         assert nxt is not None and nxt.current_line == min(n for n in shown.match_lines if n > start)
         assert f":{nxt.current_line}" in nxt.title.plain
         await pilot.press("N")
-        await wait_for(pilot, lambda: app.preview.shown is not nxt, "the previous match")
-        assert app.preview.shown is not None and app.preview.shown.current_line == start
+        await wait_for(pilot, lambda: preview(app).shown is not nxt, "the previous match")
+        assert preview(app).shown is not None and preview(app).shown.current_line == start
 
 
 async def test_j_k_and_arrows_scroll_the_focused_preview(deep_workspace: Path) -> None:
@@ -321,10 +334,10 @@ async def test_j_k_and_arrows_scroll_the_focused_preview(deep_workspace: Path) -
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "configure")
-        await wait_for(pilot, lambda: app.preview.shown is not None, "the preview")
+        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
         await pilot.press("enter")
         await pilot.pause(0.1)
-        body = app.preview.body
+        body = preview(app).body
         y0 = body.scroll_y
         await pilot.press("j", "j", "down")
         await pilot.pause()
@@ -332,7 +345,7 @@ async def test_j_k_and_arrows_scroll_the_focused_preview(deep_workspace: Path) -
         await pilot.press("k", "up")
         await pilot.pause()
         assert body.scroll_y == y0 + 1
-        assert app.results.cursor == 0
+        assert results(app).cursor == 0
 
 
 # -- defect 6: keys act in the order typed, on the results they were typed against ----------------
@@ -343,9 +356,9 @@ async def test_moves_typed_before_the_results_arrive_apply_to_them(workspace: Pa
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await pilot.press(*"return", "down", "down")
-        await wait_for(pilot, lambda: app.results_query == "return", "the results")
+        await wait_for(pilot, lambda: shown_query(app) == "return", "the results")
         await pilot.pause(0.2)
-        assert len(app.results.hits) >= 3 and app.results.cursor == 2
+        assert len(results(app).hits) >= 3 and results(app).cursor == 2
 
 
 async def test_a_refreshed_index_keeps_the_selection(workspace: Path) -> None:
@@ -354,12 +367,12 @@ async def test_a_refreshed_index_keeps_the_selection(workspace: Path) -> None:
         await indexed(pilot, app)
         await search(pilot, app, "return")
         await pilot.press("down", "down")
-        chosen = app.results.selected_hit
-        app.main_screen.live.reindex()
+        chosen = results(app).selected_hit
+        app.live.reindex()
         await indexed(pilot, app, runs=2)
         await pilot.pause(0.2)
-        assert app.results.selected_hit is not None
-        assert (app.results.selected_hit.path, app.results.selected_hit.start_line) == (
+        assert results(app).selected_hit is not None
+        assert (results(app).selected_hit.path, results(app).selected_hit.start_line) == (
             chosen.path,
             chosen.start_line,
         )
@@ -376,25 +389,29 @@ async def test_enter_then_e_opens_the_editor_and_leaves_the_query_alone(
         await indexed(pilot, app)
         await search(pilot, app, "backoff_delays")
         await pilot.press("enter", "e")
-        assert app.query_input.value == "backoff_delays"
+        assert query_box(app).value == "backoff_delays"
         assert len(calls) == 1
 
 
 # -- defect 7: printable keys in the list go to the query; R asks; ctrl+q always in the footer ------
 
 
-async def test_letters_typed_in_the_list_go_to_the_query(workspace: Path) -> None:
+async def test_letters_typed_in_the_list_go_to_the_query(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     app = make_app(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
+        asked: list[dict[str, object]] = []
+        monkeypatch.setattr(app.live, "reindex", lambda **kw: asked.append(kw))
         await search(pilot, app, "return")
-        app.results.focus()
+        results(app).focus()
         await pilot.pause()
         await pilot.press("space", "r", "q", "s")
         assert app.is_running
-        assert app.query_input.value == "return rqs"
-        assert app.focused is app.query_input
-        assert not app.main_screen.live.live.service.running
+        assert query_box(app).value == "return rqs"
+        assert app.focused is query_box(app)
+        assert asked == []
 
 
 async def test_the_scope_key_is_a_letter_without_a_shared_store(workspace: Path) -> None:
@@ -403,30 +420,36 @@ async def test_the_scope_key_is_a_letter_without_a_shared_store(workspace: Path)
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "return")
-        app.results.focus()
+        results(app).focus()
         await pilot.pause()
         await pilot.press("a")
-        assert app.query_input.value == "returna"
+        assert query_box(app).value == "returna"
         await pilot.press("f6")
         await pilot.pause()
-        assert not app.main_screen.everywhere and "all workspaces" not in app.status.plain
+        assert not app.main_screen.everywhere and "all workspaces" not in status(app).plain
 
 
-async def test_R_asks_before_rebuilding(workspace: Path) -> None:
+async def test_R_asks_before_rebuilding(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from aide_tui.tui.screens.modals import ConfirmScreen
 
     app = make_app(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
+        asked: list[dict[str, object]] = []
+        monkeypatch.setattr(app.live, "reindex", lambda **kw: asked.append(kw))
         await search(pilot, app, "return")
-        app.results.focus()
+        results(app).focus()
         await pilot.pause()
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
         await pilot.press("n")
         await wait_for(pilot, lambda: app.screen is app.main_screen, "the answer")
-        assert not app.main_screen.live.live.service.running
-        assert app.index_bar.state == "ready"
+        assert asked == [] and index_bar(app).state == "ready"
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: asked == [{"rebuild": True}], "the rebuild asked for")
+        assert index_bar(app).state == "rebuilding"
 
 
 async def test_ctrl_q_is_in_the_footer_wherever_the_focus_is(workspace: Path) -> None:
@@ -434,7 +457,7 @@ async def test_ctrl_q_is_in_the_footer_wherever_the_focus_is(workspace: Path) ->
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "return")
-        for focus in (app.query_input, app.results, app.preview.body):
+        for focus in (query_box(app), results(app), preview(app).body):
             app.main_screen.set_focus(focus)
             await wait_for(pilot, lambda: "^q quit" in screen_text(app)[-1], f"^q with {focus} focused")
 
@@ -446,11 +469,11 @@ async def test_index_line_texts(workspace: Path) -> None:
     app = make_app(workspace)
     async with app.run_test(size=(40, 12)) as pilot:
         await indexed(pilot, app)
-        app.index_bar.progress(Progress(state="scanning", message="scanning workspace"), None)
+        index_bar(app).progress(Progress(state="scanning", message="scanning workspace"), None)
         await pilot.pause()
         bar_line = screen_text(app)[-3]
         assert "scanning workspace" in bar_line and "scanning scanning" not in bar_line
-        app.index_bar.progress(Progress(state="embedding", vectors_done=10, vectors_total=100), None)
+        index_bar(app).progress(Progress(state="embedding", vectors_done=10, vectors_total=100), None)
         await pilot.pause()
         assert "embedding 10/100 vectors" in screen_text(app)[-3]
 
@@ -461,8 +484,8 @@ async def test_reindex_requested_shows_no_stale_bar(workspace: Path, monkeypatch
         await indexed(pilot, app)
         requested: list[bool] = []
         # the run itself would finish at once on this tiny workspace and replace the text under test
-        monkeypatch.setattr(app.main_screen.live, "reindex", lambda **kw: requested.append(True))
-        app.index_bar.progress(Progress(state="embedding", vectors_done=10, vectors_total=10), None)
+        monkeypatch.setattr(app.live, "reindex", lambda **kw: requested.append(True))
+        index_bar(app).progress(Progress(state="embedding", vectors_done=10, vectors_total=10), None)
         await pilot.press("f5")
         await pilot.pause()
         assert requested
@@ -474,7 +497,7 @@ async def test_no_embedder_shows_bm25_not_hybrid(workspace: Path) -> None:
     app = make_app(workspace, bm25_settings(workspace))
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
-        assert app.status.plain.lstrip().startswith("bm25")
+        assert status(app).plain.lstrip().startswith("bm25")
         assert "hybrid" not in screen_text(app)[-2]
 
 
@@ -496,14 +519,14 @@ async def test_a_failed_reload_is_shown_and_the_app_keeps_running(
         for attempt in range(4):
             (workspace / "src/httpclient/new.py").write_text(f"def fresh_{attempt}():\n    pass\n")
             try:
-                await wait_for(pilot, lambda: app.index_bar.error, "the reload error", steps=200)
+                await wait_for(pilot, lambda: index_bar(app).error, "the reload error", steps=200)
                 break
             except AssertionError:
                 continue
-        assert app.is_running and app.index_bar.error
+        assert app.is_running and index_bar(app).error
         assert "corrupt" in "\n".join(screen_text(app))
         await search(pilot, app, "parse_header backoff")  # the previous version still answers
-        assert app.results.hits
+        assert results(app).hits
 
 
 # -- defect 10: hit lines padded to the pane width -------------------------------------------------
@@ -514,10 +537,10 @@ async def test_hit_lines_are_padded_to_the_pane_width(workspace: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "parse_header")
-        await wait_for(pilot, lambda: app.preview.shown is not None, "the preview")
-        shown = app.preview.shown
+        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        shown = preview(app).shown
         assert shown is not None
-        width = app.preview.body.size.width
+        width = preview(app).body.size.width
         hit_rows = [line for line in shown.body.plain.splitlines() if "▌" in line[:8] or "▶" in line[:8]]
         assert hit_rows and all(len(line) >= width - 1 for line in hit_rows)
 
@@ -530,9 +553,9 @@ async def test_clicking_a_row_selects_it(workspace: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "return")
-        assert len(app.results.hits) >= 3
+        assert len(results(app).hits) >= 3
         await pilot.click(ResultsList, offset=(5, 3))  # border row 0, rows from 1
-        assert app.results.cursor == 2
+        assert results(app).cursor == 2
 
 
 def test_app_class_is_importable_without_a_terminal() -> None:
@@ -549,8 +572,8 @@ async def test_an_unreadable_index_is_rebuilt_once(workspace: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "parse_header")
-        assert app.results.hits and app.results.hits[0].path == "src/httpclient/headers.py"
-        assert not app.index_bar.error
+        assert results(app).hits and results(app).hits[0].path == "src/httpclient/headers.py"
+        assert not index_bar(app).error
 
 
 async def test_an_unknown_language_is_named_in_the_status_line(workspace: Path) -> None:
@@ -559,12 +582,12 @@ async def test_an_unknown_language_is_named_in_the_status_line(workspace: Path) 
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "parse lang:klingon")
-        await wait_for(pilot, lambda: "klingon" in app.status.plain, "the query error in the status line")
-        assert "python" in app.status.plain
+        await wait_for(pilot, lambda: "klingon" in status(app).plain, "the query error in the status line")
+        assert "python" in status(app).plain
         assert any("klingon" in line for line in screen_text(app))
         await search(pilot, app, "parse lang:py")
-        await wait_for(pilot, lambda: "klingon" not in app.status.plain, "the error cleared")
-        assert app.results.hits
+        await wait_for(pilot, lambda: "klingon" not in status(app).plain, "the error cleared")
+        assert results(app).hits
 
 
 async def test_editing_keys_in_a_burst_act_in_the_order_typed(workspace: Path) -> None:
@@ -583,13 +606,39 @@ async def test_editing_keys_in_a_burst_act_in_the_order_typed(workspace: Path) -
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         burst(("a", "a"), ("b", "b"), ("backspace", None), ("c", "c"))
-        await wait_for(pilot, lambda: app.query_input.value in ("ac", "ab"), "the burst")
+        await wait_for(pilot, lambda: query_box(app).value in ("ac", "ab"), "the burst")
         await pilot.pause(0.1)
-        assert app.query_input.value == "ac"
+        assert query_box(app).value == "ac"
         burst(("ctrl+u", None), ("k", "k"), ("l", "l"), ("left", None), ("x", "x"))
-        await wait_for(pilot, lambda: app.query_input.value in ("kxl", "", "kl"), "the second burst")
+        await wait_for(pilot, lambda: query_box(app).value in ("kxl", "", "kl"), "the second burst")
         await pilot.pause(0.1)
-        assert app.query_input.value == "kxl"
+        assert query_box(app).value == "kxl"
         burst(("home", None), ("z", "z"), ("end", None), ("ctrl+w", None), ("q", "q"))
         await pilot.pause(0.3)
-        assert app.query_input.value == "q"
+        assert query_box(app).value == "q"
+
+
+# -- issue 23, items 1 and 2 in the app: the word being typed is a prefix; hybrid says why nothing ----
+
+
+async def test_a_partly_typed_word_already_finds_its_code(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "backoff_del")
+        hits = results(app).hits
+        assert hits and "backoff_delays" in hits[0].text
+        await search(pilot, app, "qzvvx")  # a word no term of the index starts with: nothing
+        assert not results(app).hits
+
+
+async def test_hybrid_gibberish_says_why_nothing_answers(workspace: Path) -> None:
+    app = make_app(workspace, load_settings(workspace, {}))  # the packaged encoder: a real dense list
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        vectors_done = lambda: app.main_screen.live.status.vectors_missing == 0  # noqa: E731
+        await wait_for(pilot, vectors_done, "every vector", 2400)
+        await search(pilot, app, "qxgsplzkqlkn")
+        assert not results(app).hits
+        shown = " ".join(line.strip(" │") for line in screen_text(app)[2:8])
+        assert "no code is close to it in meaning" in shown and "check the spelling" in shown

@@ -11,7 +11,18 @@ import pytest
 pytest.importorskip("pymilvus", reason="the milvus extra is not installed (pip install 'aide-tui[milvus]')")
 pytest.importorskip("milvus_lite", reason="milvus-lite is not installed (pip install 'aide-tui[milvus]')")
 
-from apphelpers import indexed, make_app, screen_text, search, wait_for  # noqa: E402
+from apphelpers import (  # noqa: E402
+    index_bar,
+    indexed,
+    make_app,
+    preview,
+    query_box,
+    results,
+    screen_text,
+    search,
+    status,
+    wait_for,
+)
 from conftest import write_workspace  # noqa: E402
 from milvus_helpers import OTHER, free_port, index_and_release, milvus_settings  # noqa: E402
 
@@ -30,29 +41,32 @@ async def test_the_app_searches_its_workspace_then_all_of_the_collection(tmp_pat
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "parse_header")
-        assert app.results.hits[0].path == "src/httpclient/headers.py"
+        assert results(app).hits[0].path == "src/httpclient/headers.py"
         await search(pilot, app, "render_template")
-        assert "lib/render.py" not in {h.path for h in app.results.hits}
+        assert "lib/render.py" not in {h.path for h in results(app).hits}
 
         await pilot.press("f6")
-        await wait_for(pilot, lambda: bool(app.results.hits) and app.results.hits[0].path == "lib/render.py",
-                       "results from every workspace")  # fmt: skip
-        await wait_for(pilot, lambda: app.main_screen.preview.shown is not None, "the preview")
+        await wait_for(
+            pilot,
+            lambda: bool(results(app).hits) and results(app).hits[0].path == "lib/render.py",
+            "results from every workspace",
+        )
+        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
         await pilot.pause(0.3)
         text = "\n".join(screen_text(app))
         assert "[beta] lib/render.py:1-3" in text and "[alpha] web/app.ts" in text  # rows: short labels
         assert f"[{beta_id}] lib/render.py:2" in text  # the preview title: the workspace's id
         assert "bm25 · all workspaces" in text  # the status line says the scope
         assert "def render_template(name: str, context: dict)" in text
-        shown = app.main_screen.preview.shown
+        shown = preview(app).shown
         assert shown is not None and not shown.window.from_disk  # beta's file is gone: the indexed text
 
-        app.results.focus()
+        results(app).focus()
         await pilot.pause()
         await pilot.press("a")  # the same switch from the list
-        await wait_for(pilot, lambda: "lib/render.py" not in {h.path for h in app.results.hits},
+        await wait_for(pilot, lambda: "lib/render.py" not in {h.path for h in results(app).hits},
                        "back to this workspace")  # fmt: skip
-        assert app.query_input.value == "render_template" and "all workspaces" not in app.status.plain
+        assert query_box(app).value == "render_template" and "all workspaces" not in status(app).plain
 
 
 async def test_an_unreachable_server_is_shown_not_rebuilt(tmp_path: Path) -> None:
@@ -61,7 +75,16 @@ async def test_an_unreachable_server_is_shown_not_rebuilt(tmp_path: Path) -> Non
     root = write_workspace(tmp_path / "ws")
     settings = milvus_settings(f"http://127.0.0.1:{free_port()}")
     app = make_app(root, settings)
+    rebuilds: list[bool] = []
+    reindex = app.live.reindex
+
+    def recorded(rebuild: bool = False, paths: object = None) -> None:
+        rebuilds.append(rebuild)
+        reindex(rebuild, paths)  # type: ignore[arg-type]
+
+    app.live.reindex = recorded  # type: ignore[method-assign]
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.index_bar.state == "error", "the error on the index line")
-        assert "cannot connect" in app.index_bar.label
-        assert not app.main_screen._rebuilt_unreadable
+        await wait_for(pilot, lambda: index_bar(app).state == "error", "the error on the index line")
+        assert "cannot connect" in index_bar(app).label
+        await pilot.pause(0.3)
+        assert True not in rebuilds and index_bar(app).state == "error"

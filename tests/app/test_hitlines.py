@@ -87,3 +87,45 @@ def test_the_best_line_stays_inside_the_piece_that_ranked_the_hit() -> None:
     # a piece without any query word: a matching line elsewhere in the chunk still wins
     assert hit_best_line(Hit("p.py", 10, 15, 0.5, "def items", "python", {}, tokenize("pairs"), text,
                              best_piece=(14, 15))).line == 11  # fmt: skip
+
+
+def test_a_row_is_labelled_by_the_definition_at_its_best_line() -> None:
+    from aide_tui.core.search.hitlines import symbol_at_best_line
+
+    packed = "def alpha():\n    return 1\n\n\ndef beta_deadline():\n    return 2\n"
+    hit = Hit("h.py", 10, 15, 0.5, "def alpha", "python", {}, tokenize("deadline"), packed)
+    assert symbol_at_best_line(hit) == "def beta_deadline"
+    methods = "    def _get_proxy_map(self):\n        pass\n\n    @property\n    def timeout(self):\n"
+    symbol = "class BaseClient > def _get_proxy_map"
+    hit = Hit(
+        "c.py", 230, 235, 0.5, symbol, "python", {}, tokenize("timeout"), methods + "        return 1\n"
+    )
+    assert symbol_at_best_line(hit) == "class BaseClient > def timeout"  # the decorator belongs below it
+    whole = "class Pool:\n    '''Pools.'''\n\n    def drain(self):\n        return self.sockets\n"
+    hit = Hit("p.py", 1, 5, 0.5, "class Pool", "python", {}, tokenize("sockets"), whole)
+    assert symbol_at_best_line(hit) == "class Pool > def drain"  # the method inside the class
+    hit = Hit("p.py", 1, 5, 0.5, "class Pool", "python", {}, tokenize("pools"), whole)
+    assert symbol_at_best_line(hit) == "class Pool"
+    single = "def only():\n    return sockets\n"
+    hit = Hit("o.py", 3, 4, 0.5, "class Outer > def only", "python", {}, tokenize("sockets"), single)
+    assert symbol_at_best_line(hit) == "class Outer > def only"  # one definition: the chunk's symbol
+
+
+def test_the_quick_first_test_of_term_spans_loses_no_match() -> None:
+    """term_spans skips a line that cannot hold a term (a substring test first); over real lines and
+    the query terms of their own words (folded: entries → entry, running → run) it answers exactly as
+    the full matching does."""
+    from conftest import FILES
+
+    from aide_tui.core.search.hitlines import _spans
+
+    tricky = "entries running parsed classes glasses stopping Headers renderPage HTTPClient quizzes boxed"
+    lines = [line for text in FILES.values() for line in text.splitlines()] + [
+        f"x = {w}(y)" for w in tricky.split()
+    ]
+    words = sorted({w for line in lines for w in tokenize(line)} | set(tokenize(tricky)))
+    assert len(words) > 100
+    for line in lines:
+        for i in range(0, len(words), 7):
+            terms = words[i : i + 7]
+            assert term_spans(line, terms) == _spans(line, {t.lower() for t in terms}), (line, terms)

@@ -7,7 +7,17 @@ import re
 from pathlib import Path
 
 import pytest
-from apphelpers import bm25_settings, indexed, make_app, search, wait_for
+from apphelpers import (
+    bm25_settings,
+    indexed,
+    make_app,
+    preview,
+    query_box,
+    results,
+    search,
+    shown_query,
+    wait_for,
+)
 
 from aide_tui.core.appstate import AppState, add_to_history
 from aide_tui.tui.screens.modals import HistoryScreen
@@ -39,20 +49,20 @@ async def test_history_survives_a_restart_and_recalls_newest_first(
     app = make_app(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
-        assert app.query_input.value == ""
+        assert query_box(app).value == ""
         await pilot.press("up")
-        assert app.query_input.value == "redirects"
+        assert query_box(app).value == "redirects"
         await pilot.press("up", "up")
-        assert app.query_input.value == "parse_header"
+        assert query_box(app).value == "parse_header"
         await pilot.press("up")  # the oldest stays
-        assert app.query_input.value == "parse_header"
+        assert query_box(app).value == "parse_header"
         await pilot.press("down")
-        assert app.query_input.value == "backoff"
+        assert query_box(app).value == "backoff"
         await pilot.press("down", "down")
-        assert app.query_input.value == ""
+        assert query_box(app).value == ""
         # recalled queries search like typed ones
         await pilot.press("up")
-        await wait_for(pilot, lambda: app.results_query == "redirects", "results of the recalled query")
+        await wait_for(pilot, lambda: shown_query(app) == "redirects", "results of the recalled query")
 
 
 async def test_history_skips_duplicates_and_is_capped(workspace: Path) -> None:
@@ -83,7 +93,7 @@ async def test_ctrl_r_searches_the_history(workspace: Path) -> None:
         await pilot.pause()
         assert screen.shown == ["backoff_delays"]
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.results_query == "backoff_delays", "the picked query's results")
+        await wait_for(pilot, lambda: shown_query(app) == "backoff_delays", "the picked query's results")
 
 
 async def test_mode_layout_and_query_are_remembered(workspace: Path) -> None:
@@ -96,9 +106,9 @@ async def test_mode_layout_and_query_are_remembered(workspace: Path) -> None:
     app = make_app(workspace, settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
-        assert app.mode == "dense"
-        assert not app.main_screen.preview_visible and not app.preview.display
-        assert app.query_input.value == "parse_header"
+        assert app.main_screen.mode == "dense"
+        assert not app.main_screen.preview_visible and not preview(app).display
+        assert query_box(app).value == "parse_header"
 
 
 async def test_theme_is_remembered(workspace: Path) -> None:
@@ -117,12 +127,12 @@ async def test_results_are_written_as_vimgrep_lines(workspace: Path, _isolated_s
         await indexed(pilot, app)
         await search(pilot, app, "backoff")
         await pilot.press("f4")
-        target = app.main_screen.last_results_file
-        assert target is not None and target.is_relative_to(_isolated_state)
+        target = AppState(workspace).results_file()
+        assert target.is_file() and target.is_relative_to(_isolated_state)
         text = target.read_text()
         assert app.clipboard == text
         lines = text.splitlines()
-        assert len(lines) == len(app.results.hits)
+        assert len(lines) == len(results(app).hits)
         for line in lines:
             m = re.fullmatch(r"(.+?):(\d+):(\d+):(.*)", line)
             assert m, line

@@ -3,7 +3,7 @@
 Usage (from a fresh checkout, see docs/benchmarks.md for the corpus):
 
     python tests/benchmarks/bench_tmux.py CORPUS [--app aide-tui] [--embedder none|builtin]
-        [--mode bm25|hybrid] [--while-embedding] [--size 120x40] [--runs 1]
+        [--mode bm25|hybrid] [--while-embedding] [--size 120x40] [--queries rich|sqlalchemy]
 
 CORPUS is copied to a temporary folder. Unless ``--while-embedding``, it is indexed first with the CLI
 (an idle index); the app is then opened in a detached tmux session (its own server socket) and each
@@ -46,6 +46,21 @@ QUERIES = [
     "syntax theme",
     "measure width",
 ]
+# Queries about SQLAlchemy's own code, for the big-workspace figures (issue 23 #9: SQLAlchemy-2.0.30's sdist,
+# ~25k chunks).
+SQLALCHEMY_QUERIES = [
+    "session query",
+    "relationship",
+    "declarative base",
+    "engine connect",
+    "column type",
+    "select where",
+    "joined load",
+    "mapper registry",
+    "dialect cursor",
+    "commit rollback",
+]
+QUERY_SETS = {"rich": QUERIES, "sqlalchemy": SQLALCHEMY_QUERIES}
 SOCKET = f"aide-bench-{os.getpid()}"
 
 
@@ -166,8 +181,9 @@ def run(args: argparse.Namespace) -> None:
         else:
             subprocess.run([*app, "index", str(root), "--embedder", args.embedder], env=env, check=True,
                            capture_output=True)  # fmt: skip
+        queries = QUERY_SETS[args.queries]
         expect = {}
-        for q in QUERIES:
+        for q in queries:
             for i in range(1, len(q) + 1):
                 expect[q[:i]] = expected_rows(app, root, q[:i], args.mode, env)
         envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(("XDG_", "AIDE_")))
@@ -190,7 +206,7 @@ def run(args: argparse.Namespace) -> None:
             echo: list[float] = []
             paint: list[float] = []
             missed = 0
-            for q in QUERIES:
+            for q in queries:
                 send("Escape")  # focus the query box (alone: ESC + key would read as alt+key)
                 time.sleep(0.1)
                 send("C-u")  # clear it
@@ -259,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mode", choices=["bm25", "hybrid"], default="bm25")
     p.add_argument("--while-embedding", action="store_true")
     p.add_argument("--size", default="120x40")
+    p.add_argument("--queries", choices=sorted(QUERY_SETS), default="rich",
+                   help="the queries typed (sqlalchemy: for SQLAlchemy's sdist)")  # fmt: skip
     p.add_argument("--verbose", action="store_true", help="print the keys whose paint was not seen")
     p.add_argument(
         "--pause",

@@ -34,6 +34,7 @@ from textual import events
 
 from aide_tui.core.config import load_settings
 from aide_tui.tui.app import AideApp
+from aide_tui.tui.widgets import IndexBar, Preview, QueryInput, ResultsList, StatusLine
 
 CALM_GC = "calm_gc" in AideApp.__init__.__code__.co_varnames  # the app as `aide-tui` runs it
 DEFAULT_CORPUS = Path("/tmp/aide-eval/rich-13.9.4")
@@ -128,6 +129,13 @@ async def bench(corpus: Path, embedder: str, screenshot: Path | None, while_embe
         os.environ.setdefault("XDG_STATE_HOME", str(Path(tmp) / "state"))
         app = AideApp(root, settings, watch=False, **({"calm_gc": True} if CALM_GC else {}))
         async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.main_screen  # its widgets, as the user sees them
+            box, results = screen.query_one(QueryInput), screen.query_one(ResultsList)
+            bar, status, preview = (
+                screen.query_one(IndexBar),
+                screen.query_one(StatusLine),
+                screen.query_one(Preview),
+            )
             ticker = Ticker()
             ticker.start()
             t0 = time.perf_counter()
@@ -135,8 +143,8 @@ async def bench(corpus: Path, embedder: str, screenshot: Path | None, while_embe
 
             def indexed() -> bool:
                 if while_embedding:
-                    return app.status.chunks > 0 and app.index_bar.state == "embedding"
-                return app.index_runs_done >= 1
+                    return status.chunks > 0 and bar.state == "embedding"
+                return bar.runs_done >= 1
 
             while not indexed():  # type while the cold index runs: the UI must stay live
                 await pilot.press("a" if typed_during_index % 2 == 0 else "backspace")
@@ -146,8 +154,7 @@ async def bench(corpus: Path, embedder: str, screenshot: Path | None, while_embe
                     raise SystemExit("cold index did not finish within 30 minutes")
             index_s = time.perf_counter() - t0
             ticker.stop()
-            info = getattr(app, "status_info", None) or app.status  # the app before/after issue 9
-            print(f"corpus {corpus.name}: {info.files} files, {info.chunks} chunks, embedder {embedder}")
+            print(f"corpus {corpus.name}: {status.files} files, {status.chunks} chunks, embedder {embedder}")
             print(f"load average at start: {os.getloadavg()[0]:.2f}")
             what = "lexical index searchable" if while_embedding else "cold index (as seen by the app)"
             print(f"{what}: {index_s:.1f} s; {typed_during_index} keys typed meanwhile")
@@ -156,7 +163,7 @@ async def bench(corpus: Path, embedder: str, screenshot: Path | None, while_embe
                   f"(UI thread on CPU for {ticker.max_gap_cpu * 1000:.1f} ms of it)")  # fmt: skip
 
             if embedder != "none":  # let the query embedder finish loading before timing queries
-                while not app.embedder_ready and app.embedder_error is None:
+                while not status.embedder_ready and status.embedder_error is None:
                     await asyncio.sleep(0.05)
             latencies: list[float] = []
             echo: list[float] = []
@@ -165,22 +172,22 @@ async def bench(corpus: Path, embedder: str, screenshot: Path | None, while_embe
             stall.start()
             frames = FrameClock(app)
             for query in QUERIES:
-                app.query_input.value = ""
+                box.value = ""
                 await pilot.pause(0.1)
                 typed = ""
                 for ch in query:
                     typed += ch
                     start = time.perf_counter()
                     send_key(app, ch)  # as a terminal would: no pilot waits for idle in between
-                    while app.results_query != typed:
+                    while results.shown_query != typed:
                         await asyncio.sleep(0.0005)
                     seen = time.perf_counter()
                     while frames.last <= seen and time.perf_counter() - seen < 0.5:
                         await asyncio.sleep(0.0005)  # the frame that draws them reached the terminal
                     latencies.append((frames.last if frames.last > seen else seen) - start)
                     echo.append(frames.first_after(start) - start)
-                    if app.last_response is not None:
-                        took.append(app.last_response.took_ms)
+                    if status.took_ms is not None:
+                        took.append(status.took_ms)
                     await asyncio.sleep(0.03)  # about a typist's pace between keys
             stall.stop()
             frames.stop()
@@ -191,15 +198,15 @@ async def bench(corpus: Path, embedder: str, screenshot: Path | None, while_embe
             print(f"keystroke → results painted ({len(ms)} keys): p50 {pct(ms, 0.5):.1f} ms, "
                   f"p95 {pct(ms, 0.95):.1f} ms, max {max(ms):.1f} ms")  # fmt: skip
             if while_embedding:
-                print(f"  index line at the end: {app.index_bar.label}")
+                print(f"  index line at the end: {bar.label}")
             print(f"  search itself (took_ms): p50 {pct(took, 0.5):.1f} ms, p95 {pct(took, 0.95):.1f} ms")
             print(f"longest UI stall while typing: {stall.max_gap * 1000:.1f} ms "
                   f"(UI thread on CPU for {stall.max_gap_cpu * 1000:.1f} ms of it)")  # fmt: skip
             print(f"load average at the end: {os.getloadavg()[0]:.2f}")
             if screenshot is not None:
-                app.query_input.value = ""
+                box.value = ""
                 await pilot.press(*"console render")
-                while app.results_query != "console render" or app.preview.shown is None:
+                while results.shown_query != "console render" or preview.shown is None:
                     await asyncio.sleep(0.01)
                 await pilot.pause(0.2)
                 app.save_screenshot(str(screenshot))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -209,3 +210,40 @@ def test_null_from_json_settings_is_rejected_except_for_prefixes() -> None:
     with pytest.raises(ConfigError, match=r"settings: embedding\.max_doc_tokens: invalid value None"):
         apply_mapping(Settings(), {"embedding": {"max_doc_tokens": None}}, "settings")
     assert apply_mapping(Settings(), {"embedding": {"prefixes": None}}, "settings").embedding.prefixes is None
+
+
+# -- [keys]: the app's keymap ------------------------------------------------------------------------
+
+
+def test_keys_table_is_read_and_its_key_names_checked(tmp_path: Path) -> None:
+    config = tmp_path / "user.toml"
+    config.write_text('[keys]\nhelp = "F10"\n"browse.mode" = ["M", "ctrl+x"]\n')
+    settings = load_settings(None, user_config=config)
+    assert settings.keys.as_dict() == {"help": "f10", "browse.mode": "M,ctrl+x"}
+    later = load_settings(None, {"keys": {"help": "f9"}}, user_config=config)  # later layers win, per id
+    assert later.keys.as_dict() == {"help": "f9", "browse.mode": "M,ctrl+x"}
+    bad = {
+        "": "no key",
+        "f1,,f2": "no key",
+        "ctrl + x": "'ctrl + x' is not a key name",
+        "ctrl+x y": "is not a key name",
+    }
+    for value, message in bad.items():
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            apply_mapping(Settings(), {"keys": {"help": value}}, "user config")
+    with pytest.raises(ConfigError, match=r"keys.help: invalid value 3"):
+        apply_mapping(Settings(), {"keys": {"help": 3}}, "user config")
+    with pytest.raises(ConfigError, match="not a command id"):
+        apply_mapping(Settings(), {"keys": {"1help": "f1"}}, "user config")
+
+
+def test_keys_survive_the_trip_to_a_child_process_and_the_environment_does_not_set_them() -> None:
+    import json
+    from dataclasses import asdict
+
+    settings = apply_mapping(Settings(), {"keys": {"help": "f10"}}, "user config")
+    again = apply_mapping(Settings(), json.loads(json.dumps(asdict(settings))), "settings")
+    assert again.keys == settings.keys
+    assert (
+        load_settings(None, environ={"AIDE_KEYS_HELP": "f10", "AIDE_KEYS_BINDINGS": "x"}).keys.as_dict() == {}
+    )

@@ -50,8 +50,16 @@ def term_spans(line: str, terms: Iterable[str]) -> list[tuple[int, int, str]]:
     fold to a query term are (``header`` in ``parse_header``, ``render`` in ``renderPage``).
     """
     wanted = {t.lower() for t in terms if t}
-    if not wanted:
+    low_line = line.lower()
+    # a term is its word's folded form, and folding only drops a suffix (or turns -ies into -y): a
+    # line holds each term it matches, less its last letter, as a substring (a cheap first test)
+    if not any((t[:-1] if len(t) > 4 else t) in low_line for t in wanted):
         return []
+    return _spans(line, wanted)
+
+
+def _spans(line: str, wanted: set[str]) -> list[tuple[int, int, str]]:
+    """:func:`term_spans` without its first test."""
     out: list[tuple[int, int, str]] = []
     for m in _WORD.finditer(line):
         word = m.group()
@@ -145,6 +153,47 @@ def hit_best_line(hit: object) -> BestLine:
     if best.matched or not lines:
         return best
     return best_line("\n".join(lines), lo, [], symbol)
+
+
+_NAMED = re.compile(rf"({_DEFINES.pattern})\s+(?:\([^)]*\)\s*)?\*?\s*([A-Za-z_$][\w$]*)")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def symbol_at_best_line(hit: object) -> str | None:
+    """The symbol a hit's row is labelled with: the definition holding its best line (where the preview
+    lands), in the chunk's ``class A > def b`` form. A chunk is recorded under its first definition;
+    when it packs several (``class BaseClient > def _get_proxy_map`` holding ``def timeout`` too) or
+    a class with its methods, the best line may sit in another one. The chain's outer links that the
+    chunk does not define itself are kept (the class around a method)."""
+    symbol = getattr(hit, "symbol", None)
+    lines = str(getattr(hit, "text", "")).split("\n")
+    defined = {m.group(2) for line in lines if (m := _NAMED.match(line))}
+    if len(defined) < 2:
+        return symbol  # one definition (or none): the chunk's symbol is the one
+    b = hit_best_line(hit).line - int(getattr(hit, "start_line", 1))
+    while 0 <= b < len(lines) - 1 and lines[b].lstrip().startswith("@"):
+        b += 1  # a decorator belongs to the definition below it
+    chain: list[str] = []
+    limit = _indent(lines[b]) + 1 if 0 <= b < len(lines) and lines[b].strip() else 1 << 30
+    for line in reversed(lines[: b + 1] if 0 <= b < len(lines) else []):
+        m = _NAMED.match(line)
+        if m and _indent(line) < limit:
+            chain.insert(0, f"{m.group(1).split()[-1]} {m.group(2)}")
+            limit = _indent(line)
+            if limit == 0:
+                break
+    if not chain:
+        return symbol
+    parts = symbol.split(" > ") if symbol else []
+    outer = []
+    for part in parts:
+        if part.split()[-1] in defined:
+            break
+        outer.append(part)
+    return " > ".join([*outer, *chain])
 
 
 def line_text(hit: object, line: int) -> str:

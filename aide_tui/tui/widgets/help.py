@@ -1,4 +1,4 @@
-"""The help screen (F1, ``?``, palette "Help: keys"): every key, from the one command table."""
+"""The help screen (F1, ``?``, palette "Help: keys"): every key in effect, from the one command table."""
 
 from __future__ import annotations
 
@@ -11,26 +11,21 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from aide_tui.tui.keys import help_rows
+from aide_tui.tui.keys import BY_ID
 
 
-def help_table() -> Table:
+def help_table(rows: list[tuple[str, str]]) -> Table:
     """The key table: keys, what they do (the second column wraps)."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column(ratio=1)
-    for keys, what in help_rows():
+    for keys, what in rows:
         table.add_row(keys, what)
     return table
 
 
-def help_text() -> str:
-    """The key table as plain text."""
-    return "\n".join(f"{keys}  {what}" for keys, what in help_rows())
-
-
 class HelpScreen(ModalScreen[None]):
-    """A modal, scrollable list of keys; escape, q, ? or F1 closes it."""
+    """A modal, scrollable list of keys (``rows``: keys, what); escape, q or the help keys close it."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
@@ -42,16 +37,25 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen #help-keys { width: 100%; height: auto; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark,f1", "dismiss(None)", "close", key_display="esc"),
+        Binding("escape,q", "dismiss(None)", "close", key_display="esc"),
+        # the help keys close it too, remapped with them (same binding ids)
+        *(
+            Binding(BY_ID[i].keys, "dismiss(None)", "close", show=False, id=i)
+            for i in ("help", "browse.help")
+        ),
     ]
+
+    def __init__(self, rows: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.rows = rows
 
     @property
     def plain(self) -> str:
         """The key list as plain text."""
-        return help_text()
+        return "\n".join(f"{keys}  {what}" for keys, what in self.rows)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help") as box:
             box.border_title = "aide-tui keys"
             box.border_subtitle = "esc closes"
-            yield Static(help_table(), id="help-keys")
+            yield Static(help_table(self.rows), id="help-keys")

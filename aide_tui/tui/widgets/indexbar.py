@@ -1,16 +1,35 @@
-"""The index line (what the indexer is doing, with a bar while it counts) and the status line below it.
+"""The index line: what the indexer is doing, with a bar while it counts.
 
-Both are reactive: the screen sets fields, each widget renders itself once per refresh.
+The app posts the live workspace's index events here (progress, committed, done, failed, cancelled,
+opened, reloaded, reload failures, changed files, watch errors); the bar presents them and lets them
+bubble on to the screen, which searches again when a version was opened or reloaded.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
 from rich.text import Text
+from textual import on
+from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
 from aide_tui.core.events import Progress
 from aide_tui.core.textsafe import printable  # states and details quote file names and server replies
+from aide_tui.tui.messages import (
+    IndexCancelled,
+    IndexDone,
+    IndexFailed,
+    IndexOpened,
+    IndexProgress,
+    IndexReloaded,
+    IndexReloadFailed,
+    WatchStopped,
+    WorkspaceChanged,
+)
 
 BAR_MIN_WIDTH = 50  # narrower than this, the label keeps the whole line
 
@@ -20,21 +39,38 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def human_size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GB"
+def changes(root: Path, paths: Iterable[str]) -> tuple[int, int]:
+    """(changed, removed) files among the watcher's ``paths``: a path that is gone was removed, except a
+    folder (gone with the files in it, which are counted instead)."""
+    paths = set(paths)
+    folders = {p.rsplit("/", i)[0] for p in paths for i in range(1, p.count("/") + 1)}
+    changed = removed = 0
+    for p in paths:
+        if (root / p).is_dir() or p in folders:
+            continue
+        if (root / p).exists():
+            changed += 1
+        else:
+            removed += 1
+    return changed, removed
 
 
 class IndexBar(Widget):
-    """``state detail`` on the left; while a phase counts (files or vectors), a bar on the right."""
+    """``state detail`` on the left; while a phase counts (files or vectors), a bar on the right.
+
+    ``shared``: the store is a shared (Milvus) collection, whose unreadable rows are not ours to
+    rebuild; ``index_enabled``: this app indexes (a rebuild can be asked for); ``clock``: seconds, for
+    rates and ETAs (None hides times)."""
 
     DEFAULT_CSS = """
     IndexBar { height: 1; }
     """
+
+    @dataclass
+    class RebuildWanted(Message):
+        """The index on disk cannot be read: rebuild it (asked once per session)."""
+
+        reason: str
 
     state: reactive[str] = reactive("starting")
     detail: reactive[str] = reactive("")
@@ -42,8 +78,23 @@ class IndexBar(Widget):
     total: reactive[int] = reactive(0)  # 0: no bar (a state without counts)
     error: reactive[bool] = reactive(False)
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        shared: bool = False,
+        index_enabled: bool = True,
+        clock: Callable[[], float] | None = None,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
+        self.root = root
+        self.shared = shared
+        self.index_enabled = index_enabled
+        self.clock = clock
+        self.runs_done = 0  # indexing runs finished and loaded this session
+        self._runs_finished = 0
+        self._rebuilt_unreadable = False
         self._phase_start: tuple[str, float, int] | None = None  # (state, time, done) for the rate
 
     @property
@@ -105,54 +156,68 @@ class IndexBar(Widget):
             text.append("━" * (bar_w - filled), "dim")
         return text
 
+    # -- the live workspace's events -----------------------------------------------------------------
 
-class StatusLine(Widget):
-    """Mode, result count, what the index holds, embedder, degraded reason, time of the last commit."""
+    @on(IndexOpened)
+    def _opened(self, message: IndexOpened) -> None:
+        ev = message.event
+        if ev.missing:
+            self.set_state("no index yet", "building…" if self.index_enabled else "")
+        elif ev.error and self.shared and not ev.corrupt:  # unreachable or busy: a rebuild would not help
+            self.set_state("error", ev.error, error=True)
+        elif ev.error:
+            self._rebuild_unreadable(ev.error)
+        elif self.total == 0 and self.state.startswith("opening"):
+            self.set_state("ready")
 
-    DEFAULT_CSS = """
-    StatusLine { height: 1; }
-    """
+    @on(IndexProgress)
+    def _progress(self, message: IndexProgress) -> None:
+        self.progress(message.event, self.clock() if self.clock is not None else None)
 
-    mode: reactive[str] = reactive("hybrid")
-    results: reactive[int | None] = reactive(None)
-    took_ms: reactive[float | None] = reactive(None)
-    files: reactive[int] = reactive(0)
-    chunks: reactive[int] = reactive(0)
-    embedded: reactive[int] = reactive(0)
-    vectors_missing: reactive[int] = reactive(0)
-    embedder: reactive[str] = reactive("none")
-    degraded_reason: reactive[str | None] = reactive(None)
-    query_error: reactive[str | None] = reactive(None)  # the query itself is wrong (an unknown lang:)
-    last_indexed: reactive[str | None] = reactive(None)
-    size_bytes: reactive[int] = reactive(0)
-    show_timing: reactive[bool] = reactive(True)
+    @on(IndexDone)
+    def _done(self, message: IndexDone) -> None:
+        self._runs_finished += 1
+        self.set_state("ready", f"in {message.event.seconds:.1f}s" if self.clock is not None else "")
 
-    def watch_degraded_reason(self, reason: str | None) -> None:
-        self.set_class(bool(reason), "-degraded")
+    @on(IndexFailed)
+    def _failed(self, message: IndexFailed) -> None:
+        self.set_state("error", message.event.message, error=True)
 
-    @property
-    def plain(self) -> str:
-        return self.render().plain
+    @on(IndexCancelled)
+    def _cancelled(self, message: IndexCancelled) -> None:
+        self.set_state("cancelled", message.event.message)
 
-    def render(self) -> Text:
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        text.append(f" {self.mode} ", "reverse bold")
-        error = self.app.theme_variables.get("error", "red")
-        if self.query_error:
-            text.append(f"  {printable(self.query_error)}", f"bold {error}")
-        if self.degraded_reason:
-            text.append(f"  degraded: {printable(self.degraded_reason)}", f"bold {error}")
-        if self.results is not None:
-            took = f" in {self.took_ms:.0f} ms" if self.took_ms is not None and self.show_timing else ""
-            text.append(f"  {self.results} result{'' if self.results == 1 else 's'}{took}")
-        text.append(f"  {self.files} files · {self.chunks} chunks")
-        if self.embedder != "none":
-            text.append(f" · {self.embedded} embedded")
-            if self.vectors_missing:
-                text.append(f" · {self.vectors_missing} vectors to go")
-        if self.size_bytes and self.show_timing:
-            text.append(f" · {human_size(self.size_bytes)}")
-        text.append(f"  embedder {printable(self.embedder)}", "dim")
-        if self.last_indexed and self.show_timing:
-            text.append(f"  indexed {self.last_indexed}", "dim")
-        return text
+    @on(IndexReloaded)
+    def _reloaded(self, message: IndexReloaded) -> None:
+        if self.state in ("no index yet", "opening index…"):
+            self.set_state("ready")
+        self.runs_done = self._runs_finished
+
+    @on(IndexReloadFailed)
+    def _reload_failed(self, message: IndexReloadFailed) -> None:
+        reason = f"cannot load the new index: {message.event.message}"
+        if self.shared:  # a shared store's rows are not ours to drop on a failed read
+            self.set_state("error", reason, error=True)
+        else:
+            self._rebuild_unreadable(reason)
+
+    @on(WorkspaceChanged)
+    def _changed(self, message: WorkspaceChanged) -> None:
+        changed, removed = changes(self.root, message.event.paths)
+        said = [f"{changed} changed"] if changed else []
+        said += [f"{removed} removed"] if removed else []
+        self.set_state("reindexing", ", ".join(said) or "changed files")
+
+    @on(WatchStopped)
+    def _watch_stopped(self, message: WatchStopped) -> None:
+        self.set_state("watch error", message.event.message, error=True)
+
+    def _rebuild_unreadable(self, reason: str) -> None:
+        """An index on disk that cannot be read is rebuilt once per session (the reader's message
+        promises it); after that, or without indexing, the error stays on screen."""
+        if self.index_enabled and not self._rebuilt_unreadable:
+            self._rebuilt_unreadable = True
+            self.set_state("rebuilding", reason.removesuffix("; rebuilding"))
+            self.post_message(self.RebuildWanted(reason))
+            return
+        self.set_state("error", reason, error=True)

@@ -1,9 +1,10 @@
 """The preview pane: the selected hit's file, syntax-highlighted, scrolled to the hit's best line.
 
 :func:`lex_window` does the disk read and the lexing and :func:`compose_body` marks the chunk, the query
-terms and the current line; the app calls both from a thread worker so the UI thread only installs the
-finished :class:`~textual.content.Content`. Stepping between matches (``n``/``N``) re-composes the
-lexed window without reading or lexing again.
+terms and the current line; :class:`Preview` runs both in a thread worker (one render at a time, the
+latest request wins, a typing-driven request waits for a pause) so the UI thread only installs the
+finished lines. Stepping between matches (``n``/``N``) re-composes the lexed window without reading or
+lexing again.
 """
 
 from __future__ import annotations
@@ -19,20 +20,27 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import Syntax
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.geometry import Size
+from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widget import Widget
 
-from aide_tui.core.search.hitlines import best_line, hit_file, shown_path, term_spans
+from aide_tui.core.search.hitlines import best_line, hit_best_line, hit_file, shown_path, term_spans
 from aide_tui.core.search.response import Hit
 from aide_tui.core.textsafe import printable, visible
+from aide_tui.tui.keys import browse_bindings
+from aide_tui.tui.widgets.query import TypesIntoQuery
 from aide_tui.tui.widgets.results import location
 
 WINDOW = 60  # lines shown before and after the hit (bounds lexing and rendering cost)
+SETTLE = 0.12  # seconds without new results before a typing-driven preview is rendered
 _CONSOLE = Console(width=10_000, color_system="truecolor", force_terminal=True, legacy_windows=False)
 
 
@@ -239,10 +247,12 @@ def to_lines(body: Text) -> list[list[Segment]]:
     return [list(line.render(_CONSOLE, end="")) for line in body.split("\n", allow_blank=True)]
 
 
-class PreviewBody(ScrollView, can_focus=True):
+class PreviewBody(TypesIntoQuery, ScrollView, can_focus=True):
     """The code, drawn line by line (only visible lines are rendered; scrolling never re-lays out).
 
-    Focused: ↑/↓ and j/k scroll it line by line, PgUp/PgDn by page (the screen routes those keys)."""
+    Focused: ↑/↓ and j/k scroll it line by line, PgUp/PgDn by page; the other list letters act too."""
+
+    BINDINGS: ClassVar[list[BindingType]] = list(browse_bindings())
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "preview--hit",
@@ -308,14 +318,32 @@ class PreviewTitle(Widget):
         return self.text
 
 
+Job = tuple[Hit, int | None]  # a hit and the line to land on (None: its best line)
+
+
 class Preview(Vertical):
-    """Header line (path:line, range, symbol, why it matched) above the code."""
+    """Header line (path:line, range, symbol, why it matched) above the code. It schedules its own
+    renders: :meth:`request` asks for a hit's preview; one render runs at a time in a thread worker and
+    only the latest request is shown."""
 
     DEFAULT_CLASSES = "pane"
 
-    def __init__(self, *, id: str | None = None) -> None:
+    @dataclass
+    class Rendered(Message):
+        """A preview rendered by the worker (handled by the pane itself)."""
+
+        data: PreviewData
+
+    def __init__(self, root: Path, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.root = root
         self.shown: PreviewData | None = None
+        self._timer: Timer | None = None  # waiting for typing to pause
+        self._settling: Job | None = None  # rendered when the timer fires
+        self._job: tuple[Hit, int | None, LexedWindow | None] | None = None  # next render
+        self._in_flight = False
+        self._latest: tuple[str, int, int, tuple[str, ...]] | None = None  # key of the latest request
+        self._width = 0  # the pane width the shown preview was rendered for (hit lines are padded to it)
 
     def compose(self) -> ComposeResult:
         yield PreviewTitle(id="preview-title")
@@ -327,6 +355,94 @@ class Preview(Vertical):
     @property
     def body(self) -> PreviewBody:
         return self.query_one(PreviewBody)
+
+    # -- scheduling --------------------------------------------------------------------------------
+
+    def request(self, hit: Hit | None, *, settle: bool = False, current: int | None = None) -> None:
+        """Show ``hit`` (landing on ``current``, else its best line) unless it is shown already.
+        ``settle``: the hit comes from typing; render once keys pause for :data:`SETTLE` seconds (the
+        lexer would otherwise compete with the next keystroke's frame for the interpreter)."""
+        if hit is None:
+            return
+        if settle or self._timer is not None:
+            self._settling = (hit, current)
+            if settle:
+                if self._timer is not None:
+                    self._timer.stop()
+                self._timer = self.set_timer(SETTLE, self._settled)
+            return
+        self._queue(hit, current)
+
+    def _settled(self) -> None:
+        self._timer = None
+        job, self._settling = self._settling, None
+        if job is not None:
+            self._queue(*job)
+
+    def _queue(self, hit: Hit, current: int | None) -> None:
+        shown = self.shown
+        self._latest = preview_key(hit)
+        if current is None and shown is not None and shown.key == self._latest:
+            self._job = None
+            return
+        window = shown.window if shown is not None and current is not None else None
+        self._job = (hit, current, window)
+        if not self._in_flight:
+            self._next()
+
+    def _next(self) -> None:
+        job, self._job = self._job, None
+        if job is None:
+            return
+        styles = self.styles_for_render(self.app.current_theme.dark)
+        width = max(self.body.size.width, 40)
+        self._width = self.body.size.width
+        self._in_flight = True
+        self._render_in_thread(job[0], styles, width, job[1], job[2])
+
+    @work(thread=True, group="preview")
+    def _render_in_thread(self, hit: Hit, styles: PreviewStyles, width: int, current: int | None,
+                window: LexedWindow | None) -> None:  # fmt: skip
+        self.post_message(self.Rendered(render_preview(self.root, hit, styles, width, current, window)))
+
+    @on(Rendered)
+    def _rendered(self, message: Rendered) -> None:
+        message.stop()
+        self._in_flight = False
+        if self._job is None and message.data.key == self._latest:
+            self.show(message.data)
+        self._next()
+
+    def on_resize(self) -> None:
+        """The terminal was resized: the landing line stays in view (a new width: hit lines re-padded)."""
+        shown = self.shown
+        if shown is None:
+            return
+        if self.body.size.width != self._width and self._job is None:
+            self._queue(shown.hit, shown.current_line)
+        self.call_after_refresh(self.scroll_to_current)
+
+    # -- what is shown -----------------------------------------------------------------------------
+
+    def line_for(self, hit: Hit) -> int:
+        """The line ``e``/``y`` use: where the preview landed (or stepped to), else the best line."""
+        shown = self.shown
+        if shown is not None and shown.key == preview_key(hit):
+            return shown.current_line
+        return hit_best_line(hit).line
+
+    def step_match(self, direction: int) -> bool:
+        """Land on the next (``n``) or previous (``N``) line with a query term; False: none."""
+        shown = self.shown
+        if shown is None or not shown.match_lines:
+            return False
+        lines, cur = shown.match_lines, shown.current_line
+        if direction > 0:
+            nxt = next((n for n in lines if n > cur), lines[0])
+        else:
+            nxt = next((n for n in reversed(lines) if n < cur), lines[-1])
+        self._queue(shown.hit, nxt)
+        return True
 
     def styles_for_render(self, dark: bool) -> PreviewStyles:
         body = self.body
@@ -356,7 +472,11 @@ class Preview(Vertical):
             body.call_after_refresh(body.scroll_to, 0, row, animate=False)  # sizes not settled yet
 
     def clear(self, message: str = "") -> None:
-        """Show a placeholder instead of code."""
+        """Show a placeholder instead of code (a render on its way is dropped)."""
         self.shown = None
+        self._latest, self._job, self._settling = None, None, None
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
         self.query_one(PreviewTitle).text = Text("")
         self.body.set_message(message)

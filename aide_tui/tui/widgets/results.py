@@ -7,12 +7,14 @@ file name and line range stay, then the retriever ranks, the fused score and the
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.binding import BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -21,12 +23,12 @@ from textual.strip import Strip
 from aide_tui.core.search.hitlines import workspace_label
 from aide_tui.core.search.response import Hit
 from aide_tui.core.textsafe import printable
+from aide_tui.tui.keys import browse_bindings
+from aide_tui.tui.widgets.query import TypesIntoQuery
 
 RANK_TAGS = (("bm25", "B"), ("dense", "D"), ("symbol", "S"), ("path", "P"))
 SCORE_W = 5
-SYMBOL_MAX = 28
-SYMBOL_MIN = 12
-LOC_MIN = 18
+SYMBOL_MIN = 6  # narrower, a symbol says nothing: the location keeps the room
 
 
 def span(hit: Hit) -> str:
@@ -89,24 +91,30 @@ class Columns:
     symbol: int
 
 
-def columns(hits: list[Hit], width: int) -> Columns:
-    """Widths: ranks and score always; the symbol gets up to 28 cells, the location the rest (it
-    shrinks first to its minimum, then the symbol does)."""
+def columns(hits: list[Hit], width: int, labels: list[str | None] | None = None) -> Columns:
+    """Widths for a list ``width`` cells wide: ranks and score always; the file name with its range
+    stays whole while it can, then the symbol (``labels``, else each hit's own) gets the room it
+    needs, then the rest of the path; past that the path is cut in the middle and the symbol from the
+    left (its innermost name stays)."""
+    symbols = labels if labels is not None else [h.symbol for h in hits]
     tags = max((len(rank_tags(h)) for h in hits), default=0)
     loc_want = max((len(location(h)) for h in hits), default=0)
-    sym_want = min(SYMBOL_MAX, max((len(compact_symbol(h.symbol)) for h in hits), default=0))
+    sym_want = max((len(compact_symbol(s)) for s in symbols), default=0)
     fixed = 1 + 2 + tags + 2 + SCORE_W + (2 if sym_want else 0)
     room = max(0, width - fixed)
-    name_want = max((len(h.path.rpartition("/")[2]) + len(span(h)) + 3 for h in hits), default=0)
-    loc = min(loc_want, max(min(name_want, room), LOC_MIN, room - sym_want))
-    sym = max(0, min(sym_want, room - loc))
-    if sym < 6:  # too narrow for a useful symbol: the location keeps the room
-        loc, sym = min(loc_want, max(loc, room)), 0
+    name_want = max((len(_label(h)) + len(h.path.rpartition("/")[2]) + len(span(h)) + 3 for h in hits),
+                    default=0)  # fmt: skip
+    loc = max(min(loc_want, name_want), room - sym_want)
+    loc = min(loc, loc_want, room)
+    sym = room - loc
+    if sym < SYMBOL_MIN or not sym_want:  # too narrow for a useful symbol: the location keeps the room
+        loc, sym = min(loc_want, room), 0
     return Columns(loc, tags, sym)
 
 
-def row_parts(hit: Hit, cols: Columns) -> list[tuple[str, str]]:
-    """The cells of one row as (text, role) pairs; roles name component classes."""
+def row_parts(hit: Hit, cols: Columns, symbol: str | None = None) -> list[tuple[str, str]]:
+    """The cells of one row as (text, role) pairs; roles name component classes. ``symbol``: the row's
+    label (the definition at the hit's best line), else the hit's own symbol."""
     rng = ":" + span(hit)
     label = _label(hit)[: max(0, cols.loc - len(rng) - 8)]  # the file name keeps at least 8 cells
     path = label + middle_path(printable(hit.path), max(1, cols.loc - len(rng) - len(label)))
@@ -114,17 +122,21 @@ def row_parts(hit: Hit, cols: Columns) -> list[tuple[str, str]]:
     parts.append(("  " + rank_tags(hit).ljust(cols.tags), "tags"))
     parts.append((f"  {hit.score:.3f}"[: SCORE_W + 2].ljust(SCORE_W + 2), "score"))
     if cols.symbol:
-        parts.append(("  " + short_symbol(hit.symbol, cols.symbol), "symbol"))
+        shown = short_symbol(symbol if symbol is not None else hit.symbol, cols.symbol)
+        parts.append(("  " + shown, "symbol"))
     return parts
 
 
-def row_text(hit: Hit, cols: Columns) -> str:
+def row_text(hit: Hit, cols: Columns, symbol: str | None = None) -> str:
     """One row as plain text (tests, screen reading)."""
-    return "".join(text for text, _ in row_parts(hit, cols))
+    return "".join(text for text, _ in row_parts(hit, cols, symbol))
 
 
-class ResultsList(ScrollView, can_focus=True):
-    """Search results; the cursor row is the selection shown in the preview."""
+class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
+    """Search results; the cursor row is the selection shown in the preview. The query whose answer
+    the rows show is ``shown_query`` (None: none yet, or the mode or scope changed since)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = list(browse_bindings())
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "results--cursor",
@@ -156,6 +168,8 @@ class ResultsList(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.hits: list[Hit] = []
+        self.labels: list[str | None] | None = None  # the rows' symbols (None: the hits' own)
+        self.shown_query: str | None = None
         self.cursor: int | None = None
         self.message = ""
         self._cols = Columns(0, 0, 0)
@@ -166,13 +180,30 @@ class ResultsList(ScrollView, can_focus=True):
 
     # -- content -----------------------------------------------------------------------------------
 
-    def set_hits(self, hits: list[Hit], cursor: int | None = 0, message: str = "") -> None:
-        """Show ``hits`` with the cursor on row ``cursor`` (clamped); ``message`` when there are none."""
+    def set_hits(
+        self, hits: list[Hit], cursor: int | None = 0, message: str = "", query: str | None = None
+    ) -> None:
+        """Show ``hits`` (the answer to ``query``) with the cursor on row ``cursor`` (clamped);
+        ``message`` when there are none."""
         self.hits = hits
+        self.labels = None
+        self.shown_query = query
         self.message = printable(message)  # may quote a query, a file name or a server's reply
         self._relayout()
         self._set_cursor(None if not hits or cursor is None else max(0, min(len(hits) - 1, cursor)))
         self.refresh()
+
+    def set_labels(self, hits: list[Hit], labels: list[str | None]) -> None:
+        """Label the rows of ``hits`` (if they are still the ones shown) by the definitions at their best
+        lines (worked out after the rows were painted: see the search loop)."""
+        if hits is self.hits and labels != [h.symbol for h in hits]:
+            self.labels = labels
+            self._relayout()
+            self.refresh()
+
+    def _symbol(self, row: int) -> str | None:
+        labels = self.labels
+        return labels[row] if labels is not None and row < len(labels) else self.hits[row].symbol
 
     @property
     def selected_hit(self) -> Hit | None:
@@ -186,7 +217,7 @@ class ResultsList(ScrollView, can_focus=True):
 
     def row_plain(self, index: int) -> str:
         """Row ``index`` as it is drawn, as plain text."""
-        return row_text(self.hits[index], self._cols)
+        return row_text(self.hits[index], self._cols, self._symbol(index))
 
     def move(self, delta: int) -> None:
         """Move the cursor by ``delta`` rows, clamped to the list."""
@@ -226,7 +257,7 @@ class ResultsList(ScrollView, can_focus=True):
 
     def _relayout(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
-        self._cols = columns(self.hits, width)
+        self._cols = columns(self.hits, width, self.labels)
         self._cols_width = width
         self._cache.clear()
         size = Size(width, len(self.hits) or (1 if self.message else 0))
@@ -260,8 +291,9 @@ class ResultsList(ScrollView, can_focus=True):
             self._base = self.rich_style
         base = self._base
         if row >= len(self.hits):
-            if row == 0 and self.message:
-                note = Segment(f" {self.message}"[:width], base + Style(dim=True))
+            lines = textwrap.wrap(self.message, max(8, width - 2)) if self.message and not self.hits else []
+            if row < len(lines):  # the note, wrapped: a reason with its hint is read whole
+                note = Segment(f" {lines[row]}"[:width], base + Style(dim=True))
                 return Strip([note]).extend_cell_length(width, base)
             return Strip.blank(width, base)
         on_cursor = row == self.cursor
@@ -271,7 +303,7 @@ class ResultsList(ScrollView, can_focus=True):
             bg = base + self._style("cursor") if on_cursor else base
             segments = [
                 Segment(text, bg + self._style(role) if role else bg)
-                for text, role in row_parts(self.hits[row], self._cols)
+                for text, role in row_parts(self.hits[row], self._cols, self._symbol(row))
             ]
             strip = Strip(segments).crop_extend(0, width, bg)
             self._cache[key] = strip

@@ -1,0 +1,143 @@
+"""Issue 23 #3: rows give the symbol the room the terminal has (at 120 and 80 columns, with and
+without the preview), qualified names are cut from the left only as far as needed, and a chunk that
+packs several definitions is labelled by the one at its best line (where the preview lands)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from apphelpers import indexed, make_app, preview, results, screen_text, search, wait_for
+
+POOL = "src/httpclient/transport/connection_pool/async_pool_manager.py"
+POOL_CODE = '''"""Connection pools."""
+
+
+class AsyncConnectionPoolManager:
+    """Keeps connections per host."""
+
+    def rebalance_keepalive_connections(self, hosts):
+        """Move idle keepalive sockets to the busiest hosts."""
+        for host in hosts:
+            host.keepalive = max(1, host.keepalive - 1)
+        return hosts
+'''
+HELPERS = "src/httpclient/small_helpers.py"
+HELPERS_CODE = """def alpha_value():
+    return 1
+
+
+def beta_value():
+    return 2
+
+
+def gamma_deadline_seconds():
+    return 30
+
+
+def delta_value():
+    return 4
+"""
+QUALIFIED = "AsyncConnectionPoolManager.rebalance_keepalive_connections"
+
+
+@pytest.fixture
+def rows_workspace(workspace: Path) -> Path:
+    for rel, code in ((POOL, POOL_CODE), (HELPERS, HELPERS_CODE)):
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_text(code)
+    return workspace
+
+
+def _row(lines: list[str], needle: str) -> str:
+    return next(line for line in lines if needle in line)
+
+
+@pytest.mark.parametrize(("size", "with_preview"), [((120, 40), True), ((120, 40), False), ((80, 24), True),
+                                                   ((80, 24), False)])  # fmt: skip
+async def test_the_symbol_gets_the_room_the_terminal_has(
+    rows_workspace: Path, size: tuple[int, int], with_preview: bool
+) -> None:
+    app = make_app(rows_workspace)
+    async with app.run_test(size=size) as pilot:
+        await indexed(pilot, app)
+        if not with_preview:
+            await pilot.press("f3")
+        await search(pilot, app, "rebalance keepalive")
+        assert results(app).hits[0].path == POOL
+        await pilot.pause(0.2)
+        row = _row(screen_text(app), "async_pool_manager.py:").split("││")[0].rstrip().rstrip("│") + "│"
+        assert "async_pool_manager.py:1-11" in row  # the file name and its range stay whole
+        shown = row.split("0.114")[1].strip(" │")
+        if size[0] >= 120 and not with_preview:
+            assert shown == QUALIFIED  # the whole qualified name: the list has the room
+        else:
+            # the class holds the method at the best line: both, cut from the left only as far as the
+            # row needs (the symbol reaches the border), the innermost names first
+            assert shown.startswith("…") and QUALIFIED.endswith(shown[1:])
+            assert row.endswith(f"0.114  {shown}│")
+            if size[0] < 100:  # the list is the full width: the path gave way first
+                assert "rebalance_keepalive_connections" in shown and "…/async_pool_manager.py" in row
+
+
+async def test_a_packed_chunk_is_labelled_by_the_definition_at_its_best_line(rows_workspace: Path) -> None:
+    app = make_app(rows_workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "deadline seconds")
+        hit = results(app).hits[0]
+        assert hit.path == HELPERS and hit.symbol == "def alpha_value"  # one chunk packs the four
+        await wait_for(pilot, lambda: "deadline_seconds" in _row(screen_text(app), "small_helpers.py"),
+                       "the row labelled by the definition at the best line")  # fmt: skip
+        assert "alpha" not in _row(screen_text(app), "small_helpers.py")
+        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        shown = preview(app).shown
+        assert (
+            shown is not None and "gamma_deadline_seconds" in shown.body.plain.splitlines()[shown.current_row]
+        )
+
+
+LONG = "src/httpclient/pool/manager_impl.py"
+
+
+def _long_function() -> str:
+    body = [f"    step_{i} = configure(step_{i - 1 if i else 0})" for i in range(80)]
+    body[70] = "    return drain_keepalive_sockets(step_69)"
+    return "def rebalance_connections(pool):\n" + '    """Rebalance."""\n' + "\n".join(body) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("first", "then"), [((120, 40), (80, 24)), ((80, 24), (120, 40)), ((120, 40), (120, 16))]
+)
+async def test_a_resize_keeps_the_preview_on_the_hit_line(
+    workspace: Path, first: tuple[int, int], then: tuple[int, int]
+) -> None:
+    """Issue 23 #5: after 120×40 → 80×24 the preview showed lines above the hit line."""
+    (workspace / LONG).parent.mkdir(parents=True, exist_ok=True)
+    (workspace / LONG).write_text(_long_function())
+    best = 73
+    assert "drain_keepalive_sockets" in (workspace / LONG).read_text().splitlines()[best - 1]
+    app = make_app(workspace)
+    async with app.run_test(size=first) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "drain_keepalive_sockets")
+        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        await wait_for(pilot, lambda: any(f"{best} ▶" in line for line in screen_text(app)), "the hit line")
+        await pilot.resize_terminal(*then)
+        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: any(f"{best} ▶" in line for line in screen_text(app)),
+                       "the hit line after the resize", steps=40)  # fmt: skip
+        row = next(line for line in screen_text(app) if f"{best} ▶" in line)
+        assert "drain_keepalive_sockets" in row
+
+
+async def test_the_labels_of_earlier_rows_never_label_new_ones(rows_workspace: Path) -> None:
+    app = make_app(rows_workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "deadline seconds")
+        await wait_for(pilot, lambda: results(app).labels is not None, "the rows labelled")
+        await search(pilot, app, "backoff_delays")
+        await pilot.pause(0.3)
+        row = _row(screen_text(app), "retry.py")
+        assert "backoff_delays" in row and "deadline" not in row

@@ -1,0 +1,84 @@
+"""Issue 23 #4: the status line counts one unit per number, drops whole parts by priority when narrow
+(never a value cut in the middle), says nothing of vectors when the app has no embedder; the footer
+never cuts a key's label."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from apphelpers import indexed, make_app, screen_text, search, status, wait_for
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.search.response import SearchResponse
+from aide_tui.core.status import IndexStatus
+
+BUSY = IndexStatus("partial", files=1203, chunks=27324, embedded=69, embedder="builtin-minilm",
+                   vectors_missing=80341, size_bytes=2_000_000,
+                   last_indexed="2025-01-01T10:11:12")  # fmt: skip
+LABELS = {"select", "quit", "mode", "layout", "history", "write", "reindex", "ask", "help", "preview", "edit",
+          "copy", "match"}  # fmt: skip
+
+
+async def test_without_an_embedder_no_vectors_are_counted(workspace: Path) -> None:
+    app = make_app(workspace)  # --embedder none
+    async with app.run_test(size=(160, 40)) as pilot:
+        await indexed(pilot, app)
+        status(app).show_index(BUSY)  # an index built with an embedder, opened without one
+        await pilot.pause()
+        line = status(app).plain
+        assert "27324 chunks" in line and "vector" not in line and "embedded" not in line
+
+
+async def test_with_an_embedder_each_count_has_its_own_unit(workspace: Path) -> None:
+    settings = load_settings(workspace, {"embedding": {"backend": "openai", "url": "http://127.0.0.1:9"}})
+    app = make_app(workspace, settings, start_index=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: app.main_screen.ready, "the index opened")
+        status(app).show_index(BUSY)
+        await pilot.pause()
+        line = status(app).plain
+        assert "27324 chunks" in line and "80341 vectors to go" in line
+        assert "69 embedded" not in line  # a count of chunks beside a count of vectors read as one sum
+        counts = [p.strip() for p in re.split(r"\s{2,}|·", line.split("indexed")[0]) if re.search(r"\d", p)]
+        assert counts and all(
+            re.fullmatch(r"\d+ (files|chunks|vectors to go)|\d+\.\d [KMG]B", c) for c in counts
+        )
+
+
+@pytest.mark.parametrize("width", [120, 80, 60, 40])
+async def test_a_narrow_status_line_drops_whole_parts_by_priority(workspace: Path, width: int) -> None:
+    settings = load_settings(workspace, {"embedding": {"backend": "openai", "url": "http://127.0.0.1:9"}})
+    app = make_app(workspace, settings, start_index=False)
+    async with app.run_test(size=(width, 24)) as pilot:
+        await wait_for(pilot, lambda: app.main_screen.ready, "the index opened")
+        line = status(app)
+        line.show_index(BUSY)
+        line.show_response(SearchResponse("q", [], took_ms=12.0, mode="bm25"))
+        line.degraded_reason = None
+        await pilot.pause()
+        shown = screen_text(app)[-2].rstrip()
+        assert "…" not in shown and len(shown) <= width
+        assert shown.lstrip().startswith(line.mode) and "0 results" in shown  # the first priorities stay
+        parts = [p.strip() for p in re.split(r"\s{2,}|·", shown) if p.strip()]
+        whole = {"0 results in 12 ms", "1203 files", "27324 chunks", "80341 vectors to go", "1.9 MB",
+                 "embedder builtin-minilm", "indexed 10:11:12", line.mode}  # fmt: skip
+        assert set(parts) <= whole, parts
+
+
+@pytest.mark.parametrize("size", [(120, 40), (100, 30), (80, 24), (60, 20)])
+async def test_the_footer_never_cuts_a_label(workspace: Path, size: tuple[int, int]) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=size) as pilot:
+        await indexed(pilot, app)
+        for focus in ("query", "list"):
+            if focus == "list":
+                await search(pilot, app, "return")
+                await pilot.press("tab")
+            await pilot.pause(0.2)
+            footer = screen_text(app)[-1]
+            keys_part = footer.split("▏")[0].rstrip()
+            last = keys_part.split()[-1]
+            assert last in LABELS, footer
+            assert "^p palette" in footer
