@@ -1,8 +1,9 @@
 """``aide-tui mcp``: Model Context Protocol tools for coding agents, over stdio, on the official SDK.
 
-Tools: ``search_code``, ``index_status`` and ``read_span``. The workspace is hosted here (indexed and
-watched) unless another process already hosts it; then this one searches what that host commits. It is
-opened at start, so the first question finds it warm. ``read_span`` always reads locally, jailed.
+Tools: ``search_code``, ``find_definition``, ``find_references``, ``index_status`` and ``read_span``.
+The workspace is hosted here (indexed and watched) unless another process already hosts it; then this
+one searches what that host commits. It is opened at start, so the first question finds it warm.
+``read_span`` always reads locally, jailed.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ MAX_LIMIT = 100
 READY_TIMEOUT = 300.0
 INSTRUCTIONS = (
     "Search this workspace's code by name and by meaning (BM25 + symbols + dense vectors, fused). "
-    "Call search_code first, then read_span for more lines around a result."
+    "Call search_code first, then read_span for more lines around a result. find_definition and "
+    "find_references answer where a name is defined or used (path:line:col and the line)."
 )
+MAX_SYMBOL_LIMIT = 500
 
 
 class Backend:
@@ -74,6 +77,19 @@ class Backend:
         except IndexProblem as exc:
             raise ToolError(f"index unavailable: {exc}") from None
         return search_json(resp, with_text=True)
+
+    def symbol(self, what: str, name: str, limit: int) -> dict[str, Any]:
+        """``find_definition`` / ``find_references``: the symbol graph's answer, or a ToolError."""
+        if not self._index_ready.wait(READY_TIMEOUT):
+            raise ToolError("the index is still being built; try again shortly")
+        find = self.ws.definitions if what == "definitions" else self.ws.references
+        try:
+            answer = find(name, limit)
+        except IndexProblem as exc:
+            raise ToolError(f"index unavailable: {exc}") from None
+        if answer.error:
+            raise ToolError(answer.error)
+        return answer.to_json()
 
     def status(self) -> dict[str, Any]:
         return self.ws.current_status().to_json()
@@ -138,6 +154,20 @@ def build_server(backend: Backend) -> MCPServer:
         }
 
     @server.tool()
+    async def find_definition(name: str, limit: int = 20) -> dict[str, Any]:
+        """Where a name is defined: each definition's path, line, col, kind, qualified name, last line and
+        the defining line's text. name: an identifier, or a qualified one (Client.send). "ambiguous" is
+        true (with a "note") when the name has several definitions."""
+        return await _symbol_tool(backend, "definitions", name, limit)
+
+    @server.tool()
+    async def find_references(name: str, limit: int = 50) -> dict[str, Any]:
+        """Where a name is used: calls, imports, attribute uses and names, each with path, line, col, kind
+        and the line's text (comments and strings are not references). References are matched by name:
+        when the name has several definitions ("ambiguous"), they may be to any of them."""
+        return await _symbol_tool(backend, "references", name, limit)
+
+    @server.tool()
     async def index_status() -> dict[str, Any]:
         """The state of the workspace's index: files, chunks, vectors, embedder, last indexed time."""
         status = await anyio.to_thread.run_sync(backend.status)
@@ -161,6 +191,15 @@ def build_server(backend: Backend) -> MCPServer:
 
 
 _read_span = read_span  # the tool above shadows the name inside build_server
+
+
+async def _symbol_tool(backend: Backend, what: str, name: str, limit: int) -> dict[str, Any]:
+    _unicode(name=name)
+    if not name.strip():
+        raise ToolError("name is empty")
+    if not 1 <= limit <= MAX_SYMBOL_LIMIT:
+        raise ToolError(f"limit must be between 1 and {MAX_SYMBOL_LIMIT}")
+    return await anyio.to_thread.run_sync(backend.symbol, what, name, limit)  # type: ignore[no-any-return]
 
 
 UNREADABLE = "the request is not valid Unicode text (it spells a lone surrogate such as \\ud800)"

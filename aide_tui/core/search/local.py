@@ -112,6 +112,21 @@ class LocalRetrieval:
         return int(self.ix.row_order[key])
 
 
+class LocalGraph:
+    """The symbol graph of one loaded view, with the view's line texts."""
+
+    def __init__(self, ix: IndexView) -> None:
+        self.ix = ix
+        g = ix.graph
+        self.definitions = g.definitions
+        self.references = g.references
+        self.definitions_in = g.definitions_in
+        self.references_in = g.references_in
+        self.imports_of = g.imports_of
+        self.paths = g.paths
+        self.line_text = ix.line_text
+
+
 class LocalRetriever:
     """The local store's current version, reloaded when a new manifest lands."""
 
@@ -157,6 +172,10 @@ class LocalRetriever:
     @property
     def term_stats(self) -> IndexView:
         return self._loaded()
+
+    @property
+    def graph(self) -> LocalGraph:
+        return LocalGraph(self._loaded())
 
     def version_key(self) -> object | None:
         try:

@@ -22,6 +22,7 @@ from aide_tui.core.search.rank import QueryEncoder, rank
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.retriever import Retriever
 from aide_tui.core.search.stores import open_retriever
+from aide_tui.core.search.symbols import MAX_LOCATIONS, SymbolAnswer, find_definitions, find_references
 
 QUERY_CACHE = 256  # query vectors remembered
 MAX_QUERY_CHARS = 20_000
@@ -86,6 +87,19 @@ class Searcher:
             rerank.rerank_response(s, parsed.text, resp, limit)  # opt-in; cuts the list to ``limit``
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
+
+    def definitions(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
+        """Where ``name`` (or ``Class.name``) is defined, from the symbol graph. Raises IndexProblem
+        when the index cannot be read; a store without a graph answers with ``error`` set."""
+        if not self.retriever.loaded:
+            self.retriever.refresh()
+        return find_definitions(self.retriever.graph, name, limit)
+
+    def references(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
+        """Where ``name`` is used (calls, imports, attribute uses, names), as :meth:`definitions`."""
+        if not self.retriever.loaded:
+            self.retriever.refresh()
+        return find_references(self.retriever.graph, name, limit)
 
     def _encoder(self) -> QueryEncoder:
         if self.embedder is None:
