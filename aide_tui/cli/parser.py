@@ -171,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
         "line (vim -q, :cexpr, Emacs grep-mode); paths: distinct files in rank order (xargs, fzf)",
     )
     p.add_argument("--batch", help="file with one query per line ('-' = stdin)")
+    p.add_argument("--max-tokens", type=_positive_int,
+                   help="json: whole hits in rank order, each trimmed around its best line, while they fit "
+                   "this many (estimated) tokens; the answer says tokens_used and left_out")  # fmt: skip
     p.add_argument("--no-update", action="store_true", help="do not refresh the index before searching")
     p.add_argument(
         "--wait",

@@ -7,6 +7,7 @@ small stopword list, with a light plural/verb-suffix folding so prose queries me
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from functools import lru_cache
@@ -78,3 +79,11 @@ def term_counts(text: str) -> Counter[str]:
 def identifiers(text: str) -> list[str]:
     """Raw identifier-like words of ``text`` (no splitting), for symbol and path lookups."""
     return _WORD.findall(text)
+
+
+CHARS_PER_TOKEN = 3  # token estimates for budgets (the reader's tokenizer is unknown): over-counts code
+
+
+def estimate_tokens(text: str) -> int:
+    """About how many tokens ``text`` is for a language model (one per CHARS_PER_TOKEN characters)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)

@@ -25,6 +25,7 @@ from mcp.shared.message import SessionMessage
 from aide_tui.core.config import Settings
 from aide_tui.core.errors import IndexProblem
 from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
+from aide_tui.core.search.budget import budgeted_json
 from aide_tui.host.shapes import search_json
 from aide_tui.host.workspace import Workspace
 from aide_tui.serve.jail import SpanRefused, is_unicode, read_span
@@ -38,6 +39,9 @@ INSTRUCTIONS = (
     "find_references answer where a name is defined or used (path:line:col and the line)."
 )
 MAX_SYMBOL_LIMIT = 500
+DEFAULT_MAX_TOKENS = 2000  # search_code's default answer budget (estimated tokens)
+MIN_TOKENS, MAX_TOKENS = 50, 100_000
+HINT_DEPTH = 40  # search_code looks this deep: a file ranked 11-15 is the near-miss hint
 
 
 class Backend:
@@ -67,15 +71,24 @@ class Backend:
         elif isinstance(event, EmbedderReady):
             self._embedder_ready.set()
 
-    def search(self, query: str, limit: int, mode: str, all_workspaces: bool = False) -> dict[str, Any]:
+    def search(
+        self, query: str, limit: int, mode: str, all_workspaces: bool = False, max_tokens: int = 0
+    ) -> dict[str, Any]:
+        """The search's JSON: hits fitted to ``max_tokens`` (0: each trimmed to 40 lines). The search
+        looks a little deeper than ``limit`` so that its hints can name a near miss."""
         if not self._index_ready.wait(READY_TIMEOUT):
             raise ToolError("the index is still being built; try again shortly")
         if mode != "bm25" and self.settings.embedding.backend != "none":
             self._embedder_ready.wait(READY_TIMEOUT)
         try:
-            resp = self.ws.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces)
+            resp = self.ws.search(
+                query, limit=max(limit, HINT_DEPTH), mode=mode, all_workspaces=all_workspaces
+            )
         except IndexProblem as exc:
             raise ToolError(f"index unavailable: {exc}") from None
+        if max_tokens:
+            return budgeted_json(resp, max_tokens, limit)
+        resp.results = resp.results[:limit]
         return search_json(resp, with_text=True)
 
     def symbol(self, what: str, name: str, limit: int) -> dict[str, Any]:
@@ -123,9 +136,14 @@ def build_server(backend: Backend) -> MCPServer:
         path: str | None = None,
         lang: str | None = None,
         all_workspaces: bool = False,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> dict[str, Any]:
-        """Search the workspace's code. Returns ranked results, each with its file path, line range,
-        enclosing symbol, fused score and the chunk's text (trimmed to 40 lines; use read_span for more).
+        """Search the workspace's code. Returns ranked results, each with its file path, the lines
+        shown (around its best line), its best line, enclosing symbol, fused score and text; whole
+        results in rank order while they fit max_tokens (default 2000; the answer says tokens_used and
+        left_out; 0: up to limit results of at most 40 lines). Also "confidence" (high, medium or low:
+        how sure the first result is) and up to three "hints" to refine the query (a sibling symbol of
+        the first result, a near-miss file, an alternate term). Use read_span for more lines.
 
         query: identifiers or a description in words. mode: hybrid (default), bm25 or dense.
         path: a glob or folder to restrict results to (e.g. "src/*.py", "tests"). lang: e.g. "python".
@@ -139,19 +157,21 @@ def build_server(backend: Backend) -> MCPServer:
             raise ToolError(f"unknown mode {mode!r}: hybrid, bm25 or dense")
         if not 1 <= limit <= MAX_LIMIT:
             raise ToolError(f"limit must be between 1 and {MAX_LIMIT}")
+        if max_tokens != 0 and not MIN_TOKENS <= max_tokens <= MAX_TOKENS:
+            raise ToolError(f"max_tokens must be 0 or between {MIN_TOKENS} and {MAX_TOKENS}")
         if all_workspaces and backend.settings.store.backend != "milvus":
             raise ToolError('all_workspaces needs a shared store: store.backend = "milvus"')
         full = " ".join(query.split()) + _filter_value("path", path) + _filter_value("lang", lang)
-        answer = await anyio.to_thread.run_sync(backend.search, full, limit, mode, all_workspaces)
-        keep: tuple[str, ...] = ("path", "start_line", "end_line", "symbol", "score", "text", "truncated")
+        answer = await anyio.to_thread.run_sync(backend.search, full, limit, mode, all_workspaces, max_tokens)
+        keep: tuple[str, ...] = ("path", "start_line", "end_line", "best_line", "symbol", "score", "text",
+                                 "truncated")  # fmt: skip
         if all_workspaces:
             keep = ("workspace", *keep)
-        return {
-            "query": answer["query"],
-            "degraded": answer["degraded"],
-            "degraded_reason": answer["degraded_reason"],
-            "results": [{k: r.get(k) for k in keep} for r in answer["results"]],
-        }
+        out = {k: answer.get(k) for k in ("query", "degraded", "degraded_reason", "confidence", "hints")}
+        if max_tokens:
+            out.update({k: answer[k] for k in ("max_tokens", "tokens_used", "left_out")})
+        out["results"] = [{k: r.get(k) for k in keep if k in r} for r in answer["results"]]
+        return out
 
     @server.tool()
     async def find_definition(name: str, limit: int = 20) -> dict[str, Any]:

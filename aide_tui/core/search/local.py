@@ -125,6 +125,7 @@ class LocalGraph:
         self.imports_of = g.imports_of
         self.paths = g.paths
         self.line_text = ix.line_text
+        self.memo = g.memo
 
 
 class LocalRetriever:
@@ -193,8 +194,11 @@ class LocalRetriever:
         with self._lock:
             if key is not None and key == self._key and self._view is not None:
                 return False
-            view = load_view(index_dir_for(self.root, create=False), self._view)
+            old = self._view
+            view = load_view(index_dir_for(self.root, create=False), old)
             view.warm()
+            if old is not None and "graph" in old.__dict__ and "file_rank" in old.graph.memo:
+                view.graph.memo["file_rank"] = old.graph.memo["file_rank"]  # an edit barely moves it
             self._view = view
             self._key = key
             return True

@@ -62,6 +62,8 @@ class SearchResponse:
     vectors_missing: int = 0  # dense pieces of the searched version still without a vector
     error: str | None = None  # the query could not be understood (unknown lang:): show it, no results
     rerank: str | None = None  # reranking on: "ok" or "degraded: <reason>" (see rerank.py)
+    confidence: str | None = None  # high / medium / low for the first hit (see confidence.py)
+    hints: list[dict[str, object]] = field(default_factory=list)  # up to three ways to refine the query
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -76,4 +78,7 @@ class SearchResponse:
             out["error"] = self.error
         if self.rerank is not None:
             out["rerank"] = self.rerank
+        if self.confidence is not None:
+            out["confidence"] = self.confidence
+            out["hints"] = self.hints
         return out

@@ -121,7 +121,10 @@ class Retrieval(Protocol[K]):
 
 
 class SymbolGraph(Protocol):
-    """A store's symbol graph (definitions, references, imports of the live files), when it keeps one."""
+    """A store's symbol graph (definitions, references, imports of the live files), when it keeps one.
+    ``memo`` keeps what is derived from one loaded version (a centrality prior) while it is loaded."""
+
+    memo: dict[str, Any]
 
     def definitions(self, name: str, exact: bool = True) -> list[tuple[str, Definition]]:
         """(path, definition) of every definition of ``name`` (any case when not ``exact``)."""

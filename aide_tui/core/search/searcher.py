@@ -16,6 +16,7 @@ import numpy as np
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.search import rerank
+from aide_tui.core.search.confidence import confidence, hints
 from aide_tui.core.search.filters import parse_query
 from aide_tui.core.search.finder import find_files
 from aide_tui.core.search.rank import QueryEncoder, rank
@@ -85,8 +86,16 @@ class Searcher:
             if ranked.degraded is not None:
                 resp.degraded, resp.degraded_reason = True, ranked.degraded
             rerank.rerank_response(s, parsed.text, resp, limit)  # opt-in; cuts the list to ``limit``
+            self._assess(resp, parsed.text)
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
+
+    def _assess(self, resp: SearchResponse, text: str) -> None:
+        """The answer's confidence and refine hints (see confidence.py)."""
+        resp.confidence = confidence(resp.results)
+        if resp.results:
+            graph = self.retriever.graph
+            resp.hints = hints(resp.results, text, graph, self.retriever.term_stats)
 
     def definitions(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
         """Where ``name`` (or ``Class.name``) is defined, from the symbol graph. Raises IndexProblem

@@ -22,6 +22,7 @@ class GraphView:
         self.tables = tables
         self.files = files
         self._live: list[np.ndarray | None] = [None] * len(tables)
+        self.memo: dict[str, Any] = {}  # what search derives from this version's graph
 
     def _held(self, k: int, path: str) -> bool:
         rec = self.files.get(path)
