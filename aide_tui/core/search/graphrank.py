@@ -124,13 +124,21 @@ def resolve_import(module: str, importer: str, files: FileIndex) -> list[str]:
 
 def links(g: SymbolGraph, files: FileIndex, src: str) -> dict[str, float]:
     """Files one hop from ``src`` and how strongly: 1 per import of the file, and for each name ``src``
-    calls that is defined in at most MAX_CALL_DEFS other files, 1 split over them."""
+    calls that is defined in at most MAX_CALL_DEFS other files, 1 split over them. Kept in the graph's
+    memo for the loaded version."""
+    memo: dict[str, dict[str, float]] = g.memo.setdefault("links", {})
+    got = memo.get(src)
+    if got is None:
+        got = memo[src] = _links(g, files, src)
+    return got
+
+
+def _links(g: SymbolGraph, files: FileIndex, src: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for module in g.imports_of(src):
         for p in resolve_import(module, src, files):
             out[p] = out.get(p, 0.0) + 1.0
-    called = list(dict.fromkeys(r.name for r in g.references_in(src) if r.kind == "call"))
-    for name in called[:MAX_CALLS]:
+    for name in g.called_names(src)[:MAX_CALLS]:
         where = {p for p, _ in g.definitions(name)}
         if src in where or not 0 < len(where) <= MAX_CALL_DEFS:
             continue

@@ -123,6 +123,7 @@ class LocalGraph:
         self.definitions_in = g.definitions_in
         self.references_in = g.references_in
         self.imports_of = g.imports_of
+        self.called_names = g.called_names
         self.paths = g.paths
         self.line_text = ix.line_text
         self.memo = g.memo

@@ -142,6 +142,10 @@ class SymbolGraph(Protocol):
         """A file's references, in line order."""
         ...
 
+    def called_names(self, path: str) -> list[str]:
+        """The names a file calls, each once, in order of their first call."""
+        ...
+
     def imports_of(self, path: str) -> list[str]:
         """The modules a file imports, as written."""
         ...

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from aide_tui.core.model import Definition, Reference
+from aide_tui.core.model import REF_KINDS, Definition, Reference
 from aide_tui.core.store.graphtable import GraphTable
 
 
@@ -101,6 +101,17 @@ class GraphView:
         t, i = found
         rows = t.refs_of_path(i)
         return sorted((t.reference(int(r))[1] for r in rows), key=lambda r: (r.line, r.col))
+
+    def called_names(self, path: str) -> list[str]:
+        """The names the live file calls, each once, in order of their first call."""
+        found = self._table_of(path)
+        if found is None:
+            return []
+        t, i = found
+        rows = t.refs_of_path(i)
+        rows = rows[t.refs[rows, 2] == REF_KINDS.index("call")] if len(rows) else rows
+        rows = rows[np.lexsort((t.refs[rows, 4], t.refs[rows, 3]))] if len(rows) else rows
+        return list(dict.fromkeys(t.names[int(n)] for n in t.refs[rows, 1]))
 
     def imports_of(self, path: str) -> list[str]:
         """Modules the live file imports, as written."""
