@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 
 from aide_tui import __version__
 
-SUBCOMMANDS = ("index", "search", "ask", "status", "serve", "mcp", "host")
+SUBCOMMANDS = ("index", "search", "defs", "refs", "ask", "status", "serve", "mcp", "host")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,16 +94,39 @@ def _ask_parser(sub: Any) -> None:
     _common(p)
 
 
-def _handler(name: str) -> Any:
-    """Import a subcommand's module only when it runs."""
+def _handler(name: str, module_name: str | None = None) -> Any:
+    """Import a subcommand's module (``<name>_cmd``, or ``<module_name>_cmd``) only when it runs."""
 
     def run(args: argparse.Namespace) -> int:
         import importlib
 
-        module = importlib.import_module(f"aide_tui.cli.{name}_cmd")
+        module = importlib.import_module(f"aide_tui.cli.{module_name or name}_cmd")
         return int(getattr(module, f"cmd_{name}")(args))
 
     return run
+
+
+def _symbol_parsers(sub: Any) -> None:
+    """``aide-tui defs`` and ``aide-tui refs``: the symbol graph of the index."""
+    for name, what in (("defs", "where NAME is defined"), ("refs", "where NAME is used (calls, imports, "
+                                                                  "attribute uses, names)")):  # fmt: skip
+        p = sub.add_parser(
+            name,
+            help=f"list {what}, from ROOT's symbol graph",
+            description=f"List {what}: one path:line:col:text line each (vim -q, grep-mode), or JSON. "
+            "NAME may be qualified (Client.send, cli.Command). A name with several definitions is "
+            'ambiguous: a note on stderr ("note" in JSON) says so. Exit 1 when nothing is found.',
+        )
+        p.set_defaults(handler=_handler(name, "symbols"), subparser=p)
+        p.add_argument("name", help="the name (or a qualified name)")
+        p.add_argument("--path", default=".", help="workspace root (default .)")
+        p.add_argument("--json", action="store_true", help="one JSON object")
+        p.add_argument(
+            "--limit", type=_positive_int, default=500, help="locations listed at most (default 500)"
+        )
+        p.add_argument("--no-update", action="store_true", help="do not refresh the index first")
+        p.add_argument("--wait", action="store_true", help=argparse.SUPPRESS)
+        _common(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
         "line (vim -q, :cexpr, Emacs grep-mode); paths: distinct files in rank order (xargs, fzf)",
     )
     p.add_argument("--batch", help="file with one query per line ('-' = stdin)")
+    p.add_argument("--max-tokens", type=_positive_int,
+                   help="json: whole hits in rank order, each trimmed around its best line, while they fit "
+                   "this many (estimated) tokens; the answer says tokens_used and left_out")  # fmt: skip
     p.add_argument("--no-update", action="store_true", help="do not refresh the index before searching")
     p.add_argument(
         "--wait",
@@ -171,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     _rerank_flags(p)
     _common(p)
 
+    _symbol_parsers(sub)
     _ask_parser(sub)
 
     p = sub.add_parser("status", help="show the state of ROOT's index")

@@ -91,6 +91,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if queries is None:
         return 2
     fmt = args.format or ("json" if args.json else "text")
+    if getattr(args, "max_tokens", None) and fmt != "json":
+        err("--max-tokens needs --json (or --format json)")
+        return 2
     failed = False
 
     def emit(answer: dict[str, Any]) -> bool:
@@ -132,7 +135,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             if fmt in ("vimgrep", "paths") and resp.error is None:
                 _write_locations(sys.stdout, root, resp, fmt, args.limit)
                 sys.stdout.flush()
-            elif not emit(resp.to_json()):
+            elif not emit(_answer_json(resp, args)):
                 return 2
     except IndexProblem as exc:
         err(str(exc))
@@ -142,10 +145,19 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
+def _answer_json(resp: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """A query's JSON answer; with ``--max-tokens``, its hits fitted to that budget (see budget.py)."""
+    if not getattr(args, "max_tokens", None) or resp.error is not None:
+        return dict(resp.to_json())
+    from aide_tui.core.search.budget import budgeted_json
+
+    return budgeted_json(resp, args.max_tokens)
+
+
 def _served(args: argparse.Namespace, root: Path, settings: Any, queries: list[str], fmt: str, mode: str,
             emit: Any, everywhere: bool) -> int:  # fmt: skip
     """How many of ``queries`` a running server answered (0: none runs, or it cannot give this format)."""
-    if args.no_server or args.rerank or fmt not in ("text", "json"):  # --rerank: this process reranks
+    if args.no_server or args.rerank or args.max_tokens or fmt not in ("text", "json"):  # answered here
         return 0
     from aide_tui.cli.served import served_search
 

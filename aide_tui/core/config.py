@@ -89,6 +89,12 @@ class SearchSettings:
     # short prose queries ("where are redirects followed", a commit message)
     prose_kind_prior: float = 1.0  # the same file-kind priors (identifier queries never get them)
     prose_file_agg: float = 0.0  # the same file aggregation
+    # the symbol graph (prose and pasted texts; identifier queries never use it)
+    hop_weight: float = 0.15  # short prose: files one import/call hop from the best files (RRF weight)
+    long_hop_weight: float = 0.0  # pasted texts: the same (measured flat on swe_dev)
+    hop_files: int = 3  # the best files whose neighbours are followed
+    centrality: float = 0.1  # short prose: score factor 1 + this x the file's PageRank (imports, calls)
+    long_centrality: float = 0.0  # pasted texts: the same (measured mixed on swe_dev)
     # opt-in reranking of the top fused hits by a local server (llama.cpp --reranking: POST /v1/rerank)
     rerank: str = "off"  # off | http
     rerank_url: str = ""  # empty: http://127.0.0.1:8080
@@ -242,8 +248,13 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
             "prose_file_agg",
             "name_weight",
             "long_name_weight",
+            "hop_weight",
+            "long_hop_weight",
+            "centrality",
+            "long_centrality",
         )
     },  # fmt: skip
+    ("search", "hop_files"): (1, 100, True),
     ("search", "kind_prior"): (0.0, 1.0, True),
     ("search", "prose_kind_prior"): (0.0, 1.0, True),
     ("search", "rerank_top"): (1, 1000, True),

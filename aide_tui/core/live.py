@@ -25,6 +25,7 @@ from aide_tui.core.index.service import IndexService
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.search.stores import open_retriever
+from aide_tui.core.search.symbols import MAX_LOCATIONS, SymbolAnswer
 from aide_tui.core.status import IndexStatus
 
 
@@ -307,6 +308,14 @@ class LiveWorkspace:
         if loading and resp.mode != "bm25" and not resp.degraded:
             resp.degraded, resp.degraded_reason = True, "the encoder is loading"
         return resp
+
+    def definitions(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
+        """Where ``name`` is defined in the loaded version (thread-safe; see Searcher.definitions)."""
+        return self.searcher.definitions(name, limit)
+
+    def references(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
+        """Where ``name`` is used in the loaded version (thread-safe; see Searcher.references)."""
+        return self.searcher.references(name, limit)
 
     def _all_searcher(self) -> Any:
         with self._lock:

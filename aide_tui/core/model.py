@@ -64,3 +64,42 @@ def symbol_words(symbol: str | None) -> str:
         for part in name.split("_"):
             words.extend(w.lower() for w in _CAMEL.findall(part))
     return " ".join(words)
+
+
+# -- the symbol graph ---------------------------------------------------------------------------------
+
+GRAPH_VERSION = "1"  # bump when what the graph records changes: indexes rebuild
+REF_KINDS = ("call", "import", "attr", "name")  # a reference's kind (stored as its index here)
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """Where a name is defined: ``line``/``col`` (1-based) are the name's own position on its defining
+    line; ``end_line`` is the unit's last line (the line itself for a variable)."""
+
+    name: str
+    kind: str  # function, method, class, variable, attribute, or the chunker's unit kind (func, struct, ...)
+    qualname: str  # enclosing names and the name, dotted: ``Client.send``
+    line: int
+    col: int
+    end_line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A use of a name: a call, an import, an attribute or a plain name, at ``line``/``col`` (1-based)."""
+
+    name: str
+    kind: str  # one of REF_KINDS
+    line: int
+    col: int
+
+
+@dataclass
+class FileGraph:
+    """One file's part of the symbol graph: its definitions, its references (at most one per name and
+    line: the first), and the modules it imports as written (``pkg.mod``, ``.mod``, ``./util``)."""
+
+    defs: list[Definition] = field(default_factory=list)
+    refs: list[Reference] = field(default_factory=list)
+    imports: list[str] = field(default_factory=list)

@@ -7,6 +7,7 @@ small stopword list, with a light plural/verb-suffix folding so prose queries me
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from functools import lru_cache
@@ -104,3 +105,11 @@ def prefix_forms(word: str) -> list[str]:
     if last.endswith("in") and len(stem) >= 3:  # on its way to -ing: parsin → parsing → pars
         forms.append(stem[:-1] if stem[-1] == stem[-2] and stem[-1] not in "lsz" else stem)
     return [f for f in dict.fromkeys(forms) if len(f) >= 2]
+
+
+CHARS_PER_TOKEN = 3  # token estimates for budgets (the reader's tokenizer is unknown): over-counts code
+
+
+def estimate_tokens(text: str) -> int:
+    """About how many tokens ``text`` is for a language model (one per CHARS_PER_TOKEN characters)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)

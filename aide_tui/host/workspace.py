@@ -29,6 +29,7 @@ from aide_tui.core.events import Cancelled, Committed, Done, Failed, Progress, e
 from aide_tui.core.live import Attached, Hosting, LiveEvent, LiveWorkspace
 from aide_tui.core.paths import MANIFEST, index_dir_for, state_dir
 from aide_tui.core.search.response import SearchResponse
+from aide_tui.core.search.symbols import MAX_LOCATIONS, SymbolAnswer
 from aide_tui.core.status import IndexStatus
 from aide_tui.host.client import ServeUnavailable, connect
 from aide_tui.host.lock import host_pid, release, try_host_lock
@@ -114,6 +115,16 @@ class Workspace:
         """See LiveWorkspace.search (``prefix``: search as you type, the app turns it on)."""
         self._active = time.monotonic()
         return self.live.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces, prefix=prefix)
+
+    def definitions(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
+        """Where ``name`` is defined (the symbol graph of the loaded version)."""
+        self._active = time.monotonic()
+        return self.live.definitions(name, limit)
+
+    def references(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
+        """Where ``name`` is used (the symbol graph of the loaded version)."""
+        self._active = time.monotonic()
+        return self.live.references(name, limit)
 
     def last_active(self) -> float:
         """When this workspace last had work: now while indexing runs or is queued, else the last

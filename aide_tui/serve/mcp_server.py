@@ -1,8 +1,9 @@
 """``aide-tui mcp``: Model Context Protocol tools for coding agents, over stdio, on the official SDK.
 
-Tools: ``search_code``, ``index_status`` and ``read_span``. The workspace is hosted here (indexed and
-watched) unless another process already hosts it; then this one searches what that host commits. It is
-opened at start, so the first question finds it warm. ``read_span`` always reads locally, jailed.
+Tools: ``search_code``, ``find_definition``, ``find_references``, ``index_status`` and ``read_span``.
+The workspace is hosted here (indexed and watched) unless another process already hosts it; then this
+one searches what that host commits. It is opened at start, so the first question finds it warm.
+``read_span`` always reads locally, jailed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mcp.shared.message import SessionMessage
 from aide_tui.core.config import Settings
 from aide_tui.core.errors import IndexProblem
 from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
+from aide_tui.core.search.budget import budgeted_json
 from aide_tui.host.shapes import search_json
 from aide_tui.host.workspace import Workspace
 from aide_tui.serve.jail import SpanRefused, is_unicode, read_span
@@ -33,8 +35,13 @@ MAX_LIMIT = 100
 READY_TIMEOUT = 300.0
 INSTRUCTIONS = (
     "Search this workspace's code by name and by meaning (BM25 + symbols + dense vectors, fused). "
-    "Call search_code first, then read_span for more lines around a result."
+    "Call search_code first, then read_span for more lines around a result. find_definition and "
+    "find_references answer where a name is defined or used (path:line:col and the line)."
 )
+MAX_SYMBOL_LIMIT = 500
+DEFAULT_MAX_TOKENS = 2000  # search_code's default answer budget (estimated tokens)
+MIN_TOKENS, MAX_TOKENS = 50, 100_000
+HINT_DEPTH = 40  # search_code looks this deep: a file ranked 11-15 is the near-miss hint
 
 
 class Backend:
@@ -65,21 +72,47 @@ class Backend:
             self._embedder_ready.set()
 
     def search(
-        self, query: str, limit: int, mode: str, all_workspaces: bool = False, prefix: bool = False
+        self,
+        query: str,
+        limit: int,
+        mode: str,
+        all_workspaces: bool = False,
+        prefix: bool = False,
+        max_tokens: int = 0,
     ) -> dict[str, Any]:
-        """The ``search --json`` object with chunk texts; ToolError when the index is not there or the
-        query cannot be understood (an unknown ``lang:``: the error names the valid ones)."""
+        """The search's JSON: hits fitted to ``max_tokens`` (0: each trimmed to 40 lines); ToolError when
+        the index is not there or the query cannot be understood (an unknown ``lang:``: the error names
+        the valid ones). The search looks a little deeper than ``limit`` so that its hints can name a
+        near miss."""
         if not self._index_ready.wait(READY_TIMEOUT):
             raise ToolError("the index is still being built; try again shortly")
         if mode != "bm25" and self.settings.embedding.backend != "none":
             self._embedder_ready.wait(READY_TIMEOUT)
         try:
-            resp = self.ws.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces, prefix=prefix)
+            resp = self.ws.search(
+                query, limit=max(limit, HINT_DEPTH), mode=mode, all_workspaces=all_workspaces, prefix=prefix
+            )
         except IndexProblem as exc:
             raise ToolError(f"index unavailable: {exc}") from None
         if resp.error is not None:
             raise ToolError(resp.error)
+        if max_tokens:
+            return budgeted_json(resp, max_tokens, limit)
+        resp.results = resp.results[:limit]
         return search_json(resp, with_text=True)
+
+    def symbol(self, what: str, name: str, limit: int) -> dict[str, Any]:
+        """``find_definition`` / ``find_references``: the symbol graph's answer, or a ToolError."""
+        if not self._index_ready.wait(READY_TIMEOUT):
+            raise ToolError("the index is still being built; try again shortly")
+        find = self.ws.definitions if what == "definitions" else self.ws.references
+        try:
+            answer = find(name, limit)
+        except IndexProblem as exc:
+            raise ToolError(f"index unavailable: {exc}") from None
+        if answer.error:
+            raise ToolError(answer.error)
+        return answer.to_json()
 
     def status(self) -> dict[str, Any]:
         return self.ws.current_status().to_json()
@@ -101,6 +134,30 @@ def _filter_value(kind: str, value: str | None) -> str:
     return f" {kind}:{value}"
 
 
+def _full_query(query: str, path: str | None, lang: str | None, prefix: bool) -> str:
+    """The query with the tool's ``path``/``lang`` as filters; with ``prefix`` the word being typed
+    stays last (a space after it says it is complete)."""
+    filters = _filter_value("path", path) + _filter_value("lang", lang)
+    if prefix:
+        return f"{filters} {' '.join(query.split())}".lstrip() + (" " if query[-1].isspace() else "")
+    return " ".join(query.split()) + filters
+
+
+def _tool_answer(answer: dict[str, Any], all_workspaces: bool, max_tokens: int) -> dict[str, Any]:
+    """What ``search_code`` returns of the search's JSON."""
+    keep: tuple[str, ...] = ("path", "start_line", "end_line", "best_line", "symbol", "score", "text",
+                             "truncated")  # fmt: skip
+    if all_workspaces:
+        keep = ("workspace", *keep)
+    out = {k: answer.get(k) for k in ("query", "degraded", "degraded_reason", "confidence", "hints")}
+    if max_tokens:
+        out.update({k: answer[k] for k in ("max_tokens", "tokens_used", "left_out")})
+    if "no_results" in answer:  # nothing supports the query: why, so an agent rephrases
+        out["no_results"] = answer["no_results"]
+    out["results"] = [{k: r.get(k) for k in keep if k in r} for r in answer["results"]]
+    return out
+
+
 def build_server(backend: Backend) -> MCPServer:
     """The MCP server with its three tools bound to ``backend``."""
     server: MCPServer = MCPServer(name="aide-tui", instructions=INSTRUCTIONS, log_level="WARNING")
@@ -114,9 +171,14 @@ def build_server(backend: Backend) -> MCPServer:
         lang: str | None = None,
         all_workspaces: bool = False,
         prefix: bool = False,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> dict[str, Any]:
-        """Search the workspace's code. Returns ranked results, each with its file path, line range,
-        enclosing symbol, fused score and the chunk's text (trimmed to 40 lines; use read_span for more).
+        """Search the workspace's code. Returns ranked results, each with its file path, the lines
+        shown (around its best line), its best line, enclosing symbol, fused score and text; whole
+        results in rank order while they fit max_tokens (default 2000; the answer says tokens_used and
+        left_out; 0: up to limit results of at most 40 lines). Also "confidence" (high, medium or low:
+        how sure the first result is) and up to three "hints" to refine the query (a sibling symbol of
+        the first result, a near-miss file, an alternate term). Use read_span for more lines.
 
         query: identifiers or a description in words. mode: hybrid (default), bm25 or dense.
         path: a glob or folder to restrict results to (e.g. "src/*.py", "tests"). lang: e.g. "python".
@@ -132,26 +194,29 @@ def build_server(backend: Backend) -> MCPServer:
             raise ToolError(f"unknown mode {mode!r}: hybrid, bm25 or dense")
         if not 1 <= limit <= MAX_LIMIT:
             raise ToolError(f"limit must be between 1 and {MAX_LIMIT}")
+        if max_tokens != 0 and not MIN_TOKENS <= max_tokens <= MAX_TOKENS:
+            raise ToolError(f"max_tokens must be 0 or between {MIN_TOKENS} and {MAX_TOKENS}")
         if all_workspaces and backend.settings.store.backend != "milvus":
             raise ToolError('all_workspaces needs a shared store: store.backend = "milvus"')
-        filters = _filter_value("path", path) + _filter_value("lang", lang)
-        if prefix:  # the word being typed stays last (a space after it says it is complete)
-            full = f"{filters} {' '.join(query.split())}".lstrip() + (" " if query[-1].isspace() else "")
-        else:
-            full = " ".join(query.split()) + filters
-        answer = await anyio.to_thread.run_sync(backend.search, full, limit, mode, all_workspaces, prefix)
-        keep: tuple[str, ...] = ("path", "start_line", "end_line", "symbol", "score", "text", "truncated")
-        if all_workspaces:
-            keep = ("workspace", *keep)
-        out = {
-            "query": answer["query"],
-            "degraded": answer["degraded"],
-            "degraded_reason": answer["degraded_reason"],
-            "results": [{k: r.get(k) for k in keep} for r in answer["results"]],
-        }
-        if "no_results" in answer:  # nothing supports the query: why, so an agent rephrases
-            out["no_results"] = answer["no_results"]
-        return out
+        full = _full_query(query, path, lang, prefix)
+        answer = await anyio.to_thread.run_sync(
+            backend.search, full, limit, mode, all_workspaces, prefix, max_tokens
+        )
+        return _tool_answer(answer, all_workspaces, max_tokens)
+
+    @server.tool()
+    async def find_definition(name: str, limit: int = 20) -> dict[str, Any]:
+        """Where a name is defined: each definition's path, line, col, kind, qualified name, last line and
+        the defining line's text. name: an identifier, or a qualified one (Client.send). "ambiguous" is
+        true (with a "note") when the name has several definitions."""
+        return await _symbol_tool(backend, "definitions", name, limit)
+
+    @server.tool()
+    async def find_references(name: str, limit: int = 50) -> dict[str, Any]:
+        """Where a name is used: calls, imports, attribute uses and names, each with path, line, col, kind
+        and the line's text (comments and strings are not references). References are matched by name:
+        when the name has several definitions ("ambiguous"), they may be to any of them."""
+        return await _symbol_tool(backend, "references", name, limit)
 
     @server.tool()
     async def index_status() -> dict[str, Any]:
@@ -177,6 +242,15 @@ def build_server(backend: Backend) -> MCPServer:
 
 
 _read_span = read_span  # the tool above shadows the name inside build_server
+
+
+async def _symbol_tool(backend: Backend, what: str, name: str, limit: int) -> dict[str, Any]:
+    _unicode(name=name)
+    if not name.strip():
+        raise ToolError("name is empty")
+    if not 1 <= limit <= MAX_SYMBOL_LIMIT:
+        raise ToolError(f"limit must be between 1 and {MAX_SYMBOL_LIMIT}")
+    return await anyio.to_thread.run_sync(backend.symbol, what, name, limit)  # type: ignore[no-any-return]
 
 
 UNREADABLE = "the request is not valid Unicode text (it spells a lone surrogate such as \\ud800)"

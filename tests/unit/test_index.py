@@ -128,7 +128,17 @@ def test_interrupted_write_leaves_previous_index(workspace: Path) -> None:
 
 @pytest.mark.parametrize(
     "target",
-    ["manifest.json", "chunks.json", "texts.bin", "pieces.json", "b0.vec.npy", "doc_ptr.npy", "vocab.json"],
+    [
+        "manifest.json",
+        "chunks.json",
+        "texts.bin",
+        "pieces.json",
+        "b0.vec.npy",
+        "doc_ptr.npy",
+        "vocab.json",
+        "graph.json",
+        "refs.npy",
+    ],  # fmt: skip
 )
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
 def test_corrupt_index_is_rebuilt_with_message(workspace: Path, target: str, damage: str) -> None:

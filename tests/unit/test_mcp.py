@@ -45,7 +45,13 @@ async def test_tools_answer_from_their_own_index(tmp_path: Path) -> None:
     root = write_workspace(tmp_path / "ws")
     async with session(root, tmp_path) as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
-        assert set(tools) == {"search_code", "index_status", "read_span"}
+        assert set(tools) == {
+            "search_code",
+            "find_definition",
+            "find_references",
+            "index_status",
+            "read_span",
+        }
         assert set(tools["search_code"].input_schema["properties"]) == {
             "query",
             "limit",
@@ -54,6 +60,7 @@ async def test_tools_answer_from_their_own_index(tmp_path: Path) -> None:
             "lang",
             "all_workspaces",
             "prefix",
+            "max_tokens",
         }
 
         err, got = await call(s, "search_code", query="parse_header", limit=3)
@@ -83,6 +90,32 @@ async def test_tools_answer_from_their_own_index(tmp_path: Path) -> None:
             '    """Split a raw header line into a lower-cased name and its value."""'
         )
         assert span["total_lines"] == 12 and span["end_line"] == 5
+
+
+async def test_find_definition_and_references(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    (root / "src/httpclient/mock.py").write_text("class Mock:\n    def send(self):\n        return 1\n")
+    async with session(root, tmp_path) as s:
+        err, got = await call(s, "find_definition", name="parse_header")
+        assert not err, got
+        assert got["ambiguous"] is False and got["total"] == 1
+        assert got["definitions"] == [{
+            "path": "src/httpclient/headers.py", "line": 4, "col": 5, "kind": "function",
+            "text": "def parse_header(line: str) -> tuple[str, str]:", "qualname": "parse_header",
+            "end_line": 7,
+        }]  # fmt: skip
+        err, got = await call(s, "find_references", name="send", limit=5)
+        assert not err and got["ambiguous"] is True and "may be to any of them" in got["note"]
+        assert [(d["qualname"], d["path"]) for d in got["definitions"]] == [
+            ("Client.send", "src/httpclient/client.py"), ("Mock.send", "src/httpclient/mock.py")]  # fmt: skip
+        assert [(r["path"], r["line"], r["kind"]) for r in got["references"]] == [
+            ("src/httpclient/client.py", 25, "call")]  # fmt: skip
+        err, got = await call(s, "find_references", name="Mock.send")
+        assert not err and got["ambiguous"] is False and got["definitions"][0]["qualname"] == "Mock.send"
+        err, got = await call(s, "find_definition", name="no such name")
+        assert err and "not an identifier" in got
+        err, got = await call(s, "find_references", name="send", limit=0)
+        assert err and "limit must be between" in got
 
 
 async def test_read_span_stays_in_the_workspace(tmp_path: Path) -> None:

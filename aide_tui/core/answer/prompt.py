@@ -8,15 +8,15 @@ are masked again in what is sent (the index already holds masked text; this also
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aide_tui.core.secrets import mask_secrets
+from aide_tui.core.tokens import CHARS_PER_TOKEN, estimate_tokens
 
-CHARS_PER_TOKEN = 3
+__all__ = ["CHARS_PER_TOKEN", "estimate_tokens", "build_prompt", "select_excerpts"]
 MIN_TRIMMED_TOKENS = 64  # a hit cut to fit the budget keeps at least this much, else it is left out
 
 SYSTEM = (
@@ -77,11 +77,6 @@ class Prompt:
     def prompt_tokens(self) -> int:
         """Estimated tokens of all messages."""
         return sum(estimate_tokens(m["content"]) for m in self.messages)
-
-
-def estimate_tokens(text: str) -> int:
-    """About how many tokens ``text`` is (see the module docstring)."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def _fence(text: str) -> str:

@@ -9,16 +9,18 @@ falls back to plain line windows.
 
 from __future__ import annotations
 
+import ast
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from aide_tui.core.chunk.base import CHUNKER_VERSION, Src, Unit
-from aide_tui.core.chunk.code import anchor_units, python_units
+from aide_tui.core.chunk.code import Scan, anchor_units, python_units
+from aide_tui.core.chunk.graph import MARKUP, anchor_graph, python_graph
 from aide_tui.core.chunk.text import json_units, markdown_units, toml_units, yaml_units
 from aide_tui.core.languages import detect_language
-from aide_tui.core.model import Chunk
+from aide_tui.core.model import Chunk, FileGraph
 
 __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 
@@ -31,12 +33,12 @@ _MAX_HEADER = 300
 Found = tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]
 
 
-def _find_units(language: str, src: Src) -> Found | None:
+def _find_units(language: str, src: Src, keep: dict[str, object] | None = None) -> Found | None:
     if language == "python":
         try:
-            return python_units(src)
+            return python_units(src, keep)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return anchor_units(src, "python")
+            return anchor_units(src, "python", keep)
     if language == "markdown":
         return markdown_units(src)
     if language == "yaml":
@@ -47,7 +49,7 @@ def _find_units(language: str, src: Src) -> Found | None:
         return json_units(src)
     if language == "text":
         return None
-    return anchor_units(src, language)
+    return anchor_units(src, language, keep)
 
 
 @dataclass(slots=True)
@@ -306,7 +308,12 @@ def chunk_file(path: str, text: str, budget: int = 1500, pack_functions: bool = 
 
 
 def chunk_file_multi(
-    path: str, text: str, budgets: tuple[int, ...], fallbacks: list[str] | None = None, pack_from: int = 1
+    path: str,
+    text: str,
+    budgets: tuple[int, ...],
+    fallbacks: list[str] | None = None,
+    pack_from: int = 1,
+    graph: list[FileGraph] | None = None,
 ) -> list[list[Chunk]]:
     """``chunk_file`` at several budgets from one parse (the index uses 1,500 for chunks, less for pieces).
 
@@ -316,15 +323,20 @@ def chunk_file_multi(
 
     When the structure-aware chunker fails and line windows are used instead, a note is appended to
     ``fallbacks`` (the index report counts them, so a chunker regression shows up as a number).
+    With ``graph``, the file's part of the symbol graph is appended to it, read from the same parse
+    (see graph.py; an empty one for markup, plain text and files the chunker could not parse).
     """
     language = detect_language(path)
     src = Src(text)
     if all(src.blank):
+        if graph is not None:
+            graph.append(FileGraph())
         return [[] for _ in budgets]
     found = None
     defs: list[tuple[int, str]] = []
+    keep: dict[str, object] = {}
     try:
-        found = _find_units(language, src)
+        found = _find_units(language, src, keep)
         if found is not None:
             roots, extras, is_lead = found
             _attach_leading(roots, 0, src, is_lead)
@@ -351,7 +363,28 @@ def chunk_file_multi(
         if pieces is None:
             pieces = [_Piece(a, b, (), None) for a, b in _windows(src, budget)]
         out.append(_build_chunks(path, language, src, pieces, defs if found is not None else []))
+    if graph is not None:
+        graph.append(_file_graph(path, language, src, found, keep, fallbacks))
     return out
+
+
+def _file_graph(
+    path: str, language: str, src: Src, found: Found | None, keep: dict[str, object], notes: list[str] | None
+) -> FileGraph:
+    """The file's symbol graph from the chunker's parse; empty when there is none (a failure is noted)."""
+    if found is None or language in MARKUP:
+        return FileGraph()
+    try:
+        tree = keep.get("tree")
+        if isinstance(tree, ast.Module):
+            return python_graph(tree, src)
+        scan = keep.get("scan")
+        if isinstance(scan, Scan):
+            return anchor_graph(src, language, found[0], found[1], scan.literals)
+    except (RecursionError, MemoryError, ValueError, IndexError) as exc:
+        if notes is not None:
+            notes.append(f"{path}: symbol graph failed ({exc.__class__.__name__})")
+    return FileGraph()
 
 
 def _build_chunks(

@@ -75,7 +75,7 @@ _CLOSE = {"}": "{", ")": "(", "]": "["}
 class Scan:
     """Bracket structure of a file: depth at each line start and the brace/semicolon events."""
 
-    __slots__ = ("depth_at", "lit_at", "ev_line", "ev_char", "ev_depth", "match")
+    __slots__ = ("depth_at", "lit_at", "ev_line", "ev_char", "ev_depth", "match", "literals")
 
     def __init__(self, text: str, n_lines: int, tokens: re.Pattern[str]) -> None:
         depth_at = [0] * (n_lines + 1)
@@ -85,6 +85,7 @@ class Scan:
         ev_depth: list[int] = []  # depth before an opener / ";", depth after a closer
         match: dict[int, int] = {}  # event index of an opener -> line of its closer
         stack: list[tuple[str, int]] = []
+        literals: list[tuple[int, int]] = []  # character spans of comments and string literals
         line = 0
         for m in tokens.finditer(text):
             s = m.group()
@@ -112,10 +113,12 @@ class Scan:
                 ev_char.append(c)
                 ev_depth.append(len(stack))
             else:
+                literals.append(m.span())
                 for _ in range(s.count("\n")):
                     line += 1
                     depth_at[line] = len(stack)
                     lit_at[line] = True
+        self.literals = literals
         self.depth_at = depth_at
         self.lit_at = lit_at
         self.ev_line = ev_line
@@ -424,10 +427,15 @@ def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
     return end
 
 
-def anchor_units(src: Src, language: str) -> tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]:
-    """Units of a non-Python file (or Python that does not parse) found with anchors + bracket structure."""
+def anchor_units(
+    src: Src, language: str, keep: dict[str, object] | None = None
+) -> tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]:
+    """Units of a non-Python file (or Python that does not parse) found with anchors + bracket structure.
+    ``keep`` receives the bracket scan (``"scan"``: its literal spans feed the symbol graph)."""
     lang = LANGS[FAMILY.get(language, language)]
     sc = Scan(src.text, src.n, TOKENS[lang.tokens])
+    if keep is not None:
+        keep["scan"] = sc
     cands, extras = _anchor_candidates(src, sc, lang, language)
     closer_rx = lang.closer or (r"[}\])]" if lang.mode == "brace" else "")
     closer = re.compile(closer_rx) if closer_rx else None
@@ -560,9 +568,14 @@ def _flat(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _flat(h.body)
 
 
-def python_units(src: Src) -> tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]:
-    """Units of a Python file via ``ast`` (raises SyntaxError/ValueError when it does not parse)."""
+def python_units(
+    src: Src, keep: dict[str, object] | None = None
+) -> tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]:
+    """Units of a Python file via ``ast`` (raises SyntaxError/ValueError when it does not parse).
+    ``keep`` receives the tree (``"tree"``: the symbol graph reads the same parse)."""
     tree = ast.parse(src.text)
+    if keep is not None:
+        keep["tree"] = tree
     extras: list[tuple[int, str]] = []
 
     def names(st: ast.stmt) -> None:

@@ -312,14 +312,17 @@ class _Run:
         # skipped before must not pay their import)
         from aide_tui.core.chunk.chunker import chunk_file_multi
         from aide_tui.core.chunk.pieces import PIECE_BUDGET, dense_pieces
+        from aide_tui.core.model import FileGraph
         from aide_tui.core.secrets import mask_secrets
 
+        graph: list[FileGraph] = []
         try:
             file_chunks, small = chunk_file_multi(
                 entry.rel,
                 mask_secrets(text),
                 (self.settings.index.chunk_budget, PIECE_BUDGET),
                 self.report.warnings,
+                graph=graph,
             )
         except Exception as exc:  # noqa: BLE001 - a chunker bug must not cost the rest of the index
             self.report.skipped_files[entry.rel] = f"chunker failed: {exc.__class__.__name__}: {exc}"
@@ -328,6 +331,8 @@ class _Run:
         file_pieces = dense_pieces(file_chunks, small)
         delta.pieces.extend((base + i, p) for i, p in file_pieces)
         delta.chunks.extend(file_chunks)
+        if graph and (graph[0].defs or graph[0].refs or graph[0].imports):
+            delta.graphs[entry.rel] = graph[0]
         delta.records[entry.rel] = FileRecord(size, entry.mtime_ns, digest, chunks=len(file_chunks),
                                               pieces=len(file_pieces))  # fmt: skip
 

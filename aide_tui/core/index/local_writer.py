@@ -21,6 +21,7 @@ from aide_tui.core.embed.base import same_model
 from aide_tui.core.errors import IndexCorrupt, IndexMissing
 from aide_tui.core.events import Committed, Progress
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, RunHooks, index_settings_key
+from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.segments import (
     FileRecord,
     Manifest,
@@ -61,7 +62,7 @@ def build_segment(delta: Delta, vocab: dict[str, int]) -> SegmentData:
     )
     return SegmentData(
         delta.chunks, [pc for _, pc in delta.pieces], np.asarray([o for o, _ in delta.pieces], np.int64),
-        docs, pdocs, delta.vectors, delta.present,
+        docs, pdocs, delta.vectors, delta.present, graph=GraphTable.from_files(delta.graphs),
     )  # fmt: skip
 
 
@@ -272,7 +273,7 @@ class LocalWriter:
             data.chunks, data.pieces, data.owners,
             DocTerms(data.docs.doc_ptr, remap[data.docs.term_ids].astype(np.int32), data.docs.tfs),
             DocTerms(data.pdocs.doc_ptr, remap[data.pdocs.term_ids].astype(np.int32), data.pdocs.tfs),
-            data.vectors, data.present, [terms[i] for i in used.tolist()],
+            data.vectors, data.present, [terms[i] for i in used.tolist()], data.graph,
         )  # fmt: skip
         run.check_cancel()
         entry = write_segment(self.idx_dir, seg, 0)

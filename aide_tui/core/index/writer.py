@@ -24,7 +24,7 @@ from aide_tui.core.chunk.pieces import PIECE_BUDGET
 from aide_tui.core.config import Settings
 from aide_tui.core.events import Committed, Done, Event
 from aide_tui.core.index.embcache import EmbeddingCache
-from aide_tui.core.model import EMBED_TEXT_VERSION, Chunk
+from aide_tui.core.model import EMBED_TEXT_VERSION, GRAPH_VERSION, Chunk, FileGraph
 from aide_tui.core.store.segments import FileRecord
 from aide_tui.core.tokens import TOKENIZER_VERSION, term_counts
 
@@ -38,6 +38,7 @@ def index_settings_key(settings: Settings) -> dict[str, object]:
         "piece_budget": PIECE_BUDGET,
         "embed_text": EMBED_TEXT_VERSION,
         "bm25_fields": [bm25_mod.PATH_WEIGHT, bm25_mod.SYMBOL_WEIGHT, bm25_mod.NAME_TF],
+        "graph": GRAPH_VERSION,
         "max_file_kb": settings.index.max_file_kb,
         "exclude": list(settings.index.exclude),
         "include_sensitive": settings.index.include_sensitive,
@@ -68,6 +69,7 @@ class Delta:
     pieces: list[tuple[int, Chunk]] = field(default_factory=list)  # (index into chunks, piece)
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))  # (pieces, dim)
     present: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # (pieces,): has a vector
+    graphs: dict[str, FileGraph] = field(default_factory=dict)  # each changed file's symbol graph
 
     @property
     def empty(self) -> bool:

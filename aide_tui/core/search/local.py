@@ -112,6 +112,23 @@ class LocalRetrieval:
         return int(self.ix.row_order[key])
 
 
+class LocalGraph:
+    """The symbol graph of one loaded view, with the view's line texts."""
+
+    def __init__(self, ix: IndexView) -> None:
+        self.ix = ix
+        g = ix.graph
+        self.definitions = g.definitions
+        self.references = g.references
+        self.definitions_in = g.definitions_in
+        self.references_in = g.references_in
+        self.imports_of = g.imports_of
+        self.called_names = g.called_names
+        self.paths = g.paths
+        self.line_text = ix.line_text
+        self.memo = g.memo
+
+
 class LocalRetriever:
     """The local store's current version, reloaded when a new manifest lands."""
 
@@ -158,6 +175,10 @@ class LocalRetriever:
     def term_stats(self) -> IndexView:
         return self._loaded()
 
+    @property
+    def graph(self) -> LocalGraph:
+        return LocalGraph(self._loaded())
+
     def version_key(self) -> object | None:
         try:
             st = os.stat(index_dir_for(self.root, create=False) / MANIFEST)
@@ -174,8 +195,11 @@ class LocalRetriever:
         with self._lock:
             if key is not None and key == self._key and self._view is not None:
                 return False
-            view = load_view(index_dir_for(self.root, create=False), self._view)
+            old = self._view
+            view = load_view(index_dir_for(self.root, create=False), old)
             view.warm()
+            if old is not None and "graph" in old.__dict__ and "file_rank" in old.graph.memo:
+                view.graph.memo["file_rank"] = old.graph.memo["file_rank"]  # an edit barely moves it
             self._view = view
             self._key = key
             return True

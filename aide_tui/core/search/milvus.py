@@ -276,6 +276,11 @@ class MilvusRetriever:
     def term_stats(self) -> None:
         return None  # the engine keeps its vocabulary to itself: long queries keep every term
 
+    @property
+    def graph(self) -> None:
+        """None: the symbol graph is kept by the local store only (see docs/architecture.md)."""
+        return None
+
     def embedders(self) -> set[str]:
         """The embedders whose vectors the searched workspaces hold."""
         return {str(m.get("embedder", "none")) for m in self.metas.values()}

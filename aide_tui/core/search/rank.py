@@ -20,12 +20,13 @@ from aide_tui.core import filekinds
 from aide_tui.core.bm25 import field_query
 from aide_tui.core.config import SearchSettings
 from aide_tui.core.errors import EmbedderError
+from aide_tui.core.search import graphrank as G
 from aide_tui.core.search import lists as L
 from aide_tui.core.search.filters import ParsedQuery
 from aide_tui.core.search.fuse import Fused, rrf
 from aide_tui.core.search.query import CODE_LIKE, LONG_QUERY_TERMS, QueryParts, analyze
 from aide_tui.core.search.response import Hit
-from aide_tui.core.search.retriever import Key, Retrieval, Retriever, TermStats
+from aide_tui.core.search.retriever import Key, Retrieval, Retriever, SymbolGraph, TermStats
 from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
 
 T = TypeVar("T")
@@ -223,12 +224,12 @@ def rank(
         )
     if mode == "hybrid" and far is not None and not any(found.get(name) for name in LEXICAL_LISTS):
         return Ranked([], degraded, no_results=far)  # only the dense list, and it holds nothing close
+    graph = retriever.graph if mode in ("hybrid", "bm25") and not code_like else None
+    list_w = list_weights(s, parts.long, code_like, explicit_path)
     lists = {name: found[name] for name in LIST_ORDER if name in found}
-    fused = rrf(
-        lists, k=s.rrf_k, weights=list_weights(s, parts.long, code_like, explicit_path), order=q.order
-    )
-    apply_priors(q, fused, parsed.text, parts, code_like, s)
-    fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), q.order(f.doc)))
+    fused = _fuse(q, lists, list_w, parsed.text, parts, code_like, s)
+    if graph is not None:
+        fused = _graph_hops(q, retriever, graph, fused, lists, list_w, parsed.text, parts, s)
     if s.per_file_cap > 0:
         fused = diversify(fused, [q.file_of(f.doc) for f in fused], s.per_file_cap, limit)
     top = fused[:limit]
@@ -236,6 +237,58 @@ def rank(
     if s.best_piece == "piece":  # a hit's best line follows its best BM25 piece, else its dense one
         spans = {**spans, **{f.doc: piece_spans[f.doc] for f in top if f.doc in piece_spans}}
     return Ranked([_hit(q, f, terms, spans.get(f.doc)) for f in top], degraded)
+
+
+def _fuse(
+    q: Retrieval[Any],
+    lists: dict[str, list[Key]],
+    weights: dict[str, float],
+    text: str,
+    parts: QueryParts,
+    code_like: bool,
+    s: SearchSettings,
+) -> list[Fused]:
+    """RRF of the lists, the priors, and the order of the result."""
+    fused = rrf(lists, k=s.rrf_k, weights=weights, order=q.order)
+    apply_priors(q, fused, text, parts, code_like, s)
+    fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), q.order(f.doc)))
+    return fused
+
+
+def _graph_hops(
+    q: Retrieval[Any],
+    retriever: Retriever,
+    graph: SymbolGraph,
+    fused: list[Fused],
+    lists: dict[str, list[Key]],
+    weights: dict[str, float],
+    text: str,
+    parts: QueryParts,
+    s: SearchSettings,
+) -> list[Fused]:
+    """Fuse again with the files one hop from the best files (LocAgent's lever), when weighted; the
+    centrality prior scales each file by its PageRank in the import and call graph."""
+    hop_weight = s.long_hop_weight if parts.long else s.hop_weight
+    centrality = s.long_centrality if parts.long else s.centrality
+    if hop_weight <= 0 and centrality <= 0:
+        return fused
+    if hop_weight > 0:
+        top: list[str] = []
+        for f in fused:
+            if len(top) >= s.hop_files:
+                break
+            if (p := q.path(f.doc)) not in top:
+                top.append(p)
+        near = G.neighbours(graph, retriever.path_parts, top)
+        hop = G.hop_list(q, near, s.top_n)
+        if hop:
+            fused = _fuse(q, {**lists, "hop": hop}, {**weights, "hop": hop_weight}, text, parts, False, s)
+    if centrality > 0:
+        ranks = G.file_rank(graph, retriever.path_parts, graph.memo)
+        for f in fused:
+            f.score *= 1.0 + centrality * ranks.get(q.path(f.doc), 0.0)
+        fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), q.order(f.doc)))
+    return fused
 
 
 def _lexical_lists(
@@ -346,7 +399,7 @@ def _hit(q: Retrieval[Any], f: Fused, terms: list[str], span: tuple[int, int] | 
     """The result row of fused item ``f``."""
     c = q.chunk(f.doc)
     ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-    for extra in ("symbol", "path", "piece", "phrase"):
+    for extra in ("symbol", "path", "piece", "phrase", "hop"):
         if extra in f.ranks:
             ranks[extra] = f.ranks[extra]
     return Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text,

@@ -63,6 +63,8 @@ class SearchResponse:
     error: str | None = None  # the query could not be understood (unknown lang:): show it, no results
     rerank: str | None = None  # reranking on: "ok" or "degraded: <reason>" (see rerank.py)
     no_results: str | None = None  # why nothing answers a query nothing supports (hybrid), with a hint
+    confidence: str | None = None  # high / medium / low for the first hit (see confidence.py)
+    hints: list[dict[str, object]] = field(default_factory=list)  # up to three ways to refine the query
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -79,4 +81,7 @@ class SearchResponse:
             out["rerank"] = self.rerank
         if self.no_results is not None:
             out["no_results"] = self.no_results
+        if self.confidence is not None:
+            out["confidence"] = self.confidence
+            out["hints"] = self.hints
         return out

@@ -20,6 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from aide_tui.core.config import Settings
+from aide_tui.core.model import Definition, Reference
 from aide_tui.core.search.filters import ParsedQuery
 from aide_tui.core.status import IndexStatus
 
@@ -121,6 +122,45 @@ class Retrieval(Protocol[K]):
         ...
 
 
+class SymbolGraph(Protocol):
+    """A store's symbol graph (definitions, references, imports of the live files), when it keeps one.
+    ``memo`` keeps what is derived from one loaded version (a centrality prior) while it is loaded."""
+
+    memo: dict[str, Any]
+
+    def definitions(self, name: str, exact: bool = True) -> list[tuple[str, Definition]]:
+        """(path, definition) of every definition of ``name`` (any case when not ``exact``)."""
+        ...
+
+    def references(self, name: str, exact: bool = True) -> list[tuple[str, Reference]]:
+        """(path, reference) of every reference to ``name`` (any case when not ``exact``)."""
+        ...
+
+    def definitions_in(self, path: str) -> list[Definition]:
+        """A file's definitions, in line order."""
+        ...
+
+    def references_in(self, path: str) -> list[Reference]:
+        """A file's references, in line order."""
+        ...
+
+    def called_names(self, path: str) -> list[str]:
+        """The names a file calls, each once, in order of their first call."""
+        ...
+
+    def imports_of(self, path: str) -> list[str]:
+        """The modules a file imports, as written."""
+        ...
+
+    def paths(self) -> list[str]:
+        """The files that have a graph."""
+        ...
+
+    def line_text(self, path: str, line: int) -> str | None:
+        """A file's line as indexed (None when the store does not hold it)."""
+        ...
+
+
 class TermStats(Protocol):
     """A store's vocabulary, for choosing the terms of a long query and completing a partly typed word."""
 
@@ -162,6 +202,11 @@ class Retriever(Protocol):
     @property
     def term_stats(self) -> TermStats | None:
         """The vocabulary and idf of the loaded version (None: the store does not expose them)."""
+        ...
+
+    @property
+    def graph(self) -> SymbolGraph | None:
+        """The loaded version's symbol graph (None: the store keeps none)."""
         ...
 
     @property

@@ -16,12 +16,14 @@ import numpy as np
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.search import rerank
+from aide_tui.core.search.confidence import confidence, hints
 from aide_tui.core.search.filters import parse_query
 from aide_tui.core.search.finder import find_files
 from aide_tui.core.search.rank import QueryEncoder, partial_word, rank
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.retriever import Retriever
 from aide_tui.core.search.stores import open_retriever
+from aide_tui.core.search.symbols import MAX_LOCATIONS, SymbolAnswer, find_definitions, find_references
 
 QUERY_CACHE = 256  # query vectors remembered
 MAX_QUERY_CHARS = 20_000
@@ -100,8 +102,29 @@ class Searcher:
                 resp.degraded, resp.degraded_reason = True, ranked.degraded
             resp.no_results = ranked.no_results
             rerank.rerank_response(s, parsed.text, resp, limit)  # opt-in; cuts the list to ``limit``
+            self._assess(resp, parsed.text)
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
+
+    def _assess(self, resp: SearchResponse, text: str) -> None:
+        """The answer's confidence and refine hints (see confidence.py)."""
+        resp.confidence = confidence(resp.results)
+        if resp.results:
+            graph = self.retriever.graph
+            resp.hints = hints(resp.results, text, graph, self.retriever.term_stats)
+
+    def definitions(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
+        """Where ``name`` (or ``Class.name``) is defined, from the symbol graph. Raises IndexProblem
+        when the index cannot be read; a store without a graph answers with ``error`` set."""
+        if not self.retriever.loaded:
+            self.retriever.refresh()
+        return find_definitions(self.retriever.graph, name, limit)
+
+    def references(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
+        """Where ``name`` is used (calls, imports, attribute uses, names), as :meth:`definitions`."""
+        if not self.retriever.loaded:
+            self.retriever.refresh()
+        return find_references(self.retriever.graph, name, limit)
 
     def _encoder(self) -> QueryEncoder:
         if self.embedder is None:

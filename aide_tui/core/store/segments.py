@@ -7,7 +7,8 @@ Layout under the state dir (``<root>/.aide/`` or the user cache dir, see paths.p
                               last member is the CRC32 of the rest of the manifest itself
     index/s<stamp>-<pid>/     one immutable segment: chunks.json + texts.bin + text_offsets.npy,
                               pieces.json + owners.npy, BM25 rows (doc_ptr/term_ids/tfs, and p* for
-                              pieces), vocab.json (the terms this segment added), and vector blocks
+                              pieces), vocab.json (the terms this segment added), the symbol graph of
+                              its files (graph.json + refs.npy, see graphtable.py), and vector blocks
                               b<k>.vec.npy + b<k>.rows.npy (vectors of some of its pieces)
     index/lock                writer lock (flock) holding the writer's PID
 
@@ -46,6 +47,7 @@ from aide_tui.core.model import Chunk
 from aide_tui.core.paths import MANIFEST
 from aide_tui.core.safeio import UnsafeFile, crc32_mapped, load_npy, parse_npy, read_bounded
 from aide_tui.core.store.chunktable import ChunkTable
+from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.version_meta import Counts, IndexMeta, VersionStamp
 from aide_tui.core.store.view import IndexView, Part, VectorBlock
 
@@ -53,7 +55,8 @@ T = TypeVar("T")
 # 6: the manifest carries a checksum of its own bytes. A format-5 manifest (none) is rebuilt like any
 # other old format: the embedding cache keeps the vectors, so only chunking and BM25 are redone, and no
 # manifest is ever trusted unverified (a damaged checksum cannot pass as an older format without one).
-FORMAT_VERSION = 6
+# 7: every segment holds the symbol graph of its files (graph.json, refs.npy).
+FORMAT_VERSION = 7
 MAX_MANIFEST_BYTES = 512 << 20
 _ROW_ARRAYS = (
     "doc_ptr",
@@ -68,7 +71,10 @@ _ROW_ARRAYS = (
     "porder",
     "plines",
 )
-SEGMENT_FILES = ("chunks.json", "texts.bin", "pieces.json", "vocab.json", *(f"{a}.npy" for a in _ROW_ARRAYS))
+SEGMENT_FILES = (
+    "chunks.json", "texts.bin", "pieces.json", "vocab.json", "graph.json", "refs.npy",
+    *(f"{a}.npy" for a in _ROW_ARRAYS),
+)  # fmt: skip
 
 
 @dataclass
@@ -151,6 +157,7 @@ class SegmentData:
     vectors: np.ndarray  # (p, dim) float32; rows with present=False are meaningless
     present: np.ndarray  # (p,) bool
     vocab_add: list[str] = field(default_factory=list)  # terms first seen in this segment, in id order
+    graph: GraphTable = field(default_factory=GraphTable)  # the symbol graph of the segment's files
 
 
 @dataclass
@@ -167,6 +174,7 @@ class IndexData:
     vectors: np.ndarray
     present: np.ndarray
     meta: IndexMeta = field(default_factory=IndexMeta)
+    graph: GraphTable = field(default_factory=GraphTable)
 
 
 # -- atomic primitives -----------------------------------------------------------------------------
@@ -442,7 +450,10 @@ def write_segment(index_dir: Path, seg: SegmentData, vocab_start: int) -> Segmen
     tmp.mkdir(mode=0o700)
     try:
         table, texts, offsets = _encode_chunks(seg.chunks)
+        graph_json, refs = seg.graph.encode()
         payloads: dict[str, bytes] = {
+            "graph.json": graph_json,
+            "refs.npy": npy_bytes(refs),
             "chunks.json": table,
             "texts.bin": texts,
             "text_offsets.npy": offsets,
@@ -627,8 +638,11 @@ def _segment_files(index_dir: Path, entry: SegmentEntry) -> dict[str, Any]:
     plines = arrays["plines"]
     if plines.shape != (p, 2):
         raise IndexCorrupt(f"index segment {entry.name} piece lines are malformed; rebuilding")
+    graph = GraphTable.decode(
+        _read_checked(seg_dir, entry, "graph.json"), _npy(seg_dir, entry, "refs.npy"), entry.name
+    )
     return {"chunks": chunks, "docs": docs, "pdocs": pdocs, "owners": owners, "order": arrays["order"],
-            "plines": plines,
+            "plines": plines, "graph": graph,
             "porder": arrays["porder"]}  # fmt: skip
 
 
@@ -696,7 +710,7 @@ def _load_view(index_dir: Path, manifest: Manifest, previous: IndexView | None) 
             part = Part(
                 entry.name, f["chunks"], Postings.build(f["docs"], entry.vocab[1], f["order"]),
                 Postings.build(f["pdocs"], entry.vocab[1], f["porder"]), f["owners"],
-                piece_spans=f["plines"],
+                piece_spans=f["plines"], graph=f["graph"],
             )  # fmt: skip
         have = {b for b in part.block_names}
         if have - set(entry.blocks):  # blocks were merged away: reload the vectors as listed
@@ -764,12 +778,24 @@ def read_segment(index_dir: Path, entry: SegmentEntry, pieces: bool = True) -> S
         rows = block.piece_rows()
         vectors[rows] = block.matrix
         present[rows] = True
-    return SegmentData(f["chunks"], piece_list, f["owners"], f["docs"], f["pdocs"], vectors, present)
+    return SegmentData(
+        f["chunks"], piece_list, f["owners"], f["docs"], f["pdocs"], vectors, present, graph=f["graph"]
+    )
 
 
 def read_index(index_dir: Path, pieces: bool = True) -> IndexData:
     """Every live row of the current version, consolidated into one set of arrays."""
     return _retrying(index_dir, lambda m: consolidate(index_dir, m, read_vocab(index_dir, m), pieces))
+
+
+def _held_by(manifest: Manifest, seg_index: int) -> Callable[[str], bool]:
+    """Whether the manifest says a file is held by segment ``seg_index`` (its rows there are live)."""
+
+    def held(path: str) -> bool:
+        rec = manifest.files.get(path)
+        return rec is not None and rec.segment == seg_index
+
+    return held
 
 
 def consolidate(index_dir: Path, manifest: Manifest, vocab: dict[str, int], pieces: bool = True) -> IndexData:
@@ -781,9 +807,11 @@ def consolidate(index_dir: Path, manifest: Manifest, vocab: dict[str, int], piec
     owners: list[np.ndarray] = []
     vecs: list[np.ndarray] = []
     present: list[np.ndarray] = []
+    graphs: list[GraphTable] = []
     dim = manifest.meta.dim
     for i, entry in enumerate(manifest.segments):
         seg = read_segment(index_dir, entry, pieces)
+        graphs.append(seg.graph.take(_held_by(manifest, i)))
         keep = [
             r for r, c in enumerate(seg.chunks) if (rec := manifest.files.get(c.path)) and rec.segment == i
         ]
@@ -810,6 +838,7 @@ def consolidate(index_dir: Path, manifest: Manifest, vocab: dict[str, int], piec
         np.concatenate(vecs or [np.zeros((0, dim), np.float32)]),
         np.concatenate(present or [np.zeros(0, bool)]),
         manifest.meta,
+        GraphTable.concat(graphs),
     )  # fmt: skip
 
 

@@ -22,6 +22,8 @@ from aide_tui.core.errors import VectorDimensionMismatch
 from aide_tui.core.model import Chunk
 from aide_tui.core.safeio import gather_rows, mapped_row_windows
 from aide_tui.core.store.chunktable import ConcatChunks, defines_all, paths_of
+from aide_tui.core.store.graphtable import GraphTable
+from aide_tui.core.store.graphview import GraphView
 from aide_tui.core.store.lexicon import PREFIX_END, Lexicon
 from aide_tui.core.store.version_meta import VersionStamp
 
@@ -65,11 +67,12 @@ class Part:
     blocks: list[VectorBlock] = field(default_factory=list)
     block_names: list[str] = field(default_factory=list)
     piece_spans: np.ndarray | None = None  # (p, 2) int: first and last file line of each piece
+    graph: GraphTable = field(default_factory=GraphTable)  # the symbol graph of the segment's files
 
     def with_blocks(self, blocks: list[VectorBlock], names: list[str]) -> Part:
         """The same segment with another set of vector blocks (derived lookups are kept)."""
         part = Part(self.name, self.chunks, self.postings, self.piece_postings, self.owners, blocks, names,
-                    self.piece_spans)  # fmt: skip
+                    self.piece_spans, self.graph)  # fmt: skip
         for cached in ("symbols", "sorted_names", "path_names", "path_ids", "start_lines", "_projection"):
             if cached in self.__dict__:
                 part.__dict__[cached] = self.__dict__[cached]
@@ -364,6 +367,33 @@ class IndexView:
                 if live is None or live[r]:
                     out.append(off + r)
         return out
+
+    @cached_property
+    def graph(self) -> GraphView:
+        """The symbol graph of this version's live files."""
+        return GraphView([p.graph for p in self.parts], self.files)
+
+    @cached_property
+    def rows_by_path(self) -> dict[str, list[int]]:
+        """Live global rows of each file, in line order."""
+        out: dict[str, list[int]] = {}
+        for r in np.flatnonzero(self.alive_mask).tolist():
+            out.setdefault(self.paths[r], []).append(r)
+        for rows in out.values():
+            rows.sort(key=lambda r: _start(self.chunks, r))
+        return out
+
+    def line_text(self, path: str, line: int) -> str | None:
+        """The indexed text of a file's line (secrets masked); None when no live chunk holds it."""
+        rows = self.rows_by_path.get(path, [])
+        starts = [_start(self.chunks, r) for r in rows]
+        k = bisect_right(starts, line) - 1
+        if k < 0:
+            return None
+        c = self.chunks[rows[k]]
+        if line > c.end_line:
+            return None
+        return c.text.split("\n")[line - c.start_line]
 
     @cached_property
     def path_parts(self) -> dict[str, set[str]]:

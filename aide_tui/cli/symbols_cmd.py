@@ -1,0 +1,80 @@
+"""``aide-tui defs`` and ``aide-tui refs``: where a name is defined or used, from the symbol graph.
+
+The index is refreshed first, as for ``search`` (``--no-update`` skips it), so the lines listed are the
+files' current lines. Text output is ``path:line:col:text`` per location (vim's errorformat), with a
+note on stderr when the name is ambiguous; ``--json`` prints the answer's object. Exit 1 when nothing is
+found (as grep), 2 on a usage or store problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from aide_tui.cli.common import err, printable, setup
+
+
+def cmd_defs(args: argparse.Namespace) -> int:
+    """``aide-tui defs --path ROOT NAME``."""
+    return _answer(args, "definitions")
+
+
+def cmd_refs(args: argparse.Namespace) -> int:
+    """``aide-tui refs --path ROOT NAME``."""
+    return _answer(args, "references")
+
+
+def _answer(args: argparse.Namespace, what: str) -> int:
+    from aide_tui.cli.search_cmd import open_searcher
+    from aide_tui.core.errors import IndexProblem
+    from aide_tui.core.search.symbols import NO_GRAPH, split_name
+
+    ready = setup(args.path, args)
+    if ready is None:
+        return 2
+    root, settings = ready
+    if split_name(args.name) is None:
+        err(f"not an identifier: {args.name!r}")
+        return 2
+    if settings.store.backend != "local":
+        err(NO_GRAPH)
+        return 2
+    opened = open_searcher(args, root, settings, "bm25")
+    if isinstance(opened, int):
+        return opened
+    searcher, close = opened
+    try:
+        find = searcher.definitions if what == "definitions" else searcher.references
+        answer = find(args.name, args.limit)
+    except IndexProblem as exc:
+        err(str(exc))
+        return 1
+    finally:
+        close()
+    if answer.error:
+        err(answer.error)
+        return 2
+    _write(answer, root, args.json)
+    return 0 if answer.total else 1
+
+
+def _write(answer: Any, root: Any, as_json: bool) -> None:
+    from aide_tui.cli.search_cmd import _shown_path
+    from aide_tui.core.textsafe import visible
+
+    out = sys.stdout
+    if as_json:
+        out.write(json.dumps(answer.to_json()) + "\n")
+        out.flush()
+        return
+    note = answer.note
+    if note and (answer.ambiguous or not answer.total):
+        err(f"note: {note}")
+    for loc in answer.locations:
+        shown = printable(_shown_path(root, loc.path))
+        out.write(visible(f"{shown}:{loc.line}:{loc.col}:{loc.text.strip()}") + "\n")
+    if answer.left_out:
+        err(f"{answer.left_out} more not listed (--limit)")
+    out.flush()

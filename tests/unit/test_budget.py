@@ -1,0 +1,164 @@
+"""Answers that fit a token budget (search --json --max-tokens, MCP search_code max_tokens) and the
+confidence and refine hints every search answer carries."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.search.budget import fit, row_tokens
+from aide_tui.core.search.confidence import confidence, hints, margin, near_miss_hint, term_hint
+from aide_tui.core.search.response import Hit
+from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.tokens import estimate_tokens
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def searcher(root: Path) -> Searcher:
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    Indexer(root, settings).run()
+    s = Searcher(root, settings)
+    s.refresh()
+    return s
+
+
+def big_workspace(root: Path) -> Path:
+    """Eighty documented functions in eight files (forty chunks): far more than a small budget holds."""
+    for f in range(8):
+        body = []
+        for i in range(10):
+            body.append(f'def handle_request_{f}_{i}(request):\n    """Handle one request, kind {i}."""\n')
+            body.extend(f"    step_{k} = request.part({k})  # request handling step\n" for k in range(12))
+            body.append("    return request\n\n\n")
+        p = root / f"pkg/mod{f}.py"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("".join(body))
+    return root
+
+
+def test_hits_fit_the_budget_in_rank_order_trimmed_around_their_best_line(tmp_path: Path) -> None:
+    root = big_workspace(tmp_path / "ws")
+    resp = searcher(root).search("handle one request kind", limit=40, mode="bm25")
+    assert len(resp.results) == 40
+    got = fit(resp.results, 1000)
+    assert 0 < got.tokens <= 1000 and got.tokens == sum(row_tokens(r) for r in got.rows)
+    assert got.left_out == 40 - len(got.rows) > 0
+    assert [(r["path"], r["score"]) for r in got.rows] == [
+        (h.path, round(h.score, 6)) for h in resp.results[: len(got.rows)]
+    ]
+    seen: set[str] = set()
+    for row, hit in zip(got.rows, resp.results, strict=False):
+        lines = (root / row["path"]).read_text().split("\n")
+        assert row["text"] == "\n".join(lines[row["start_line"] - 1 : row["end_line"]])  # the file's lines
+        assert hit.start_line <= row["start_line"] <= row["best_line"] <= row["end_line"] <= hit.end_line
+        if row["path"] in seen:  # a file's later hits keep their best line and one line each side
+            assert row["end_line"] - row["start_line"] <= 2
+        seen.add(row["path"])
+    more = fit(resp.results, 4000)
+    assert len(more.rows) > len(got.rows) and more.rows[: len(got.rows)] == got.rows
+
+
+def test_a_tiny_budget_still_gets_the_first_hit_cut_to_fit(tmp_path: Path) -> None:
+    root = big_workspace(tmp_path / "ws")
+    resp = searcher(root).search("handle one request kind", limit=10, mode="bm25")
+    got = fit(resp.results, 120)
+    assert len(got.rows) == 1 and got.left_out == 9
+    row = got.rows[0]
+    assert row["start_line"] <= row["best_line"] <= row["end_line"] and row["truncated"] is True
+    assert row["end_line"] - row["start_line"] >= 2
+
+
+def hit(path: str, score: float, start: int = 1, text: str = "x", **ranks: int | None) -> Hit:
+    return Hit(path, start, start + text.count("\n"), score, None, "python", dict(ranks), [], text)
+
+
+def test_confidence_follows_the_margin_and_the_lists_that_agree() -> None:
+    assert confidence([]) is None
+    assert confidence([hit("a.py", 1.0), hit("b.py", 0.4)]) == "high"  # leads by 60 %
+    assert confidence([hit("a.py", 1.0, bm25=1, piece=1, dense=1), hit("b.py", 0.85)]) == "high"
+    assert confidence([hit("a.py", 1.0, bm25=1, dense=2), hit("b.py", 0.8)]) == "medium"
+    assert confidence([hit("a.py", 1.0, bm25=1), hit("a.py", 0.99), hit("b.py", 0.95)]) == "low"
+    assert margin([hit("a.py", 1.0), hit("a.py", 0.9)]) == 1.0  # one file only
+
+
+def test_hints_name_a_sibling_a_near_miss_and_an_alternate_term(tmp_path: Path) -> None:
+    from conftest import write_workspace
+
+    root = write_workspace(tmp_path / "ws")
+    s = searcher(root)
+    resp = s.search("send one request over a socket and return the response", mode="bm25")
+    from aide_tui.core.search.hitlines import hit_best_line
+
+    top = resp.results[0]
+    assert top.path == "src/httpclient/client.py" and 16 <= hit_best_line(top).line <= 20  # in Client.send
+    assert resp.confidence in ("high", "medium", "low")
+    sibling = resp.hints[0]
+    assert sibling["kind"] == "symbol" and sibling["symbol"] in ("Client.__init__", "Client.follow_redirects")
+    assert sibling["path"] == "src/httpclient/client.py"
+    answer = resp.to_json()
+    assert answer["confidence"] == resp.confidence and answer["hints"] == resp.hints
+    files = [hit(f"f{i}.py", 1.0 - i / 100) for i in range(14)]
+    assert near_miss_hint(files) == {"kind": "file", "path": "f10.py", "rank": 11, "line": 1,
+                                     "text": "near miss: f10.py (file ranked 11)"}  # fmt: skip
+    assert near_miss_hint(files[:10]) is None
+    shared = [
+        hit("a.py", 1, text="retry_policy = build(RetryPolicy)\n"),
+        hit("b.py", 0.9, text="retry_policy()"),
+    ]
+    assert term_hint(shared, "how are failed calls repeated", None) == {
+        "kind": "term", "term": "retry_policy", "text": "try also: retry_policy"}  # fmt: skip
+    assert term_hint(shared, "retry policy", None) is None  # the query already uses its words
+    assert len(hints(files, "q", None, None)) <= 3
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "aide_tui", *args], capture_output=True, text=True,
+                          timeout=300, env=env, check=False)  # fmt: skip
+
+
+def test_search_json_max_tokens(tmp_path: Path) -> None:
+    root = big_workspace(tmp_path / "ws")
+    out = run_cli("search", "--path", str(root), "--embedder", "none", "--json", "--max-tokens", "400",
+                  "--limit", "30", "handle one request kind")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["max_tokens"] == 400 and 0 < got["tokens_used"] <= 400
+    assert got["left_out"] == 30 - len(got["results"]) > 0
+    shown = [{k: v for k, v in r.items() if k != "ranks"} for r in got["results"]]
+    assert got["tokens_used"] == sum(estimate_tokens(json.dumps(r, ensure_ascii=False)) for r in shown)
+    assert all(r["text"] and "best_line" in r for r in got["results"])
+    assert got["confidence"] in ("high", "medium", "low") and isinstance(got["hints"], list)
+    out = run_cli("search", "--path", str(root), "--embedder", "none", "--max-tokens", "400", "request")
+    assert out.returncode == 2 and "--max-tokens needs --json" in out.stderr
+    out = run_cli("search", "--path", str(root), "--embedder", "none", "--json", "--max-tokens", "0", "x")
+    assert out.returncode == 2
+
+
+@pytest.mark.parametrize("max_tokens", [None, 300, 0])
+async def test_mcp_search_code_fits_its_budget(tmp_path: Path, max_tokens: int | None) -> None:
+    pytest.importorskip("mcp")
+    from test_mcp import call, session
+
+    root = big_workspace(tmp_path / "ws")
+    async with session(root, tmp_path) as s:
+        args = {} if max_tokens is None else {"max_tokens": max_tokens}
+        err, got = await call(s, "search_code", query="handle one request kind", limit=30, **args)
+        assert not err, got
+        assert got["confidence"] in ("high", "medium", "low") and len(got["hints"]) <= 3
+        if max_tokens == 0:  # no budget: up to limit results of at most 40 lines
+            assert len(got["results"]) == 30 and "tokens_used" not in got
+            return
+        budget = max_tokens or 2000
+        assert got["max_tokens"] == budget and 0 < got["tokens_used"] <= budget
+        assert got["left_out"] == 30 - len(got["results"]) > 0
+        err, msg = await call(s, "search_code", query="x", max_tokens=10)
+        assert err and "max_tokens must be 0 or between" in msg

@@ -1,0 +1,279 @@
+"""The symbol graph: extraction from the chunker's parse, its place in the index (atomic, incremental,
+merged), ``defs``/``refs`` precision against ``rg -w`` on a real tree, the CLI and the MCP tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import write_workspace
+
+from aide_tui.core.chunk.chunker import chunk_file_multi
+from aide_tui.core.config import Settings, load_settings
+from aide_tui.core.errors import IndexCorrupt
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.model import FileGraph
+from aide_tui.core.paths import index_dir_for
+from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.store.segments import load_view, read_index, read_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def graph_of(path: str, text: str) -> FileGraph:
+    out: list[FileGraph] = []
+    chunk_file_multi(path, textwrap.dedent(text).lstrip("\n"), (1500, 600), [], graph=out)
+    return out[0]
+
+
+def settings(root: Path, **index: object) -> Settings:
+    return load_settings(root, {"embedding": {"backend": "none"}, "index": dict(index)})
+
+
+def index(root: Path, rebuild: bool = False, **kw: object) -> None:
+    Indexer(root, settings(root, **kw)).run(rebuild=rebuild)
+
+
+def searcher(root: Path) -> Searcher:
+    s = Searcher(root, settings(root))
+    s.refresh()
+    return s
+
+
+PY = '''
+    """Module doc mentioning parse_header and Client."""
+    import os.path as osp
+    from .helpers import parse_header, format_headers as fmt
+
+    LIMIT = 10
+
+
+    class Client(Base):
+        timeout = 5
+
+        @property
+        def send(self, request):
+            # parse_header in a comment is no reference
+            value = parse_header(request.line)
+            text = "parse_header in a string is none either"
+            return self.transport.send(value, osp.join("a", text), LIMIT)
+
+
+    def helper(x):
+        y = x + LIMIT
+        return Client(y).send(y)
+'''
+
+
+def test_python_definitions_references_and_imports_come_from_the_parse() -> None:
+    g = graph_of("pkg/client.py", PY)
+    defs = {(d.qualname, d.kind, d.line, d.col) for d in g.defs}
+    assert {
+        ("LIMIT", "variable", 5, 1),
+        ("Client", "class", 8, 7),
+        ("Client.timeout", "attribute", 9, 5),
+        ("Client.send", "method", 12, 9),
+        ("helper", "function", 19, 5),
+    } <= defs
+    refs = {(r.name, r.kind, r.line) for r in g.refs}
+    assert ("parse_header", "import", 3) in refs and ("fmt", "import", 3) not in refs
+    assert ("format_headers", "import", 3) in refs and ("path", "import", 2) in refs
+    assert ("parse_header", "call", 14) in refs
+    assert ("send", "call", 16) in refs and ("transport", "attr", 16) in refs
+    assert ("Base", "name", 8) in refs and ("property", "name", 11) in refs
+    assert ("LIMIT", "name", 16) in refs and ("LIMIT", "name", 20) in refs
+    assert ("Client", "call", 21) in refs and ("send", "call", 21) in refs
+    # comments, strings and docstrings are not references; locals and parameters are not either
+    assert not {(n, line) for n, _, line in refs} & {("parse_header", 1), ("parse_header", 13),
+                                                      ("parse_header", 15)}  # fmt: skip
+    assert not {n for n, _, _ in refs} & {"value", "text", "request", "x", "y", "self"}
+    assert g.imports == ["os.path", ".helpers.parse_header", ".helpers.format_headers"]
+
+
+def test_each_position_holds_its_name() -> None:
+    text = textwrap.dedent(PY).lstrip("\n") + "\nnon_ascii = 'é'; x = non_ascii.upper()  # é\n"
+    g = graph_of("pkg/client.py", text)
+    lines = text.split("\n")
+    for item in [*g.defs, *g.refs]:
+        assert lines[item.line - 1][item.col - 1 :].startswith(item.name), item
+    assert any(r.name == "upper" for r in g.refs)  # a column after a non-ASCII character
+
+
+def test_other_languages_skip_comments_and_strings() -> None:
+    go = graph_of(
+        "cli/cmd.go",
+        """
+        package cli
+
+        import (
+            "fmt"
+            ctx "context"
+        )
+
+        // Run calls helper, says this comment
+        func (c *Command) Run(a string) error {
+            fmt.Println("helper in a string")
+            return helper(c.Name)
+        }
+
+        func helper(n string) error { return nil }
+    """,
+    )
+    assert {(d.qualname, d.line) for d in go.defs} >= {("Command.Run", 9), ("helper", 14)}
+    refs = {(r.name, r.kind, r.line) for r in go.refs}
+    assert ("helper", "call", 11) in refs and ("Println", "call", 10) in refs and ("Name", "attr", 11) in refs
+    assert not any(r.name == "helper" and r.line in (8, 10, 14) for r in go.refs)
+    assert go.imports == ["fmt", "context"]
+    ts = graph_of(
+        "src/app.ts",
+        """
+        import { Router } from "./router";
+        const r = require('./legacy');
+        export function render(title: string): string {
+          return `render ${title}`; // render
+        }
+    """,
+    )
+    assert ("Router", "import", 1) in {(r.name, r.kind, r.line) for r in ts.refs}
+    assert ts.imports == ["./router", "./legacy"]
+    assert not [r for r in ts.refs if r.name == "render"]  # the definition, a template string, a comment
+    assert graph_of("docs/a.md", "# Client\n\nClient() is called here\n") == FileGraph()
+
+
+def _defs_refs(s: Searcher, name: str) -> tuple[list[tuple[str, int, int]], list[tuple[str, int, int]]]:
+    d = s.definitions(name)
+    r = s.references(name)
+    return [(x.path, x.line, x.col) for x in d.locations], [(x.path, x.line, x.col) for x in r.locations]
+
+
+def test_graph_is_committed_with_the_segment_and_checksummed(workspace: Path) -> None:
+    index(workspace)
+    manifest = read_manifest(index_dir_for(workspace))
+    seg = manifest.segments[0]
+    assert {"graph.json", "refs.npy"} <= set(seg.files)
+    data = read_index(index_dir_for(workspace))
+    assert "src/httpclient/client.py" in data.graph.paths
+    view = load_view(index_dir_for(workspace))
+    assert [(p, d.qualname) for p, d in view.graph.definitions("send")] == [
+        ("src/httpclient/client.py", "Client.send")
+    ]
+    # a flipped byte in the graph is damage like any other: detected when read, never searched
+    path = index_dir_for(workspace) / seg.name / "graph.json"
+    raw = bytearray(path.read_bytes())
+    raw[10] ^= 0x20
+    path.write_bytes(bytes(raw))
+    with pytest.raises(IndexCorrupt, match="graph.json is damaged"):
+        Searcher(workspace, settings(workspace)).refresh()
+    index(workspace, rebuild=True)
+    assert searcher(workspace).definitions("send").total == 1
+
+
+def test_a_renamed_function_leaves_no_stale_definition_or_reference(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws")
+    index(root)
+    s = searcher(root)
+    assert s.definitions("backoff_delays").total == 1 and s.references("backoff_delays").total == 1
+    retry = root / "src/httpclient/retry.py"
+    retry.write_text(retry.read_text().replace("backoff_delays", "delays_for"))
+    (root / "src/httpclient/extra.py").write_text("from .retry import delays_for\n\nprint(delays_for(2))\n")
+    index(root)  # incremental: a delta segment over the first
+    s = searcher(root)
+    assert len(read_manifest(index_dir_for(root)).segments) == 2
+    assert s.definitions("backoff_delays").total == 0 and s.references("backoff_delays").total == 0
+    incremental = {n: _defs_refs(s, n) for n in ("delays_for", "with_retries", "Client", "send", "time")}
+    assert incremental["delays_for"] == (
+        [("src/httpclient/retry.py", 6, 5)],
+        [
+            ("src/httpclient/extra.py", 1, 20),
+            ("src/httpclient/extra.py", 3, 7),
+            ("src/httpclient/retry.py", 14, 18),
+        ],
+    )
+    rebuilt_root = tmp_path / "copy"
+    shutil.copytree(root, rebuilt_root, ignore=shutil.ignore_patterns(".aide"))
+    index(rebuilt_root, rebuild=True)
+    rebuilt = {n: _defs_refs(searcher(rebuilt_root), n) for n in incremental}
+    assert incremental == rebuilt
+    index(root, max_segments=1)  # a merge folds the segments into one base: the same answers
+    (root / "src/httpclient/extra.py").write_text("from .retry import delays_for\n")
+    index(root, max_segments=1)
+    assert len(read_manifest(index_dir_for(root)).segments) == 1
+    s = searcher(root)
+    assert _defs_refs(s, "delays_for")[1] == [
+        ("src/httpclient/extra.py", 1, 20),
+        ("src/httpclient/retry.py", 14, 18),
+    ]
+    assert s.definitions("backoff_delays").total == 0
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="needs ripgrep")
+def test_references_name_only_lines_that_hold_the_name_as_rg_does(tmp_path: Path) -> None:
+    """On a real tree (this project's own core), every reference line is a line ``rg -w NAME`` finds,
+    and nearly all of rg's lines that are code (not a comment, a docstring or the definition) are."""
+    root = tmp_path / "tree"
+    shutil.copytree(REPO / "aide_tui" / "core", root / "core", ignore=shutil.ignore_patterns("__pycache__"))
+    index(root)
+    s = searcher(root)
+    # names of functions, classes and methods (a local variable or a parameter is not a reference)
+    names = ["Chunk", "tokenize", "IndexCorrupt", "read_manifest", "refresh", "GraphTable", "Settings",
+             "load_view", "to_json"]  # fmt: skip
+    for name in names:
+        refs = s.references(name, limit=100_000)
+        ours = {(loc.path, loc.line) for loc in refs.locations}
+        out = subprocess.run(["rg", "-n", "-w", "--no-heading", "--with-filename", name, "."], cwd=root,
+                             capture_output=True, text=True, check=False).stdout  # fmt: skip
+        rg: dict[tuple[str, int], str] = {}
+        for row in out.splitlines():
+            p, line, text = row.split(":", 2)
+            rg[(p.removeprefix("./"), int(line))] = text
+        assert ours and ours <= set(rg), (name, sorted(ours - set(rg))[:5])
+        for loc in refs.locations:
+            assert re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", loc.text), loc
+        defs = {(loc.path, loc.line) for loc in s.definitions(name).locations}
+        code = {k for k, text in rg.items() if k not in defs and not _prose(text, name)}
+        assert len(ours & code) >= 0.95 * len(code), (name, sorted(code - ours)[:8])
+
+
+def _prose(text: str, name: str) -> bool:
+    """A line where ``name`` stands only in a comment or a string (as far as one line can tell)."""
+    s = text.strip()
+    if s.startswith(("#", '"""', "'''", "``")) or not re.search(r"[=(:)\[\]]|\bdef\b|\bimport\b", s):
+        return True
+    code = re.sub(r"#.*$", "", re.sub(r"\"[^\"]*\"|'[^']*'", '""', s))
+    return re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", code) is None
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "aide_tui", *args], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=cwd, check=False)  # fmt: skip
+
+
+def test_cli_defs_and_refs(workspace: Path) -> None:
+    (workspace / "src/httpclient/mock.py").write_text("class Mock:\n    def send(self):\n        return 1\n")
+    out = run_cli("defs", "--path", str(workspace), "parse_header", "--embedder", "none", cwd=workspace)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "src/httpclient/headers.py:4:5:def parse_header(line: str) -> tuple[str, str]:\n"
+    out = run_cli("defs", "--path", str(workspace), "send", "--json", "--embedder", "none")
+    got = json.loads(out.stdout)
+    assert out.returncode == 0 and got["ambiguous"] is True and got["total"] == 2
+    assert "send is ambiguous: 2 definitions" in got["note"]
+    assert [d["qualname"] for d in got["definitions"]] == ["Client.send", "Mock.send"]
+    out = run_cli("defs", "--path", str(workspace), "Mock.send", "--json", "--embedder", "none")
+    assert json.loads(out.stdout)["ambiguous"] is False and json.loads(out.stdout)["total"] == 1
+    out = run_cli("refs", "--path", str(workspace), "send", "--embedder", "none", cwd=workspace)
+    assert out.returncode == 0 and "note: send is ambiguous" in out.stderr
+    assert out.stdout == "src/httpclient/client.py:25:29:response = self.send(response.next_request())\n"
+    out = run_cli("refs", "--path", str(workspace), "no_such_name", "--embedder", "none")
+    assert out.returncode == 1 and out.stdout == "" and "no references of no_such_name" in out.stderr
+    out = run_cli("refs", "--path", str(workspace), "not a name", "--embedder", "none")
+    assert out.returncode == 2 and "not an identifier" in out.stderr
+    out = run_cli("refs", "--path", str(workspace), "send", "--store", "milvus", "--embedder", "none")
+    assert out.returncode == 2 and "local store only" in out.stderr

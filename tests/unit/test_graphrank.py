@@ -1,0 +1,135 @@
+"""The symbol graph in ranking: imports resolved to indexed files, one-hop neighbours of the best files,
+the hop list, the centrality prior, and identifier queries left alone."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.search import graphrank as G
+from aide_tui.core.search.searcher import Searcher
+
+FILES = {
+    "app/api.py": """
+        from .storage import save_record
+        from app import audit
+
+
+        def handle_upload(payload):
+            \"\"\"Accept an uploaded payload from the web form.\"\"\"
+            audit.log_event("upload", payload)
+            return save_record(payload)
+    """,
+    "app/storage.py": """
+        def save_record(record):
+            \"\"\"Write the record to disk.\"\"\"
+            with open("db", "a") as fh:
+                fh.write(str(record))
+    """,
+    "app/audit.py": """
+        def log_event(kind, data):
+            \"\"\"Append an audit line.\"\"\"
+            print(kind, data)
+    """,
+    "app/unrelated.py": """
+        def render_page(title):
+            \"\"\"Render an uploaded page title.\"\"\"
+            return title
+    """,
+    "web/main.ts": """
+        import { helper } from "./util.js";
+        import express from "express";
+        export function start() { return helper(); }
+    """,
+    "web/util.ts": "export function helper() { return 1; }\n",
+    "cmd/run.go": """
+        package main
+
+        import "example.com/tool/internal/store"
+
+        func main() { store.Open() }
+    """,
+    "internal/store/store.go": "package store\n\nfunc Open() {}\n",
+}
+
+
+def workspace(root: Path) -> Path:
+    for rel, body in FILES.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(body).lstrip("\n"))
+    return root
+
+
+def searcher(root: Path, **search: object) -> Searcher:
+    settings = load_settings(root, {"embedding": {"backend": "none"}, "search": dict(search)})
+    Indexer(root, settings).run()
+    s = Searcher(root, settings)
+    s.refresh()
+    return s
+
+
+def test_imports_resolve_to_indexed_files(tmp_path: Path) -> None:
+    s = searcher(workspace(tmp_path / "ws"))
+    files = s.retriever.path_parts
+    assert G.resolve_import(".storage.save_record", "app/api.py", files) == ["app/storage.py"]
+    assert G.resolve_import("app.audit", "app/api.py", files) == ["app/audit.py"]
+    assert G.resolve_import("os.path", "app/api.py", files) == []
+    assert G.resolve_import("./util.js", "web/main.ts", files) == ["web/util.ts"]
+    assert G.resolve_import("express", "web/main.ts", files) == []
+    assert G.resolve_import("example.com/tool/internal/store", "cmd/run.go", files) == [
+        "internal/store/store.go"
+    ]
+    graph = s.retriever.graph
+    assert G.links(graph, files, "app/api.py") == {
+        "app/storage.py": 2.0,
+        "app/audit.py": 2.0,
+    }  # import + call
+    assert G.neighbours(graph, files, ["app/api.py", "app/storage.py"]) == {"app/audit.py": 1.0}
+    assert G.links(graph, files, "cmd/run.go") == {"internal/store/store.go": 2.0}
+
+
+def test_hops_bring_in_the_files_the_best_files_use(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "ws")
+    query = "accept an uploaded payload from the web form, to disk"
+    plain = searcher(root).search(query, mode="bm25")
+    hopped = searcher(root, hop_weight=0.25, hop_files=1).search(query, mode="bm25")
+    assert plain.results[0].path == "app/api.py"
+    by_path = {h.path: h for h in hopped.results}
+    assert "hop" in by_path["app/storage.py"].ranks and "hop" not in by_path["app/unrelated.py"].ranks
+    before = [h.path for h in plain.results].index("app/storage.py")
+    assert [h.path for h in hopped.results].index("app/storage.py") < before
+    # identifier queries never use the graph (symbol R@1 stays exact)
+    ident = searcher(root, hop_weight=5.0, centrality=5.0).search("save_record", mode="bm25")
+    assert ident.results[0].path == "app/storage.py" and "hop" not in ident.results[0].ranks
+
+
+def test_centrality_ranks_the_most_used_file_highest(tmp_path: Path) -> None:
+    s = searcher(workspace(tmp_path / "ws"))
+    graph = s.retriever.graph
+    ranks = G.file_rank(graph, s.retriever.path_parts, graph.memo)
+    assert max(ranks.values()) == 1.0
+    assert ranks["app/storage.py"] > ranks["app/unrelated.py"] and ranks["app/audit.py"] > ranks["app/api.py"]
+    assert G.file_rank(graph, s.retriever.path_parts, graph.memo) is ranks  # once per loaded version
+
+
+def test_the_prior_is_carried_over_an_edit_and_recomputed_when_many_files_are_new(tmp_path: Path) -> None:
+    root = workspace(tmp_path / "ws")
+    s = searcher(root)
+    first = G.file_rank(s.retriever.graph, s.retriever.path_parts, s.retriever.graph.memo)
+    (root / "app/audit.py").write_text(
+        'def log_event(kind, data):\n    """Append a line."""\n    return kind\n'
+    )
+    Indexer(root, s.settings).run()
+    s.refresh()
+    graph = s.retriever.graph
+    assert G.file_rank(graph, s.retriever.path_parts, graph.memo) is first  # an edit: the same prior
+    for i in range(3):
+        (root / f"app/extra{i}.py").write_text("from .storage import save_record\n\nsave_record(1)\n")
+    Indexer(root, s.settings).run()
+    s.refresh()
+    graph = s.retriever.graph
+    again = G.file_rank(graph, s.retriever.path_parts, graph.memo)
+    assert again is not first and "app/extra0.py" in again
