@@ -91,8 +91,16 @@ async def test_deleting_files_says_how_many_were_removed(
     app = make_app(workspace, watch=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
+        for attempt in range(4):  # until the watcher is registered: a probe file gets indexed
+            (workspace / "probe.py").write_text(f"def probe_{attempt}():\n    pass\n")
+            try:
+                await wait_for(pilot, lambda: index_bar(app).runs_done >= 2, "the probe indexed", steps=100)
+                break
+            except AssertionError:
+                continue
         asked: list[object] = []
-        monkeypatch.setattr(app.live, "reindex", lambda **kw: asked.append(kw))  # hold the run: read the line
+        # hold the run the watcher starts (the host's own live workspace runs it), to read the line
+        monkeypatch.setattr(app.live.live, "reindex", lambda **kw: asked.append(kw))
         (workspace / "src/httpclient/retry.py").write_text("def renamed():\n    return 1\n")
         shutil.rmtree(gone)
         await wait_for(pilot, lambda: "removed" in index_bar(app).label, "the watcher's batch", steps=400)

@@ -44,7 +44,10 @@ def test_index_search_status_contract(workspace: Path) -> None:
     assert [x["query"] for x in lines] == ["parse_header", "", "where are redirects followed"]
     assert lines[1]["results"] == []
     first = lines[0]
-    assert set(first) == {"query", "degraded", "degraded_reason", "took_ms", "vectors_missing", "results"}
+    assert set(first) == {
+        "query", "degraded", "degraded_reason", "took_ms", "vectors_missing", "results", "confidence", "hints"
+    }  # fmt: skip
+    assert first["confidence"] in {"high", "medium", "low"} and isinstance(first["hints"], list)
     assert first["vectors_missing"] == 0
     assert first["degraded"] is False and first["took_ms"] >= 0
     top = first["results"][0]
