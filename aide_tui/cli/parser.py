@@ -180,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=_positive_int,
                    help="json: whole hits in rank order, each trimmed around its best line, while they fit "
                    "this many (estimated) tokens; the answer says tokens_used and left_out")  # fmt: skip
+    p.add_argument("--prefix", action="store_true",
+                   help="search as you type: the query's last word, when no space follows it, also finds "
+                   "the words it begins (for fzf: --bind 'change:reload:aide-tui search --prefix --format "
+                   "paths {q}')")  # fmt: skip
     p.add_argument("--no-update", action="store_true", help="do not refresh the index before searching")
     p.add_argument(
         "--wait",

@@ -131,7 +131,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 resp = SearchResponse(query=q, results=[], mode=mode)
             else:
                 depth = args.limit * FILES_DEPTH if fmt == "paths" else args.limit
-                resp = searcher.search(q, limit=depth, mode=mode)
+                resp = searcher.search(q, limit=depth, mode=mode, prefix=getattr(args, "prefix", False))
             if fmt in ("vimgrep", "paths") and resp.error is None:
                 _write_locations(sys.stdout, root, resp, fmt, args.limit)
                 sys.stdout.flush()
@@ -161,7 +161,9 @@ def _served(args: argparse.Namespace, root: Path, settings: Any, queries: list[s
         return 0
     from aide_tui.cli.served import served_search
 
-    return served_search(root, settings, queries, max(args.limit, 0), mode, emit, everywhere)
+    return served_search(
+        root, settings, queries, max(args.limit, 0), mode, emit, everywhere, getattr(args, "prefix", False)
+    )
 
 
 def open_searcher(

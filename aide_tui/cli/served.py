@@ -26,6 +26,7 @@ def served_search(
     mode: str,
     write: Callable[[dict[str, Any]], object],
     all_workspaces: bool = False,
+    prefix: bool = False,
 ) -> int:
     """Answer ``queries`` in order through a server; returns how many were answered (0: none running).
 
@@ -47,7 +48,7 @@ def served_search(
             q = q.rstrip("\r")
             try:
                 resp = (
-                    client.search(q, limit, mode, all_workspaces=all_workspaces)
+                    client.search(q, limit, mode, all_workspaces=all_workspaces, prefix=prefix)
                     if q.strip()
                     else dict(BLANK, query=q)
                 )

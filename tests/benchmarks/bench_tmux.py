@@ -132,11 +132,20 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))] if ordered else float("nan")
 
 
-def expected_rows(app: list[str], root: Path, query: str, mode: str, env: dict[str, str]) -> str | None:
+def completes_as_you_type(app: list[str]) -> bool:
+    """Whether the app completes the word being typed (its CLI then has ``search --prefix``, which
+    gives the rows the app shows; an older app searched whole words only)."""
+    out = subprocess.run([*app, "search", "--help"], capture_output=True, text=True, check=False)
+    return "--prefix" in out.stdout
+
+
+def expected_rows(
+    app: list[str], root: Path, query: str, mode: str, env: dict[str, str], prefix: bool = False
+) -> str | None:
     """``name:start-end`` of the top hit for ``query`` (None: no results)."""
     embedder = "none" if mode == "bm25" else env.get("AIDE_EMBEDDER", "none")
     cmd = [*app, "search", "--path", str(root), "--json", "--no-update", "--limit", "1"]
-    cmd += ["--mode", mode, "--embedder", embedder, query]
+    cmd += ["--mode", mode, "--embedder", embedder, *(["--prefix"] if prefix else []), query]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     try:
         results = json.loads(out.stdout.splitlines()[-1])["results"]
@@ -183,9 +192,10 @@ def run(args: argparse.Namespace) -> None:
                            capture_output=True)  # fmt: skip
         queries = QUERY_SETS[args.queries]
         expect = {}
+        prefix = completes_as_you_type(app)
         for q in queries:
             for i in range(1, len(q) + 1):
-                expect[q[:i]] = expected_rows(app, root, q[:i], args.mode, env)
+                expect[q[:i]] = expected_rows(app, root, q[:i], args.mode, env, prefix)
         envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k.startswith(("XDG_", "AIDE_")))
         # cd first: `python -m` subprocesses of the app would import a checkout in the current folder
         cmd = f"cd {shlex.quote(tmp)} && env {envs} {shlex.join(app)} {shlex.quote(str(root))} --no-watch"

@@ -58,3 +58,18 @@ def test_filter_only_query_lists_files(workspace: Path) -> None:
     paths = [r["path"] for r in json.loads(out.stdout)["results"]]
     assert out.returncode == 0 and paths and all(p.endswith(".py") for p in paths)
     assert len(paths) == len(set(paths))
+
+
+def test_prefix_completes_the_word_being_typed(workspace: Path) -> None:
+    """``--prefix`` (for fzf's reload on every key): the last word also finds the words it begins; a
+    space after it says it is complete. Without the flag the CLI never completes (the eval's answers)."""
+    base = ("search", "--path", str(workspace), "--embedder", "none", "--json")
+
+    def paths(*args: str) -> list[str]:
+        out = run(*base, *args)
+        assert out.returncode == 0, out.stderr
+        return [r["path"] for r in json.loads(out.stdout.splitlines()[-1])["results"]]
+
+    assert paths("--prefix", "backo")[0] == "src/httpclient/retry.py"
+    assert "src/httpclient/retry.py" not in paths("backo")
+    assert "src/httpclient/retry.py" not in paths("--prefix", "backo ")
