@@ -2,9 +2,8 @@
 the name meant there, as rows for the results list (the screen runs :func:`look_up` in a worker).
 
 The name is the first of :func:`~aide_tui.core.search.linenames.line_names`'s candidates that the
-symbol graph knows: ``d`` takes the first with a definition; ``r`` the first query-term name with
-references, else the first with a definition (the line's own defined name comes right after the
-query-term names), else the first with any references.
+symbol graph knows: ``d`` takes the first with a definition; ``r`` the same name (on a line that
+defines a name: a query-term name, else that one), else the first name with any references.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aide_tui.core.errors import IndexMissing, IndexProblem
-from aide_tui.core.search.linenames import line_names, matches_terms
+from aide_tui.core.search.linenames import line_names
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.symbols import NO_GRAPH, Location, SymbolAnswer
 
@@ -100,7 +99,7 @@ def _look_up(what: str, line: str, terms: list[str], definitions: Find, referenc
     candidates = names.for_references(terms)
     if not candidates:
         return _problem(what, "no name to look up on this line")
-    return _first_references(candidates, terms, references) or _problem(
+    return _first_references(candidates, references) or _problem(
         what, f"no references of {_tried(candidates)} in the index"
     )
 
@@ -121,19 +120,21 @@ def _first_definition(candidates: list[str], definitions: Find) -> Places | None
     return other_case
 
 
-def _first_references(candidates: list[str], terms: list[str], references: Find) -> Places | None:
-    """The references of the first candidate that has some and is defined (or is a query term), else of
-    the first that has some."""
+def _first_references(candidates: list[str], references: Find) -> Places | None:
+    """The references of the name ``d`` would take (the first defined as spelled), else of the first
+    name with any references (an imported module, a name defined in another case)."""
     fallback: Places | None = None
     for name in candidates:
         ans = references(name, LIMIT)
         if ans.error:
             return _problem("references", ans.error)
-        if not ans.total:
-            continue
         spelled = _spelled(ans, name)
-        if spelled == name or matches_terms(name, terms):
+        if spelled == name:
+            if not ans.total:
+                d = ans.definitions[0]
+                return _problem("references", f"no references of {name} in the index (defined at "
+                                f"{d.path}:{d.line})")  # fmt: skip
             return _places(ans, name)
-        if fallback is None:
+        if ans.total and fallback is None:
             fallback = _places(ans, spelled or name)
     return fallback
