@@ -1,4 +1,4 @@
-"""Typed messages: the live workspace's events (posted from its threads) and search answers.
+"""Typed messages: the live workspace's events (posted from its threads), search and lookup answers.
 
 Every message is a dataclass; :func:`live_message` wraps a core event into its message. A queued
 :class:`IndexProgress` is replaced by a newer one, so a flood of progress never clogs the UI.
@@ -20,6 +20,7 @@ from aide_tui.core.live import (
     ReloadFailed,
     WatchFailed,
 )
+from aide_tui.tui.lookup import Places
 from aide_tui.tui.search_loop import SearchAnswer
 
 
@@ -108,6 +109,14 @@ class SearchDone(Message):
     """The search loop's answer (still wanted when it was sent)."""
 
     answer: SearchAnswer
+
+
+@dataclass
+class PlacesFound(Message):
+    """The answer of ``d``/``r`` (request ``seq``: the screen drops one that a newer key overtook)."""
+
+    seq: int
+    places: Places
 
 
 _WRAP: dict[type, type[Message]] = {

@@ -88,3 +88,21 @@ async def test_an_unreachable_server_is_shown_not_rebuilt(tmp_path: Path) -> Non
         assert "cannot connect" in index_bar(app).label
         await pilot.pause(0.3)
         assert True not in rebuilds and index_bar(app).state == "error"
+
+
+async def test_d_and_r_say_that_definitions_need_the_local_store(tmp_path: Path) -> None:
+    alpha = write_workspace(tmp_path / "alpha")
+    app = make_app(alpha, milvus_settings(tmp_path / "team.db"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "hops next_request")
+        rows = [(h.path, h.start_line) for h in results(app).hits]
+        assert rows
+        results(app).focus()
+        await pilot.pause()
+        for key in ("d", "r"):
+            status(app).say(None)
+            await pilot.press(key)
+            await wait_for(pilot, lambda: "need the local store" in status(app).plain, f"{key}: the reason")
+            assert [(h.path, h.start_line) for h in results(app).hits] == rows and not results(app).places
+        assert query_box(app).value == "hops next_request"

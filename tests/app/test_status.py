@@ -18,7 +18,7 @@ BUSY = IndexStatus("partial", files=1203, chunks=27324, embedded=69, embedder="b
                    vectors_missing=80341, size_bytes=2_000_000,
                    last_indexed="2025-01-01T10:11:12")  # fmt: skip
 LABELS = {"select", "quit", "mode", "layout", "history", "write", "reindex", "ask", "help", "preview", "edit",
-          "copy", "match"}  # fmt: skip
+          "copy", "match", "def", "refs"}  # fmt: skip
 
 
 async def test_without_an_embedder_no_vectors_are_counted(workspace: Path) -> None:

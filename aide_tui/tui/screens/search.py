@@ -10,6 +10,12 @@ bindings: they act when the key arrives, while letters typed just before may sti
 box's queue. So what a command does with the query runs after the box has taken those letters
 (:meth:`_after_typing`), and a command on results typed before the results of the current query are
 painted waits for them ("typed against" those results) instead of acting on the old ones.
+
+``d``/``r`` replace the list by the definitions or references of the name on the line the preview
+shows (looked up in a worker, :mod:`aide_tui.tui.lookup`); the list they replaced goes on a stack that
+the back key (backspace, ctrl+o) pops, cursor and preview line included. A new query, mode or scope
+empties the stack; while a looked-up list is shown, a fresh answer to the same query (a new index
+version) does not replace it.
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import BindingType
 from textual.containers import Horizontal
@@ -42,7 +49,8 @@ from aide_tui.tui.hitactions import (
     wrap_path,
     write_atomically,
 )
-from aide_tui.tui.messages import EmbedderLoaded, IndexOpened, IndexReloaded, SearchDone
+from aide_tui.tui.lookup import NO_GRAPH_SHORT, look_up
+from aide_tui.tui.messages import EmbedderLoaded, IndexOpened, IndexReloaded, PlacesFound, SearchDone
 from aide_tui.tui.screens.ask import AskScreen
 from aide_tui.tui.screens.modals import ConfirmScreen, HistoryScreen
 from aide_tui.tui.search_loop import SearchAnswer, SearchLoop, SearchRequest
@@ -56,9 +64,24 @@ from aide_tui.tui.widgets import (
     StatusLine,
 )
 from aide_tui.tui.widgets.footer import FittingFooter
+from aide_tui.tui.widgets.preview import preview_key
 
 MODES = ("hybrid", "bm25", "dense")
 EMPTY_NOTE = "Type to search; results update as you type."
+
+
+@dataclass
+class SavedList:
+    """A results list as the back key restores it: rows, labels, cursor, the preview's line, the status."""
+
+    hits: list[Hit]
+    labels: list[str | None] | None
+    places: bool
+    cursor: int | None
+    query: str | None
+    message: str
+    status: tuple[int | None, float | None, str | None]
+    line: int | None  # the line the preview showed (None: the hit's best line)
 
 
 class SearchScreen(Screen[None]):
@@ -99,6 +122,8 @@ class SearchScreen(Screen[None]):
         self.loop = SearchLoop(self._search, self._answered, limit)
         self._deferred: list[tuple[str, Callable[[], Any]]] = []  # (typed against, action)
         self._looked_at: tuple[str, ...] = ()
+        self._back: list[SavedList] = []  # the lists d / r replaced, the latest last
+        self._lookup_seq = 0  # the latest d / r request (an older answer is dropped)
 
     def compose(self) -> ComposeResult:
         yield QueryInput(
@@ -165,7 +190,10 @@ class SearchScreen(Screen[None]):
         self.query_one(StatusLine).mode = f"{self.mode} · all workspaces" if self.everywhere else self.mode
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The scope letter is a command only with a shared store (else it is a letter for the query)."""
+        """The scope letter is a command only with a shared store, and the back key only with a list to
+        go back to (else each is a key for the query: backspace then deletes a letter)."""
+        if action == "back":
+            return bool(self._back)
         return not (action == "toggle_scope" and parameters and not self.live.shared)
 
     def _zone(self) -> str:
@@ -190,6 +218,7 @@ class SearchScreen(Screen[None]):
 
     @on(Input.Changed, "#query")
     def _query_changed(self) -> None:
+        self._forget_places()
         self.request_search()
 
     def request_search(self) -> None:
@@ -205,12 +234,18 @@ class SearchScreen(Screen[None]):
     def _search_again(self) -> None:
         """The same query in another mode or scope: a new answer, not a refresh of the shown one."""
         self.query_one(ResultsList).shown_query = None
+        self._forget_places()
         self.request_search()
 
     @on(SearchDone)
     def _search_done(self, message: SearchDone) -> None:
         answer = message.answer
         if answer.request.key != (self.query_box.value, self.mode, self.everywhere):
+            return
+        if self._back:  # a looked-up list is shown: the answer waits under it (labels included)
+            base = self._back[0]
+            if answer.labels is not None and base.hits is answer.response.results:
+                base.labels = answer.labels
             return
         if answer.labels is not None:
             self.query_one(ResultsList).set_labels(answer.response.results, answer.labels)
@@ -426,6 +461,94 @@ class SearchScreen(Screen[None]):
         """Step the preview to the next (``n``) or previous (``N``) line with a query term."""
         if not self.query_one(Preview).step_match(direction):
             self.notify("no query-term matches in the preview", timeout=2)
+
+    # -- definitions and references (d, r, back) --------------------------------------------------------
+
+    def action_definition(self) -> None:
+        """The definition of the name on the line the preview shows (several: listed)."""
+        self._on_results(lambda: self._look_up("definitions"))
+
+    def action_references(self) -> None:
+        """The references of the name on the line the preview shows, listed."""
+        self._on_results(lambda: self._look_up("references"))
+
+    def _look_up(self, what: str) -> None:
+        status = self.query_one(StatusLine)
+        hit = self.query_one(ResultsList).selected_hit
+        if not self.ready:
+            status.say("the index is not loaded yet")
+        elif hit is None:
+            status.say(f"nothing selected: {what} of which name?")
+        elif self.live.shared:
+            status.say(NO_GRAPH_SHORT)
+        else:
+            preview = self.query_one(Preview)
+            line = preview.line_text(hit, preview.line_for(hit))
+            self._lookup_seq += 1
+            status.say(f"looking up {what}…")
+            self._run_lookup(self._lookup_seq, what, line, list(hit.query_terms))
+
+    @work(thread=True, group="lookup")
+    def _run_lookup(self, seq: int, what: str, line: str, terms: list[str]) -> None:
+        live = self.live
+        self.post_message(PlacesFound(seq, look_up(what, line, terms, live.definitions, live.references)))
+
+    @on(PlacesFound)
+    def _places_found(self, message: PlacesFound) -> None:
+        if message.seq != self._lookup_seq:
+            return
+        places, status, results = message.places, self.query_one(StatusLine), self.query_one(ResultsList)
+        if places.problem:
+            status.say(places.problem)
+            return
+        here = [(h.path, h.start_line) for h in results.hits]
+        if results.places and here == [(h.path, h.start_line) for h in places.hits]:
+            status.say(f"already here: {places.summary}")
+            return
+        self._back.append(self._saved())
+        results.set_hits(places.hits, 0, query=self.query_box.value, labels=places.labels, places=True)
+        status.show_places(places.summary)
+        self._show_selected()
+        self.refresh_bindings()
+
+    def _saved(self) -> SavedList:
+        results, preview = self.query_one(ResultsList), self.query_one(Preview)
+        hit, shown = results.selected_hit, preview.shown
+        same = hit is not None and shown is not None and shown.key == preview_key(hit)
+        line = shown.current_line if same and shown is not None else None
+        return SavedList(results.hits, results.labels, results.places, results.cursor, results.shown_query,
+                         results.message, self.query_one(StatusLine).snapshot(), line)  # fmt: skip
+
+    def action_back(self) -> None:
+        """Back to the list that d / r replaced: its rows, cursor and preview line."""
+        self._after_typing(self._go_back)
+
+    def _go_back(self) -> None:
+        if not self._back:
+            self.query_one(StatusLine).say("nothing to go back to")
+            return
+        saved = self._back.pop()
+        self._lookup_seq += 1
+        results = self.query_one(ResultsList)
+        results.set_hits(saved.hits, saved.cursor, saved.message, query=saved.query, labels=saved.labels,
+                         places=saved.places)  # fmt: skip
+        self.query_one(StatusLine).restore(saved.status)
+        self._show_selected(saved.line, saved.message)
+        self.refresh_bindings()
+
+    def _show_selected(self, line: int | None = None, note: str = "") -> None:
+        preview, hit = self.query_one(Preview), self.query_one(ResultsList).selected_hit
+        if hit is None:
+            preview.clear(note)
+        elif self.preview_visible:
+            preview.request(hit, current=line)
+
+    def _forget_places(self) -> None:
+        """A new query, mode or scope: the looked-up lists are gone (and a lookup on its way dropped)."""
+        if self._back or self.query_one(StatusLine).places:
+            self._back.clear()
+            self.refresh_bindings()
+        self._lookup_seq += 1
 
     def action_cycle_mode(self) -> None:
         """Cycle the search mode and search again (remembered for this workspace)."""

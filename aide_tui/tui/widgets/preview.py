@@ -32,7 +32,14 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
-from aide_tui.core.search.hitlines import best_line, hit_best_line, hit_file, shown_path, term_spans
+from aide_tui.core.search.hitlines import (
+    best_line,
+    hit_best_line,
+    hit_file,
+    shown_path,
+    term_spans,
+)
+from aide_tui.core.search.hitlines import line_text as hit_line_text
 from aide_tui.core.search.response import Hit
 from aide_tui.core.textsafe import printable, visible
 from aide_tui.tui.keys import browse_bindings
@@ -385,7 +392,9 @@ class Preview(Vertical):
         if current is None and shown is not None and shown.key == self._latest:
             self._job = None
             return
-        window = shown.window if shown is not None and current is not None else None
+        # stepping within the shown hit re-composes its lexed window; another hit is lexed afresh
+        same = shown is not None and shown.key == self._latest
+        window = shown.window if shown is not None and current is not None and same else None
         self._job = (hit, current, window)
         if not self._in_flight:
             self._next()
@@ -430,6 +439,15 @@ class Preview(Vertical):
         if shown is not None and shown.key == preview_key(hit):
             return shown.current_line
         return hit_best_line(hit).line
+
+    def line_text(self, hit: Hit, line: int) -> str:
+        """The text of file line ``line`` of ``hit``: from the lines on screen, else the indexed chunk."""
+        shown = self.shown
+        if shown is not None and shown.key == preview_key(hit) and shown.from_disk:
+            window = shown.window
+            if window.lo <= line <= window.hi:
+                return window.plain[line - window.lo]
+        return hit_line_text(hit, line)
 
     def step_match(self, direction: int) -> bool:
         """Land on the next (``n``) or previous (``N``) line with a query term; False: none."""

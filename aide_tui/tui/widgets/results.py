@@ -84,23 +84,28 @@ def short_symbol(symbol: str | None, width: int) -> str:
 
 @dataclass(frozen=True)
 class Columns:
-    """Column widths for a list ``width`` cells wide."""
+    """Column widths for a list ``width`` cells wide; ``places``: rows of a definitions or references
+    list (no ranks, no score; the label is the line's text or the qualified name, shown as it is)."""
 
     loc: int
     tags: int
     symbol: int
+    places: bool = False
 
 
-def columns(hits: list[Hit], width: int, labels: list[str | None] | None = None) -> Columns:
-    """Widths for a list ``width`` cells wide: ranks and score always; the file name with its range
-    stays whole while it can, then the symbol (``labels``, else each hit's own) gets the room it
-    needs, then the rest of the path; past that the path is cut in the middle and the symbol from the
-    left (its innermost name stays)."""
+def columns(
+    hits: list[Hit], width: int, labels: list[str | None] | None = None, places: bool = False
+) -> Columns:
+    """Widths for a list ``width`` cells wide: ranks and score always (not for ``places``); the file
+    name with its range stays whole while it can, then the symbol (``labels``, else each hit's own)
+    gets the room it needs, then the rest of the path; past that the path is cut in the middle and the
+    symbol from the left (its innermost name stays)."""
     symbols = labels if labels is not None else [h.symbol for h in hits]
-    tags = max((len(rank_tags(h)) for h in hits), default=0)
+    tags = 0 if places else max((len(rank_tags(h)) for h in hits), default=0)
     loc_want = max((len(location(h)) for h in hits), default=0)
-    sym_want = max((len(compact_symbol(s)) for s in symbols), default=0)
-    fixed = 1 + 2 + tags + 2 + SCORE_W + (2 if sym_want else 0)
+    shown = (lambda s: printable(s or "")) if places else compact_symbol
+    sym_want = max((len(shown(s)) for s in symbols), default=0)
+    fixed = 1 + (0 if places else 2 + tags + 2 + SCORE_W) + (2 if sym_want else 0)
     room = max(0, width - fixed)
     name_want = max((len(_label(h)) + len(h.path.rpartition("/")[2]) + len(span(h)) + 3 for h in hits),
                     default=0)  # fmt: skip
@@ -109,7 +114,7 @@ def columns(hits: list[Hit], width: int, labels: list[str | None] | None = None)
     sym = room - loc
     if sym < SYMBOL_MIN or not sym_want:  # too narrow for a useful symbol: the location keeps the room
         loc, sym = min(loc_want, room), 0
-    return Columns(loc, tags, sym)
+    return Columns(loc, tags, sym, places)
 
 
 def row_parts(hit: Hit, cols: Columns, symbol: str | None = None) -> list[tuple[str, str]]:
@@ -119,6 +124,10 @@ def row_parts(hit: Hit, cols: Columns, symbol: str | None = None) -> list[tuple[
     label = _label(hit)[: max(0, cols.loc - len(rng) - 8)]  # the file name keeps at least 8 cells
     path = label + middle_path(printable(hit.path), max(1, cols.loc - len(rng) - len(label)))
     parts = [(" ", ""), (path, "path"), (rng, "span"), (" " * max(0, cols.loc - len(path) - len(rng)), "")]
+    if cols.places:  # a definition or reference: its line's text (or qualified name), cut at the right
+        if cols.symbol:
+            parts.append(("  " + printable(symbol or "")[: cols.symbol], "symbol"))
+        return parts
     parts.append(("  " + rank_tags(hit).ljust(cols.tags), "tags"))
     parts.append((f"  {hit.score:.3f}"[: SCORE_W + 2].ljust(SCORE_W + 2), "score"))
     if cols.symbol:
@@ -134,7 +143,8 @@ def row_text(hit: Hit, cols: Columns, symbol: str | None = None) -> str:
 
 class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
     """Search results; the cursor row is the selection shown in the preview. The query whose answer
-    the rows show is ``shown_query`` (None: none yet, or the mode or scope changed since)."""
+    the rows show is ``shown_query`` (None: none yet, or the mode or scope changed since). ``places``:
+    the rows are definitions or references of a name (``d``/``r``), labelled by ``labels``."""
 
     BINDINGS: ClassVar[list[BindingType]] = list(browse_bindings())
 
@@ -170,6 +180,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         self.hits: list[Hit] = []
         self.labels: list[str | None] | None = None  # the rows' symbols (None: the hits' own)
         self.shown_query: str | None = None
+        self.places = False
         self.cursor: int | None = None
         self.message = ""
         self._cols = Columns(0, 0, 0)
@@ -181,12 +192,20 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
     # -- content -----------------------------------------------------------------------------------
 
     def set_hits(
-        self, hits: list[Hit], cursor: int | None = 0, message: str = "", query: str | None = None
+        self,
+        hits: list[Hit],
+        cursor: int | None = 0,
+        message: str = "",
+        query: str | None = None,
+        *,
+        labels: list[str | None] | None = None,
+        places: bool = False,
     ) -> None:
         """Show ``hits`` (the answer to ``query``) with the cursor on row ``cursor`` (clamped);
-        ``message`` when there are none."""
+        ``message`` when there are none; ``labels``/``places``: see the class."""
         self.hits = hits
-        self.labels = None
+        self.labels = labels
+        self.places = places
         self.shown_query = query
         self.message = printable(message)  # may quote a query, a file name or a server's reply
         self._relayout()
@@ -257,7 +276,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
 
     def _relayout(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
-        self._cols = columns(self.hits, width, self.labels)
+        self._cols = columns(self.hits, width, self.labels, self.places)
         self._cols_width = width
         self._cache.clear()
         size = Size(width, len(self.hits) or (1 if self.message else 0))

@@ -46,6 +46,8 @@ class StatusLine(Widget):
     embedder: reactive[str] = reactive("none")
     degraded_reason: reactive[str | None] = reactive(None)  # the first of the three below
     query_error: reactive[str | None] = reactive(None)  # the query itself is wrong (an unknown lang:)
+    places: reactive[str | None] = reactive(None)  # the list shows places, not results ("3 definitions of x")
+    said: reactive[str | None] = reactive(None)  # why the last command did nothing (until the next answer)
     last_indexed: reactive[str | None] = reactive(None)
     size_bytes: reactive[int] = reactive(0)
     show_timing: reactive[bool] = reactive(True)
@@ -85,10 +87,27 @@ class StatusLine(Widget):
     def show_response(self, resp: SearchResponse | None) -> None:
         """The answer on screen (None: the query is empty)."""
         self.query_error = resp.error if resp is not None else None
+        self.places = self.said = None
         self.results = len(resp.results) if resp is not None else None
         self.took_ms = resp.took_ms if resp is not None else None
         self._answer_degraded = resp.degraded_reason if resp is not None and resp.degraded else None
         self._update_degraded()
+
+    def show_places(self, summary: str) -> None:
+        """The list shows definitions or references: ``summary`` says which, in place of the count."""
+        self.places, self.said = summary, None
+
+    def say(self, reason: str | None) -> None:
+        """Why a command did nothing (no name on the line, no definition...); None: nothing to say."""
+        self.said = reason
+
+    def snapshot(self) -> tuple[int | None, float | None, str | None]:
+        """What the line says about the list (restored by :meth:`restore` when going back)."""
+        return (self.results, self.took_ms, self.places)
+
+    def restore(self, saved: tuple[int | None, float | None, str | None]) -> None:
+        self.results, self.took_ms, self.places = saved
+        self.said = None
 
     @on(EmbedderLoaded)
     def _embedder_loaded(self, message: EmbedderLoaded) -> None:
@@ -109,11 +128,16 @@ class StatusLine(Widget):
         own unit; vectors are counted only when this app embeds."""
         error = self.app.theme_variables.get("error", "red")
         out: list[tuple[int, str, str]] = []
+        warning = self.app.theme_variables.get("warning", "yellow")
+        if self.said:
+            out.append((1, printable(self.said), f"bold {warning}"))
         if self.query_error:
             out.append((1, printable(self.query_error), f"bold {error}"))
         if self.degraded_reason:
             out.append((2, f"degraded: {printable(self.degraded_reason)}", f"bold {error}"))
-        if self.results is not None:
+        if self.places:
+            out.append((0, printable(self.places), "bold"))
+        elif self.results is not None:
             took = f" in {self.took_ms:.0f} ms" if self.took_ms is not None and self.show_timing else ""
             out.append((0, f"{self.results} result{'' if self.results == 1 else 's'}{took}", ""))
         out.append((5, f"{self.files} files", ""))
