@@ -174,6 +174,7 @@ class HostServer:
         self._dir_fd: int | None = None
         self._servers: list[tuple[_Server, socket.socket]] = []
         self._thread: threading.Thread | None = None
+        self._thread_lock = threading.Lock()  # start and close may race (a front end closing at once)
         self._app, _ = create_app(live, hub, settings, on_release=on_release)
         self._fingerprint = settings_fingerprint(settings)
 
@@ -215,10 +216,11 @@ class HostServer:
 
     def start(self) -> None:
         """Answer from a thread of its own (beside a front end that owns the main thread)."""
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self.serve()), name="aide-host", daemon=True
-        )
-        self._thread.start()
+        with self._thread_lock:
+            self._thread = threading.Thread(
+                target=lambda: asyncio.run(self.serve()), name="aide-host", daemon=True
+            )
+            self._thread.start()
 
     def stop(self) -> None:
         """Stop answering (a second call forces open connections closed)."""
@@ -229,8 +231,10 @@ class HostServer:
     def close(self, timeout: float = 5.0) -> None:
         """Stop, wait for the listener thread, close the sockets and remove the socket file if it is ours."""
         self.stop()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        with self._thread_lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
         for s in self._sockets:
             s.close()
         name, folder = self.sock_path.name, self._dir_fd
