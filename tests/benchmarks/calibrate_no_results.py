@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import string
 import sys
 from pathlib import Path
@@ -28,6 +29,9 @@ from aide_tui.core.config import load_settings  # noqa: E402
 from aide_tui.core.embed.factory import make_embedder  # noqa: E402
 from aide_tui.core.search.filters import parse_query  # noqa: E402
 from aide_tui.core.search.searcher import Searcher  # noqa: E402
+from aide_tui.core.wordshape import UNSEEN_SHARE, unseen_share  # noqa: E402
+
+WORD = re.compile(r"[a-z]{4,}")
 
 
 def random_strings(seed: int = 23) -> list[str]:
@@ -52,6 +56,11 @@ def main() -> int:
             t = json.loads(line)
             by_corpus.setdefault(t["corpus"], []).append(t["query"].replace("\n", " "))
     rows: dict[str, list[tuple[float, bool]]] = {"real": [], "random": []}
+    held: dict[str, list[bool]] = {"real": [], "random": []}  # hybrid as shipped answers "no results"
+    words: dict[str, list[float]] = {"real": [], "random": []}
+    all_words = sorted(
+        {w for qs in by_corpus.values() for q in qs for w in re.findall(r"[a-z]{4,}", q.lower())}
+    )
     for corpus, real in sorted(by_corpus.items()):
         root = args.root / corpus
         settings = load_settings(root, {})
@@ -63,6 +72,12 @@ def main() -> int:
                 emb_id, vecs = s._query_vectors([parsed.text])
                 best = s.retriever.begin(parsed, [], None).dense(vecs, emb_id, 50).best
                 rows[kind].append((float(best or 0.0), bool(s.search(q, limit=5, mode="bm25").results)))
+                held[kind].append(s.search(q, limit=5, mode="hybrid").no_results is not None)
+        stats = s.retriever.term_stats
+        if stats is not None:  # every eval word the corpus lacks, against its vocabulary's trigrams
+            seen = stats.letter_trigrams()
+            words["real"] += [unseen_share(w, seen) for w in all_words if w not in stats.vocab]
+            words["random"] += [unseen_share(w, seen) for q in random_strings() for w in q.split()]
     for kind, got in rows.items():
         b = np.array([x for x, _ in got])
         lexical = sum(1 for _, lex in got if lex)
@@ -78,6 +93,14 @@ def main() -> int:
         print(
             f"floor {f:.2f}: real below {real:.1%} (no results: {false:.1%}); random no results {caught:.1%}"
         )
+    for kind in ("real", "random"):
+        print(f"hybrid as shipped, {kind}: 'no results' for {sum(held[kind])} of {len(held[kind])}")
+    for kind, shares in words.items():
+        a = np.array(shares)
+        ps = (1, 5, 50, 95, 99)
+        pcts = " ".join(f"p{p} {v:.2f}" for p, v in zip(ps, np.percentile(a, ps), strict=True))
+        print(f"words, {kind} ({len(a)}): share of trigrams unseen {pcts}; >= {UNSEEN_SHARE}: "
+              f"{np.mean(a >= UNSEEN_SHARE):.1%}")  # fmt: skip
     return 0
 
 

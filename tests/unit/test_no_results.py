@@ -17,8 +17,9 @@ from test_cli import run
 from aide_tui.core.config import load_settings
 from aide_tui.core.embed.factory import make_embedder
 from aide_tui.core.index.indexer import Indexer
-from aide_tui.core.search.rank import dense_floor
+from aide_tui.core.search.rank import dense_floor, nonsense
 from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.wordshape import MIN_TRIGRAMS, reads_as_nonsense
 
 GIBBERISH = ("qxgsplzkqlkn", "xq zzkv pmbw", "zlorpfnagle")
 
@@ -97,3 +98,49 @@ def test_cli_prints_no_results_with_the_hint(root: Path) -> None:
     out = run("search", "--path", str(root), "--no-update", "--json", "qxgsplzkqlkn")
     answer = json.loads(out.stdout)
     assert answer["results"] == [] and "below 0.25" in answer["no_results"] and out.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def real_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This project's own core, BM25 only: a vocabulary as large as a small real project's."""
+    import shutil
+
+    ws = tmp_path_factory.mktemp("wordshape") / "ws"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "aide_tui" / "core", ws / "core")
+    settings = load_settings(ws, {"embedding": {"backend": "none"}})
+    Indexer(ws, settings, None).run()
+    return ws
+
+
+def test_words_that_read_as_no_words_of_the_code(real_code: Path) -> None:
+    """Keyboard mashing reads as no words of the code; real words the code lacks still read as words.
+    Such a query is held back when its closest code is below the ceiling (even above the floor)."""
+    settings = load_settings(real_code, {"embedding": {"backend": "none"}})
+    searcher = Searcher(real_code, settings, None)
+    searcher.refresh()
+    stats = searcher.retriever.term_stats
+    assert stats is not None
+    seen = stats.letter_trigrams()
+    assert len(seen) >= MIN_TRIGRAMS
+    for q in ("qxgsplzkqlkn", "zqxjkvwp", "qwzx pfkt"):
+        assert reads_as_nonsense(q, seen), q
+        assert "reads like a word of this code" in (nonsense(q, stats, 0.45, 0.25) or "")
+        assert nonsense(q, stats, 0.65, 0.25) is None  # close enough to trust: the dense list answers
+        assert nonsense(q, stats, 0.45, None) is None  # an uncalibrated model: never held back
+    for q in ("wait longer after every failure", "authentication flow", "kubernetes deployment", "recieve"):
+        assert not reads_as_nonsense(q, seen), q
+        assert nonsense(q, stats, 0.3, 0.25) is None
+    assert not reads_as_nonsense("qxgsplzkqlkn timeout", seen)  # one real word is enough
+    assert not reads_as_nonsense("12345 ++", seen)  # no word at all: nothing to say
+
+
+def test_a_grown_vocabulary_grows_its_trigrams(real_code: Path) -> None:
+    """A version that adds terms grows the previous version's trigrams instead of starting again."""
+    from aide_tui.core.store.lexicon import Lexicon
+
+    vocab = {"alpha": 0, "beta_gamma": 1}
+    lex = Lexicon.build(vocab, "k1")
+    assert "^al" in lex.trigrams() and "mma" in lex.trigrams() and "zyg" not in lex.trigrams()
+    grown = lex.grown({**vocab, "zygote": 2}, "k1|k2")
+    assert lex.trigrams() < grown.trigrams() and "zyg" in grown.trigrams()
+    assert grown.trigrams() == Lexicon.build({**vocab, "zygote": 2}, "k1|k2").trigrams()

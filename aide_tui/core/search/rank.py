@@ -28,6 +28,7 @@ from aide_tui.core.search.query import CODE_LIKE, LONG_QUERY_TERMS, QueryParts, 
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import Key, Retrieval, Retriever, SymbolGraph, TermStats
 from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
+from aide_tui.core.wordshape import NONSENSE_CEILING, reads_as_nonsense
 
 T = TypeVar("T")
 PROSE_SYMBOL_FACTOR = 0.15  # prose mentioning a name usually asks about code using it, not its definition
@@ -210,10 +211,11 @@ def rank(
         if partial and typed and stats is not None:
             found["symbol"] = completed_definitions(q, stats, found["symbol"], partial, s.top_n)
     spans: dict[Key, tuple[int, int]] = {}
-    degraded = far = None
+    degraded: str | None = None
+    closest: Closest | None = None
     if mode in ("hybrid", "dense") and parsed.text:
         texts = [parsed.text] + (parts.segments() if parts.long and s.dense_segments else [])
-        dense, degraded, spans, far = _dense_list(q, texts, s, encoder)
+        dense, degraded, spans, closest = _dense_list(q, texts, s, encoder)
         if dense is not None:
             found["dense"] = dense
     q.fetch(k for keys in found.values() for k in keys)
@@ -222,8 +224,11 @@ def rank(
         found["phrase"] = L.phrase_list(
             q, parts.prose_without_frames() if parts.long else parsed.text, s.top_n
         )
-    if mode == "hybrid" and far is not None and not any(found.get(name) for name in LEXICAL_LISTS):
-        return Ranked([], degraded, no_results=far)  # only the dense list, and it holds nothing close
+    if mode == "hybrid" and closest is not None and not any(found.get(name) for name in LEXICAL_LISTS):
+        # only the dense list: it holds nothing close, or the query's words read as no words of this code
+        why = far_from_everything(*closest) or nonsense(parsed.text, retriever.term_stats, *closest)
+        if why is not None:
+            return Ranked([], degraded, no_results=why)
     graph = retriever.graph if mode in ("hybrid", "bm25") and not code_like else None
     list_w = list_weights(s, parts.long, code_like, explicit_path)
     lists = {name: found[name] for name in LIST_ORDER if name in found}
@@ -312,11 +317,14 @@ def _lexical_lists(
     return explicit
 
 
+Closest = tuple[float | None, float | None]  # the best dense similarity, and the model's floor
+
+
 def _dense_list(
     q: Retrieval[Any], texts: list[str], s: SearchSettings, encoder: QueryEncoder
-) -> tuple[list[Key] | None, str | None, dict[Key, tuple[int, int]], str | None]:
-    """The dense list (None when unusable, with why), with each chunk's best-piece lines, and why no
-    chunk is close in meaning (None: some is, or it cannot be told; see :func:`far_from_everything`).
+) -> tuple[list[Key] | None, str | None, dict[Key, tuple[int, int]], Closest | None]:
+    """The dense list (None when unusable, with why), with each chunk's best-piece lines, and how close
+    the closest chunk is with the model's floor (None when unusable; see :func:`far_from_everything`).
 
     Several texts (a pasted issue's whole text, title, prose and code) each rank the chunks; their
     rankings are fused by RRF into one list.
@@ -330,11 +338,11 @@ def _dense_list(
     got = q.dense(vectors, emb_id, s.top_n)
     if got.degraded is not None:
         return None, got.degraded, {}, None
-    far = far_from_everything(got.best, dense_floor(s, emb_id))
+    closest = (got.best, dense_floor(s, emb_id))
     if len(got.lists) <= 1:  # a chunk ranks by its best piece
-        return (got.lists[0] if got.lists else []), None, got.spans, far
+        return (got.lists[0] if got.lists else []), None, got.spans, closest
     fused = rrf({str(i): keys for i, keys in enumerate(got.lists)}, k=s.rrf_k, order=q.order)
-    return [f.doc for f in fused[: s.top_n]], None, got.spans, far
+    return [f.doc for f in fused[: s.top_n]], None, got.spans, closest
 
 
 def dense_floor(s: SearchSettings, embedder_id: str) -> float | None:
@@ -343,6 +351,20 @@ def dense_floor(s: SearchSettings, embedder_id: str) -> float | None:
     scale, or when it is 0."""
     name = embedder_id.split(":")[1] if embedder_id.startswith("builtin:") else ""
     return s.no_match_floor if s.no_match_floor > 0 and name in CALIBRATED_MODELS else None
+
+
+def nonsense(text: str, stats: TermStats | None, best: float | None, floor: float | None) -> str | None:
+    """Why nothing answers a query whose words all read as no words of this code base (see
+    core/wordshape.py), when its closest chunk is not close enough to trust anyway (None otherwise;
+    only for a calibrated model, and a store that knows its vocabulary)."""
+    if stats is None or best is None or floor is None or best >= NONSENSE_CEILING:
+        return None
+    if not reads_as_nonsense(text, stats.letter_trigrams()):
+        return None
+    return (
+        f"no word of the query is in the index or reads like a word of this code (closest code: "
+        f"similarity {best:.2f}): check the spelling, or describe the code in other words"
+    )
 
 
 def far_from_everything(best: float | None, floor: float | None) -> str | None:

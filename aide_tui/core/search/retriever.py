@@ -178,6 +178,10 @@ class TermStats(Protocol):
         """Up to ``cap`` lower-cased names live chunks define that start with ``prefix``, shortest first."""
         ...
 
+    def letter_trigrams(self) -> frozenset[str]:
+        """The letter trigrams of the vocabulary's words (does a query word read like one of them?)."""
+        ...
+
 
 class Retriever(Protocol):
     """A store as search sees it: refreshed when a new version lands, begun once per query."""

@@ -67,10 +67,12 @@ class Searcher:
 
     def warm_typing(self) -> None:
         """Build what search as you type reads (the loaded version's sorted vocabulary: a sort of the
-        whole vocabulary once, then grown by each delta), so the first keystroke does not pay for it."""
+        whole vocabulary once, then grown by each delta) and its letter trigrams (a typed word that reads
+        as no word of the code: core/wordshape.py), so the first keystroke does not pay for them."""
         stats = self.retriever.term_stats if self.retriever.loaded else None
         if stats is not None:
             stats.prefix_terms("a", 1)  # the first lookup builds the list
+            stats.letter_trigrams()
 
     def search(
         self, query: str, limit: int = 20, mode: str | None = None, prefix: bool = False

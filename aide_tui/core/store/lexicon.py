@@ -13,6 +13,8 @@ from itertools import islice
 
 import numpy as np
 
+from aide_tui.core.wordshape import vocabulary_trigrams
+
 PREFIX_END = "\U0010ffff"  # sorts after every character a term can hold after the prefix
 
 
@@ -21,12 +23,27 @@ class Lexicon:
     identifier, whose parts are terms of their own); ``size`` and ``key`` name the vocabulary it was
     built from (its first ``size`` ids; ``key`` is the segments' vocabulary key)."""
 
-    def __init__(self, terms: list[str], ids: np.ndarray, compound: np.ndarray, size: int, key: str) -> None:
+    def __init__(
+        self,
+        terms: list[str],
+        ids: np.ndarray,
+        compound: np.ndarray,
+        size: int,
+        key: str,
+        grams: frozenset[str] | None = None,
+    ) -> None:
         self.terms = terms
         self.ids = ids
         self.compound = compound
         self.size = size
         self.key = key
+        self._grams = grams  # the terms' letter trigrams, computed on first use (see core/wordshape.py)
+
+    def trigrams(self) -> frozenset[str]:
+        """The letter trigrams of the terms (built once; a grown lexicon adds its new terms' only)."""
+        if self._grams is None:
+            self._grams = frozenset(vocabulary_trigrams(self.terms))
+        return self._grams
 
     @classmethod
     def build(cls, vocab: dict[str, int], key: str) -> Lexicon:
@@ -44,8 +61,9 @@ class Lexicon:
     def grown(self, vocab: dict[str, int], key: str) -> Lexicon:
         """This lexicon with the terms ``vocab`` added after its first ``size`` ids merged in."""
         if len(vocab) == self.size:
-            return Lexicon(self.terms, self.ids, self.compound, self.size, key)
+            return Lexicon(self.terms, self.ids, self.compound, self.size, key, self._grams)
         new = sorted(t for t in islice(vocab, self.size, None) if ":" not in t)
+        grams = None if self._grams is None else self._grams | vocabulary_trigrams(new)
         at = [bisect_left(self.terms, t) for t in new]
         terms: list[str] = []
         prev = 0
@@ -55,9 +73,9 @@ class Lexicon:
             prev = pos
         terms.extend(self.terms[prev:])
         if not new:
-            return Lexicon(terms, self.ids, self.compound, len(vocab), key)
+            return Lexicon(terms, self.ids, self.compound, len(vocab), key, grams)
         ids = np.insert(self.ids, at, [vocab[t] for t in new])
-        return Lexicon(terms, ids, np.insert(self.compound, at, _compounds(new)), len(vocab), key)
+        return Lexicon(terms, ids, np.insert(self.compound, at, _compounds(new)), len(vocab), key, grams)
 
     def span(self, prefix: str) -> tuple[int, int]:
         """Positions [lo, hi) of the terms that start with ``prefix``."""

@@ -264,6 +264,10 @@ class IndexView:
             self._lexicon, self._lexicon_base = lex, None
         return lex
 
+    def letter_trigrams(self) -> frozenset[str]:
+        """The letter trigrams of the vocabulary's words (see core/wordshape.py)."""
+        return self.lexicon.trigrams()
+
     def prefix_terms(self, prefix: str, cap: int, compounds: bool = True) -> list[tuple[str, int]]:
         """Up to ``cap`` terms that start with ``prefix`` and occur in a live chunk, the most frequent
         first (ties by term), with their document frequencies; ``compounds`` False leaves out whole
