@@ -10,13 +10,23 @@ from typing import Any
 
 from aide_tui.core.textsafe import printable
 
-__all__ = ["err", "make_embedder", "printable", "setup"]
+__all__ = ["err", "make_embedder", "printable", "root_arg", "setup"]
 
 
 def err(message: str) -> None:
     """One line on stderr, prefixed with the program name (control characters escaped: messages
     quote file names, ignore-file paths and server replies)."""
     print(f"aide-tui: {printable(message)}", file=sys.stderr)
+
+
+def root_arg(args: argparse.Namespace) -> str | None:
+    """The root given as ROOT or ``--path`` (default "."); None after saying why when both name
+    different folders (the caller exits 2)."""
+    given, opt = getattr(args, "root", None), getattr(args, "path_opt", None)
+    if given is not None and opt is not None and Path(given).expanduser() != Path(opt).expanduser():
+        err(f"two roots given ({printable(given)} and --path {printable(opt)}): give one")
+        return None
+    return opt or given or "."
 
 
 def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:

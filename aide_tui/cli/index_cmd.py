@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from aide_tui.cli.common import err, make_embedder, printable, run_index, setup
+from aide_tui.cli.common import err, make_embedder, printable, root_arg, run_index, setup
 from aide_tui.core.events import event_to_json
 
 SHOW_SKIPPED = 20
@@ -16,7 +16,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     """Index ROOT; ``--json`` ends with the contract's summary line, ``--progress`` streams events."""
     from aide_tui.core.errors import IndexProblem
 
-    ready = setup(args.root, args)
+    given = root_arg(args)
+    ready = None if given is None else setup(given, args)
     if ready is None:
         return 2
     if args.background:

@@ -37,6 +37,12 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _root_args(p: argparse.ArgumentParser) -> None:
+    """ROOT as a positional argument (the contract's form) or as ``--path``, as ``search`` takes it."""
+    p.add_argument("root", nargs="?", help="workspace root (default .)")
+    p.add_argument("--path", dest="path_opt", metavar="ROOT", help="the same as ROOT (as search takes it)")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedder", choices=["builtin", "openai", "ollama", "none"], help="embedding backend")
     p.add_argument("--embedding-url", help="embedding server URL (openai/ollama)")
@@ -142,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="build or incrementally update ROOT's index")
     p.set_defaults(handler=_handler("index"), subparser=p)
-    p.add_argument("root", nargs="?", default=".")
+    _root_args(p)
     p.add_argument("--json", action="store_true", help="print a JSON summary as the last line")
     p.add_argument("--rebuild", action="store_true", help="ignore the existing index (config is kept)")
     p.add_argument(
@@ -206,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="show the state of ROOT's index")
     p.set_defaults(handler=_handler("status"), subparser=p)
-    p.add_argument("root", nargs="?", default=".")
+    _root_args(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-server", action="store_true", help="read the index even when `serve` runs")
     _common(p)

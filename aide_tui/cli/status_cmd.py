@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from aide_tui.cli.common import printable, setup
+from aide_tui.cli.common import printable, root_arg, setup
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Print the index state (``--json``: the contract's object plus extra keys)."""
     from aide_tui.core.search.stores import store_status
 
-    ready = setup(args.root, args)
+    given = root_arg(args)
+    ready = None if given is None else setup(given, args)
     if ready is None:
         return 2
     root, settings = ready

@@ -3,6 +3,7 @@ locks held by other processes, a real background host stopped mid-embedding."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -208,3 +209,20 @@ def _pool_running(host: int) -> bool:
         return any(Path(f"/proc/{c}/task/{c}/children").read_text().split() for c in children)
     except OSError:
         return False
+
+
+def test_index_and_status_take_the_root_as_search_does(workspace: Path, tmp_path: Path) -> None:
+    """``--path ROOT`` works for ``index`` and ``status`` as for ``search`` (ROOT stays the contract's
+    form); two different roots are one line and exit 2."""
+    out = run("index", "--path", str(workspace), "--embedder", "none", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1])["files"] == 5
+    by_flag = run("status", "--path", str(workspace), "--json")
+    by_arg = run("status", str(workspace), "--json")
+    assert by_flag.returncode == by_arg.returncode == 0
+    assert json.loads(by_flag.stdout)["chunks"] == json.loads(by_arg.stdout)["chunks"] > 0
+    assert run("status", str(workspace), "--path", str(workspace), "--json").returncode == 0  # the same
+    other = tmp_path / "other"
+    other.mkdir()
+    out = run("status", str(workspace), "--path", str(other))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "two roots given" in out.stderr
