@@ -141,3 +141,29 @@ async def test_the_labels_of_earlier_rows_never_label_new_ones(rows_workspace: P
         await pilot.pause(0.3)
         row = _row(screen_text(app), "retry.py")
         assert "backoff_delays" in row and "deadline" not in row
+
+
+async def test_a_markdown_section_is_labelled_by_its_heading(workspace: Path) -> None:
+    """A Markdown hit's row shows its section's heading whole, not each level's last word
+    (``quality.23)`` for ``# Retrieval quality > ## Search as you type (issue 23)``)."""
+    from aide_tui.tui.widgets.results import compact_symbol
+
+    assert (
+        compact_symbol("# Retrieval quality > ## Search as you type (issue 23)")
+        == "Search as you type (issue 23)"
+    )
+    assert compact_symbol("class Console > def render") == "Console.render"  # code keeps its chain
+    filler = "".join(f"Paragraph {i} about installing the client and its options.\n\n" for i in range(80))
+    marmalade = "".join(f"Step {i}: how the marmalade is orchestrated.\n\n" for i in range(40))
+    (workspace / "docs" / "guide.md").write_text(
+        f"# Guide\n\n## Setup\n\n{filler}## Marmalade orchestration notes\n\n{marmalade}"
+    )  # long enough for the section to be a chunk of its own: symbol "# Guide > ## Marmalade ..."
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await pilot.press("f3")
+        await search(pilot, app, "marmalade orchestrated")
+        assert results(app).hits[0].path == "docs/guide.md"
+        await pilot.pause(0.2)
+        row = _row(screen_text(app), "docs/guide.md:")
+        assert "Marmalade orchestration notes" in row, row

@@ -64,10 +64,13 @@ def middle_path(path: str, width: int) -> str:
 
 
 def compact_symbol(symbol: str | None) -> str:
-    """``class Console > def render`` → ``Console.render`` (the chain without its keywords)."""
+    """``class Console > def render`` → ``Console.render`` (the chain without its keywords); a
+    Markdown section, ``# Guide > ## Search as you type``, is its own heading: ``Search as you type``."""
     if not symbol:
         return ""
     parts = [p.strip() for p in printable(symbol).split(" > ") if p.strip()]
+    if parts and parts[-1].startswith("#"):
+        return parts[-1].lstrip("#").strip()
     names = [p.split()[-1] if len(p.split()) > 1 else p for p in parts]
     return ".".join(names)
 
