@@ -64,6 +64,12 @@ def status(app: AideApp) -> StatusLine:
     return app.main_screen.query_one(StatusLine)
 
 
+def previewing_selection(app: AideApp) -> bool:
+    """The preview shows the selected row's hit (not a hit of a query typed on the way to this one)."""
+    shown, hit = preview(app).shown, results(app).selected_hit
+    return shown is not None and hit is not None and shown.hit == hit
+
+
 def shown_query(app: AideApp) -> str | None:
     """The query whose results the list shows."""
     return results(app).shown_query

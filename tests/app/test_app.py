@@ -14,6 +14,7 @@ from apphelpers import (
     indexed,
     make_app,
     preview,
+    previewing_selection,
     query_box,
     results,
     screen_text,
@@ -296,7 +297,7 @@ async def test_the_preview_lands_on_the_best_line_and_e_y_use_it(
         await search(pilot, app, "drain_keepalive_sockets")
         hit = results(app).hits[0]
         assert hit.path == LONG_FILE and hit.start_line < best - 30
-        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        await wait_for(pilot, lambda: previewing_selection(app), "the preview of the selection")
         await pilot.pause(0.2)
         text = "\n".join(screen_text(app))
         assert f"{best} ▶" in text and "drain_keepalive_sockets" in text  # on screen, marked
@@ -311,7 +312,7 @@ async def test_query_terms_are_highlighted_and_n_steps_between_matches(deep_work
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "configure")
-        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        await wait_for(pilot, lambda: previewing_selection(app), "the preview of the selection")
         shown = preview(app).shown
         assert shown is not None and len(shown.match_lines) > 3
         match_style = preview(app).body.get_component_rich_style("preview--match")
@@ -334,7 +335,7 @@ async def test_j_k_and_arrows_scroll_the_focused_preview(deep_workspace: Path) -
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "configure")
-        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        await wait_for(pilot, lambda: previewing_selection(app), "the preview of the selection")
         await pilot.press("enter")
         await pilot.pause(0.1)
         body = preview(app).body
@@ -537,7 +538,7 @@ async def test_hit_lines_are_padded_to_the_pane_width(workspace: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "parse_header")
-        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        await wait_for(pilot, lambda: previewing_selection(app), "the preview of the selection")
         shown = preview(app).shown
         assert shown is not None
         width = preview(app).body.size.width

@@ -11,11 +11,13 @@ import pytest
 pytest.importorskip("pymilvus", reason="the milvus extra is not installed (pip install 'aide-tui[milvus]')")
 pytest.importorskip("milvus_lite", reason="milvus-lite is not installed (pip install 'aide-tui[milvus]')")
 
-from apphelpers import (  # noqa: E402
+from apphelpers import (
+    # noqa: E402
     index_bar,
     indexed,
     make_app,
     preview,
+    previewing_selection,
     query_box,
     results,
     screen_text,
@@ -51,7 +53,7 @@ async def test_the_app_searches_its_workspace_then_all_of_the_collection(tmp_pat
             lambda: bool(results(app).hits) and results(app).hits[0].path == "lib/render.py",
             "results from every workspace",
         )
-        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        await wait_for(pilot, lambda: previewing_selection(app), "the preview of the selection")
         await pilot.pause(0.3)
         text = "\n".join(screen_text(app))
         assert "[beta] lib/render.py:1-3" in text and "[alpha] web/app.ts" in text  # rows: short labels

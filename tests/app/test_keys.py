@@ -13,7 +13,7 @@ import pytest
 from apphelpers import (
     indexed,
     make_app,
-    preview,
+    previewing_selection,
     query_box,
     results,
     screen_text,
@@ -152,4 +152,4 @@ async def test_moves_in_a_burst_wait_for_the_results_they_were_typed_against(wor
         await wait_for(pilot, lambda: shown_query(app) == "return", "the results")
         await pilot.pause(0.2)
         assert len(results(app).hits) >= 3 and results(app).cursor == 2
-        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        await wait_for(pilot, lambda: previewing_selection(app), "the preview of the selection")

@@ -7,7 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from apphelpers import indexed, make_app, preview, results, screen_text, search, wait_for
+from apphelpers import (
+    indexed,
+    make_app,
+    preview,
+    previewing_selection,
+    results,
+    screen_text,
+    search,
+    wait_for,
+)
 
 POOL = "src/httpclient/transport/connection_pool/async_pool_manager.py"
 POOL_CODE = '''"""Connection pools."""
@@ -90,7 +99,7 @@ async def test_a_packed_chunk_is_labelled_by_the_definition_at_its_best_line(row
         await wait_for(pilot, lambda: "deadline_seconds" in _row(screen_text(app), "small_helpers.py"),
                        "the row labelled by the definition at the best line")  # fmt: skip
         assert "alpha" not in _row(screen_text(app), "small_helpers.py")
-        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        await wait_for(pilot, lambda: previewing_selection(app), "the preview of the selection")
         shown = preview(app).shown
         assert (
             shown is not None and "gamma_deadline_seconds" in shown.body.plain.splitlines()[shown.current_row]
@@ -121,7 +130,7 @@ async def test_a_resize_keeps_the_preview_on_the_hit_line(
     async with app.run_test(size=first) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "drain_keepalive_sockets")
-        await wait_for(pilot, lambda: preview(app).shown is not None, "the preview")
+        await wait_for(pilot, lambda: previewing_selection(app), "the preview of the selection")
         await wait_for(pilot, lambda: any(f"{best} ▶" in line for line in screen_text(app)), "the hit line")
         await pilot.resize_terminal(*then)
         await pilot.pause(0.3)
