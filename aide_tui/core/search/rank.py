@@ -256,8 +256,13 @@ def _fuse(
     """RRF of the lists, the priors, and the order of the result."""
     fused = rrf(lists, k=s.rrf_k, weights=weights, order=q.order)
     apply_priors(q, fused, text, parts, code_like, s)
-    fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), q.order(f.doc)))
+    _in_rank_order(q, fused)
     return fused
+
+
+def _in_rank_order(q: Retrieval[Any], fused: list[Fused]) -> None:
+    """Sort by score, then by the best rank any list gave, then by the store's order (deterministic)."""
+    fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), q.order(f.doc)))
 
 
 def _graph_hops(
@@ -292,7 +297,7 @@ def _graph_hops(
         ranks = G.file_rank(graph, retriever.path_parts, graph.memo)
         for f in fused:
             f.score *= 1.0 + centrality * ranks.get(q.path(f.doc), 0.0)
-        fused.sort(key=lambda f: (-f.score, min(f.ranks.values()), q.order(f.doc)))
+        _in_rank_order(q, fused)
     return fused
 
 

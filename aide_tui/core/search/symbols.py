@@ -141,15 +141,22 @@ def _definition_locations(g: SymbolGraph, name: str, qualifier: list[str]) -> li
     ]
 
 
-def find_definitions(g: SymbolGraph | None, text: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
-    """Where ``text`` (a name, or a qualified name) is defined."""
-    ans = SymbolAnswer(text.strip(), "definitions")
+def _answer(g: SymbolGraph | None, text: str, kind: str) -> tuple[SymbolAnswer, str | None]:
+    """The answer for ``text`` with its definitions found, and the name looked up (None: the answer
+    says why there is nothing to look up)."""
+    ans = SymbolAnswer(text.strip(), kind)
     split = split_name(text)
     if g is None or split is None:
         ans.error = NO_GRAPH if g is None else f"not an identifier: {text.strip()!r}"
-        return ans
+        return ans, None
     name, qualifier = split
     ans.definitions = _definition_locations(g, name, qualifier)
+    return ans, name
+
+
+def find_definitions(g: SymbolGraph | None, text: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
+    """Where ``text`` (a name, or a qualified name) is defined."""
+    ans, _ = _answer(g, text, "definitions")
     ans.total = len(ans.definitions)
     ans.locations = ans.definitions[: max(limit, 0)]
     return ans
@@ -157,13 +164,9 @@ def find_definitions(g: SymbolGraph | None, text: str, limit: int = MAX_LOCATION
 
 def find_references(g: SymbolGraph | None, text: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
     """Where ``text``'s name is used (calls, imports, attribute uses, names), its definitions named."""
-    ans = SymbolAnswer(text.strip(), "references")
-    split = split_name(text)
-    if g is None or split is None:
-        ans.error = NO_GRAPH if g is None else f"not an identifier: {text.strip()!r}"
+    ans, name = _answer(g, text, "references")
+    if g is None or name is None:
         return ans
-    name, qualifier = split
-    ans.definitions = _definition_locations(g, name, qualifier)
     if ans.definitions and not any(d.text[d.col - 1 :].startswith(name) for d in ans.definitions):
         name = ans.definitions[0].text[ans.definitions[0].col - 1 :][: len(name)]  # found in another case
     locs = [

@@ -186,6 +186,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         self.places = False
         self.cursor: int | None = None
         self.message = ""
+        self._note: list[str] = []  # the message wrapped to the list's width (shown when no hits)
         self._cols = Columns(0, 0, 0)
         self._cols_width = -1
         self._cache: dict[tuple[int, bool], Strip] = {}
@@ -282,6 +283,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         self._cols = columns(self.hits, width, self.labels, self.places)
         self._cols_width = width
         self._cache.clear()
+        self._note = textwrap.wrap(self.message, max(8, width - 2)) if self.message and not self.hits else []
         size = Size(width, len(self.hits) or (1 if self.message else 0))
         if size != self.virtual_size:
             self.virtual_size = size
@@ -313,9 +315,8 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
             self._base = self.rich_style
         base = self._base
         if row >= len(self.hits):
-            lines = textwrap.wrap(self.message, max(8, width - 2)) if self.message and not self.hits else []
-            if row < len(lines):  # the note, wrapped: a reason with its hint is read whole
-                note = Segment(f" {lines[row]}"[:width], base + Style(dim=True))
+            if row < len(self._note):  # the note, wrapped: a reason with its hint is read whole
+                note = Segment(f" {self._note[row]}"[:width], base + Style(dim=True))
                 return Strip([note]).extend_cell_length(width, base)
             return Strip.blank(width, base)
         on_cursor = row == self.cursor
