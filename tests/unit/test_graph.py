@@ -106,6 +106,19 @@ def test_each_position_holds_its_name() -> None:
     assert any(r.name == "upper" for r in g.refs)  # a column after a non-ASCII character
 
 
+def test_a_deeply_nested_expression_keeps_its_graph() -> None:
+    # sympy's resolvent_lookup.py: a sum of a thousand terms is a tree a thousand levels deep, which a
+    # recursive walk could not follow ("symbol graph failed (RecursionError)")
+    text = "from .poly import y\n\nTABLE = " + " + ".join(["y"] * 900) + "\n\ndef use():\n    return TABLE\n"
+    notes: list[str] = []
+    graph: list[FileGraph] = []
+    chunk_file_multi("pkg/resolvent.py", text, (1500,), notes, graph=graph)
+    assert notes == []
+    names = {(r.name, r.kind, r.line) for r in graph[0].refs}
+    assert ("y", "name", 3) in names and ("TABLE", "name", 6) in names
+    assert {d.name for d in graph[0].defs} == {"TABLE", "use"}
+
+
 def test_other_languages_skip_comments_and_strings() -> None:
     go = graph_of(
         "cli/cmd.go",

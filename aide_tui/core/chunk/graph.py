@@ -18,7 +18,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from aide_tui.core.chunk.base import Src, Unit
 from aide_tui.core.model import Definition, FileGraph, Reference
@@ -55,199 +56,377 @@ class _Refs:
 # --------------------------------------------------------------------------------------------- python
 
 
-def _bound_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
-    """Names a function binds locally (parameters, assignment and loop targets, imports inside it),
-    not looking into nested functions or classes; ``global``/``nonlocal`` names are not local."""
-    a = fn.args
-    out = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
-    out |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
-    free: set[str] = set()
-    body = fn.body if isinstance(fn.body, list) else [fn.body]
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            out.add(node.id)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            free.update(node.names)
-        elif isinstance(node, ast.alias):
-            out.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            out.add(node.name)
-        elif isinstance(node, ast.arg):
-            out.add(node.arg)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            out.add(node.name)
-            continue  # its own scope
-        stack.extend(ast.iter_child_nodes(node))
-    return out - free
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_" or ch == "$"
+
+
+def word_at(line: str, name: str, start: int = 0) -> int:
+    """Index of the first occurrence of ``name`` in ``line`` at or after ``start`` that stands as a
+    whole word (no identifier character, ``$`` included, on either side); -1 when there is none.
+    A plain string scan: a regex per name would be compiled for every definition of a file."""
+    n = len(name)
+    if not n:
+        return -1
+    i = line.find(name, start)
+    while i >= 0:
+        if (i == 0 or not _is_word_char(line[i - 1])) and (
+            i + n >= len(line) or not _is_word_char(line[i + n])
+        ):
+            return i
+        i = line.find(name, i + 1)
+    return -1
+
+
+def _name_after_keyword(line: str, keyword: str, name: str) -> int:
+    """Column of ``name`` where it follows ``keyword`` and whitespace (``def name``, ``class name``), or
+    -1."""
+    k = word_at(line, keyword)
+    while k >= 0:
+        j = k + len(keyword)
+        rest = line[j:]
+        stripped = rest.lstrip()
+        if len(stripped) < len(rest):
+            at = j + len(rest) - len(stripped)
+            if stripped.startswith(name) and (
+                at + len(name) >= len(line)
+                or not (line[at + len(name)].isalnum() or line[at + len(name)] == "_")
+            ):
+                return at
+        k = word_at(line, keyword, k + 1)
+    return -1
+
+
+class _Frame:
+    """A function's (or lambda's) scope while its body is walked: the names it binds, the names it
+    declares ``global``/``nonlocal``, and the name loads seen in it, decided when the scope ends."""
+
+    __slots__ = ("bound", "free", "pending", "is_lambda")
+
+    def __init__(self, is_lambda: bool) -> None:
+        self.bound: set[str] = set()
+        self.free: set[str] = set()
+        self.pending: list[tuple[int, str, str, int, int]] = []
+        self.is_lambda = is_lambda
+
+
+_CLASS_BODY = None  # on the binding stack: a class body, whose names are nobody's locals
+_SKIP = frozenset({"self", "cls"})
+_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.Constant)
+# work items of the walk besides nodes: (tag, payload)
+_ENTER_DEF, _EXIT_DEF, _ENTER_CLASS, _EXIT_CLASS, _ENTER_LAMBDA, _EXIT_LAMBDA, _ATTR = range(7)
+
+
+def _arg_names(a: ast.arguments) -> list[str]:
+    names = [x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+    return names + [x.arg for x in (a.vararg, a.kwarg) if x is not None]
 
 
 class _PyGraph:
-    """Walks a module's tree once, keeping the enclosing names and the locals of enclosing functions."""
+    """Walks a module's tree once, iteratively (a deeply nested literal cannot overflow the stack),
+    keeping the enclosing names and the scopes of enclosing functions.
+
+    A name a function loads is a reference unless the function (or one around it) binds it anywhere
+    in its body, before or after the load; so loads inside functions wait in their scope until it
+    ends. Every reference takes a sequence number in walk order, and the first one per (name, line)
+    is kept."""
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self.defs: list[Definition] = []
-        self.refs = _Refs()
+        self.found: list[tuple[int, str, str, int, int]] = []  # (seq, name, kind, line, col1)
+        self.seq = 0
         self.imports: list[str] = []
         self.scope: list[str] = []
         self.kinds: list[str] = []  # "class" / "function" per scope entry
-        self.local: list[set[str]] = []
+        self.frames: list[_Frame] = []  # enclosing function and lambda scopes, innermost last
+        self.binders: list[_Frame | None] = []  # frames and class bodies, innermost last
 
     def line(self, n: int) -> str:
         return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
 
+    # -- references
+
+    def _at(self, name: str, lineno: int, byte_col: int) -> int:
+        """1-based character column of ``name`` at a byte offset, or 0 when it is not there."""
+        line = self.line(lineno)
+        col = _char_col(line, byte_col)
+        return col + 1 if line.startswith(name, col) else 0
+
     def ref_at(self, name: str, kind: str, lineno: int, byte_col: int) -> None:
-        col = _char_col(self.line(lineno), byte_col)
-        if self.line(lineno)[col : col + len(name)] == name:
-            self.refs.add(name, kind, lineno, col + 1)
+        col = self._at(name, lineno, byte_col)
+        if col:
+            self.seq += 1
+            self.found.append((self.seq, name, kind, lineno, col))
+
+    def load(self, name: str, kind: str, lineno: int, byte_col: int) -> None:
+        """A name loaded (or called): a reference, unless an enclosing function binds it."""
+        if name in _SKIP:
+            return
+        col = self._at(name, lineno, byte_col)
+        if not col:
+            return
+        self.seq += 1
+        item = (self.seq, name, kind, lineno, col)
+        (self.frames[-1].pending if self.frames else self.found).append(item)
 
     def word_ref(self, name: str, kind: str, lineno: int, after: int = 0) -> None:
         """A reference to ``name`` found as a whole word on line ``lineno`` (from character ``after``)."""
-        m = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])").search(self.line(lineno), after)
-        if m is not None:
-            self.refs.add(name, kind, lineno, m.start() + 1)
+        i = word_at(self.line(lineno), name, after)
+        if i >= 0:
+            self.seq += 1
+            self.found.append((self.seq, name, kind, lineno, i + 1))
+
+    def bind(self, name: str) -> None:
+        """``name`` is bound here: a local of the innermost function (and of the function around the
+        lambdas it sits in); a class body's names are nobody's locals."""
+        for frame in reversed(self.binders):
+            if frame is None:
+                return
+            frame.bound.add(name)
+            if not frame.is_lambda:
+                return
 
     def define(self, name: str, kind: str, lineno: int, end: int, col: int) -> None:
         qual = ".".join([*self.scope, name])
         self.defs.append(Definition(name, kind, qual, lineno, col + 1, end))
 
-    # -- nodes
+    def _close(self) -> None:
+        """End the innermost scope: its loads that it does not bind go to the scope around it."""
+        frame = self.frames.pop()
+        self.binders.pop()
+        local = frame.bound - frame.free
+        kept = [p for p in frame.pending if p[1] not in local]
+        (self.frames[-1].pending if self.frames else self.found).extend(kept)
 
-    def visit(self, node: ast.AST) -> None:
-        method = getattr(self, "visit_" + node.__class__.__name__, None)
-        if method is not None:
-            method(node)
-        else:
-            self.children(node)
+    # -- the walk
 
-    def children(self, node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            self.visit(child)
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        for d in node.decorator_list:
-            self.visit(d)
-        self.visit(node.args)
-        if node.returns is not None:
-            self.visit(node.returns)
-        kind = "method" if self.kinds and self.kinds[-1] == "class" else "function"
-        m = re.search(rf"\bdef\s+({re.escape(node.name)})\b", self.line(node.lineno))
-        self.define(node.name, kind, node.lineno, node.end_lineno or node.lineno, m.start(1) if m else 0)
-        self.scope.append(node.name)
-        self.kinds.append("function")
-        self.local.append(_bound_names(node))
-        for st in node.body:
-            self.visit(st)
-        self.local.pop()
-        self.kinds.pop()
-        self.scope.pop()
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        self.visit(node.args)
-        self.local.append(_bound_names(node))
-        self.visit(node.body)
-        self.local.pop()
-
-    def visit_arguments(self, node: ast.arguments) -> None:
-        for a in [*node.posonlyargs, *node.args, *node.kwonlyargs, node.vararg, node.kwarg]:
-            if a is not None and a.annotation is not None:
-                self.visit(a.annotation)
-        for default in [*node.defaults, *node.kw_defaults]:
-            if default is not None:
-                self.visit(default)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        for d in node.decorator_list:
-            self.visit(d)
-        for b in [*node.bases, *node.keywords]:
-            self.visit(b)
-        m = re.search(rf"\bclass\s+({re.escape(node.name)})\b", self.line(node.lineno))
-        self.define(node.name, "class", node.lineno, node.end_lineno or node.lineno, m.start(1) if m else 0)
-        self.scope.append(node.name)
-        self.kinds.append("class")
-        for st in node.body:
-            self.visit(st)
-        self.kinds.pop()
-        self.scope.pop()
-
-    def _targets(self, targets: Iterable[ast.expr], end: int) -> None:
-        """Module and class level assignment targets are definitions (variables, class attributes)."""
-        if self.kinds and self.kinds[-1] == "function":
-            return
-        kind = "attribute" if self.kinds else "variable"
-        for t in targets:
-            for e in t.elts if isinstance(t, ast.Tuple | ast.List) else [t]:
-                if isinstance(e, ast.Name):
-                    self.define(e.id, kind, e.lineno, end, _char_col(self.line(e.lineno), e.col_offset))
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        self._targets(node.targets, node.end_lineno or node.lineno)
-        self.children(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._targets([node.target], node.end_lineno or node.lineno)
-        self.children(node)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if not isinstance(node.ctx, ast.Load) or node.id in _PY_SKIP:
-            return
-        if any(node.id in scope for scope in self.local):
-            return  # a local variable: not a reference to anything the graph knows
-        self.ref_at(node.id, "name", node.lineno, node.col_offset)
-
-    def visit_Attribute(self, node: ast.Attribute, kind: str = "attr") -> None:
-        self.visit(node.value)
-        end = node.end_lineno or node.lineno
-        byte_end = node.end_col_offset or 0
-        self.ref_at(node.attr, kind, end, byte_end - len(node.attr.encode("utf-8", "surrogatepass")))
-
-    def visit_Call(self, node: ast.Call) -> None:
-        f = node.func
-        if isinstance(f, ast.Name):
-            if f.id not in _PY_SKIP and not any(f.id in scope for scope in self.local):
-                self.ref_at(f.id, "call", f.lineno, f.col_offset)
-        elif isinstance(f, ast.Attribute):
-            self.visit_Attribute(f, "call")
-        else:
-            self.visit(f)
-        for a in [*node.args, *node.keywords]:
-            self.visit(a)
-
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            self.imports.append(alias.name)
-            line = getattr(alias, "lineno", node.lineno)
-            after = _char_col(self.line(line), getattr(alias, "col_offset", 0))
-            for part in alias.name.split("."):
-                self.word_ref(part, "import", line, after)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        base = "." * node.level + (node.module or "")
-        for part in (node.module or "").split("."):
-            self.word_ref(part, "import", node.lineno, 0)
-        for alias in node.names:
-            if alias.name == "*":
-                self.imports.append(base)
+    def walk(self, body: list[ast.stmt]) -> None:
+        stack: list[Any] = list(reversed(body))
+        handlers = _HANDLERS
+        while stack:
+            item = stack.pop()
+            if type(item) is tuple:
+                self._action(item[0], item[1])
                 continue
-            sep = "" if base.endswith(".") or not base else "."
-            self.imports.append(f"{base}{sep}{alias.name}")
-            line = getattr(alias, "lineno", node.lineno)
-            self.word_ref(
-                alias.name, "import", line, _char_col(self.line(line), getattr(alias, "col_offset", 0))
-            )
+            handler = handlers.get(type(item))
+            if handler is not None:
+                handler(self, item, stack)
+            elif not isinstance(item, _LEAVES):
+                _push_children(item, stack)
+
+    def _action(self, tag: int, payload: Any) -> None:
+        if tag == _ATTR:
+            self.ref_at(*payload)
+        elif tag == _ENTER_DEF:
+            node, kind = payload
+            line = self.line(node.lineno)
+            col = _name_after_keyword(line, "def", node.name)
+            self.define(node.name, kind, node.lineno, node.end_lineno or node.lineno, max(col, 0))
+            self.bind(node.name)
+            self.scope.append(node.name)
+            self.kinds.append("function")
+            frame = _Frame(False)
+            frame.bound.update(_arg_names(node.args))
+            self.frames.append(frame)
+            self.binders.append(frame)
+        elif tag == _EXIT_DEF:
+            self._close()
+            self.kinds.pop()
+            self.scope.pop()
+        elif tag == _ENTER_CLASS:
+            node = payload
+            col = _name_after_keyword(self.line(node.lineno), "class", node.name)
+            self.define(node.name, "class", node.lineno, node.end_lineno or node.lineno, max(col, 0))
+            self.bind(node.name)
+            self.scope.append(node.name)
+            self.kinds.append("class")
+            self.binders.append(_CLASS_BODY)
+        elif tag == _EXIT_CLASS:
+            self.binders.pop()
+            self.kinds.pop()
+            self.scope.pop()
+        elif tag == _ENTER_LAMBDA:
+            frame = _Frame(True)
+            self.frames.append(frame)
+            self.binders.append(frame)
+            for name in _arg_names(payload.args):
+                self.bind(name)
+        elif tag == _EXIT_LAMBDA:
+            self._close()
+
+    def references(self) -> list[Reference]:
+        """The references kept, one per (name, line): the first in walk order; in file order."""
+        seen: set[tuple[str, int]] = set()
+        out: list[Reference] = []
+        for _, name, kind, line, col in sorted(self.found):
+            if (name, line) not in seen:
+                seen.add((name, line))
+                out.append(Reference(name, kind, line, col))
+        out.sort(key=lambda r: (r.line, r.col))
+        return out
+
+
+def _push_children(node: ast.AST, stack: list[Any]) -> None:
+    """Push a node's child nodes so that they are walked in field order."""
+    start = len(stack)
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            stack.append(value)
+        elif isinstance(value, list):
+            stack.extend(v for v in value if isinstance(v, ast.AST))
+    stack[start:] = stack[start:][::-1]
+
+
+def _push(stack: list[Any], *items: Any) -> None:
+    """Push work items (nodes, lists of nodes, actions, None) to be taken in the order given."""
+    flat: list[Any] = []
+    for it in items:
+        if it is None:
+            continue
+        if isinstance(it, list):
+            flat.extend(it)
+        else:
+            flat.append(it)
+    stack.extend(reversed(flat))
+
+
+def _arguments(a: ast.arguments) -> list[ast.AST]:
+    """What a signature evaluates where it is written: annotations, then defaults."""
+    out: list[ast.AST] = []
+    for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+        if x is not None and x.annotation is not None:
+            out.append(x.annotation)
+    out.extend(d for d in [*a.defaults, *a.kw_defaults] if d is not None)
+    return out
+
+
+def _h_function(g: _PyGraph, node: ast.FunctionDef | ast.AsyncFunctionDef, stack: list[Any]) -> None:
+    kind = "method" if g.kinds and g.kinds[-1] == "class" else "function"
+    _push(stack, list(node.decorator_list), _arguments(node.args), node.returns,
+          (_ENTER_DEF, (node, kind)), list(node.body), (_EXIT_DEF, None))  # fmt: skip
+
+
+def _h_class(g: _PyGraph, node: ast.ClassDef, stack: list[Any]) -> None:
+    _push(stack, list(node.decorator_list), list(node.bases), list(node.keywords), (_ENTER_CLASS, node),
+          list(node.body), (_EXIT_CLASS, None))  # fmt: skip
+
+
+def _h_lambda(g: _PyGraph, node: ast.Lambda, stack: list[Any]) -> None:
+    _push(stack, _arguments(node.args), (_ENTER_LAMBDA, node), node.body, (_EXIT_LAMBDA, None))
+
+
+def _targets(g: _PyGraph, targets: list[ast.expr], end: int) -> None:
+    """Module and class level assignment targets are definitions (variables, class attributes)."""
+    if g.kinds and g.kinds[-1] == "function":
+        return
+    kind = "attribute" if g.kinds else "variable"
+    for t in targets:
+        for e in t.elts if isinstance(t, ast.Tuple | ast.List) else [t]:
+            if isinstance(e, ast.Name):
+                g.define(e.id, kind, e.lineno, end, _char_col(g.line(e.lineno), e.col_offset))
+
+
+def _h_assign(g: _PyGraph, node: ast.Assign, stack: list[Any]) -> None:
+    _targets(g, node.targets, node.end_lineno or node.lineno)
+    _push_children(node, stack)
+
+
+def _h_annassign(g: _PyGraph, node: ast.AnnAssign, stack: list[Any]) -> None:
+    _targets(g, [node.target], node.end_lineno or node.lineno)
+    _push_children(node, stack)
+
+
+def _h_name(g: _PyGraph, node: ast.Name, stack: list[Any]) -> None:
+    if isinstance(node.ctx, ast.Load):
+        g.load(node.id, "name", node.lineno, node.col_offset)
+    else:
+        g.bind(node.id)
+
+
+def _attr_action(node: ast.Attribute, kind: str) -> tuple[int, tuple[str, str, int, int]]:
+    byte_end = node.end_col_offset or 0
+    col = byte_end - len(node.attr.encode("utf-8", "surrogatepass"))
+    return (_ATTR, (node.attr, kind, node.end_lineno or node.lineno, col))
+
+
+def _h_attribute(g: _PyGraph, node: ast.Attribute, stack: list[Any]) -> None:
+    _push(stack, node.value, _attr_action(node, "attr"))
+
+
+def _h_call(g: _PyGraph, node: ast.Call, stack: list[Any]) -> None:
+    f = node.func
+    args: list[Any] = [*node.args, *node.keywords]
+    if isinstance(f, ast.Name):
+        g.load(f.id, "call", f.lineno, f.col_offset)
+        _push(stack, args)
+    elif isinstance(f, ast.Attribute):
+        _push(stack, f.value, _attr_action(f, "call"), args)
+    else:
+        _push(stack, f, args)
+
+
+def _h_scope_names(g: _PyGraph, node: ast.Global | ast.Nonlocal, stack: list[Any]) -> None:
+    frame = g.binders[-1] if g.binders else _CLASS_BODY
+    if frame is not None:
+        frame.free.update(node.names)
+
+
+def _h_except(g: _PyGraph, node: ast.ExceptHandler, stack: list[Any]) -> None:
+    if node.name:
+        g.bind(node.name)
+    _push_children(node, stack)
+
+
+def _h_import(g: _PyGraph, node: ast.Import, stack: list[Any]) -> None:
+    for alias in node.names:
+        g.imports.append(alias.name)
+        g.bind((alias.asname or alias.name).split(".")[0])
+        line = getattr(alias, "lineno", node.lineno)
+        after = _char_col(g.line(line), getattr(alias, "col_offset", 0))
+        for part in alias.name.split("."):
+            g.word_ref(part, "import", line, after)
+
+
+def _h_import_from(g: _PyGraph, node: ast.ImportFrom, stack: list[Any]) -> None:
+    base = "." * node.level + (node.module or "")
+    for part in (node.module or "").split("."):
+        g.word_ref(part, "import", node.lineno, 0)
+    for alias in node.names:
+        if alias.name == "*":
+            g.imports.append(base)
+            continue
+        g.bind((alias.asname or alias.name).split(".")[0])
+        sep = "" if base.endswith(".") or not base else "."
+        g.imports.append(f"{base}{sep}{alias.name}")
+        line = getattr(alias, "lineno", node.lineno)
+        g.word_ref(alias.name, "import", line, _char_col(g.line(line), getattr(alias, "col_offset", 0)))
+
+
+_HANDLERS: dict[type, Callable[[_PyGraph, Any, list[Any]], None]] = {
+    ast.FunctionDef: _h_function,
+    ast.AsyncFunctionDef: _h_function,
+    ast.ClassDef: _h_class,
+    ast.Lambda: _h_lambda,
+    ast.Assign: _h_assign,
+    ast.AnnAssign: _h_annassign,
+    ast.Name: _h_name,
+    ast.Attribute: _h_attribute,
+    ast.Call: _h_call,
+    ast.Global: _h_scope_names,
+    ast.Nonlocal: _h_scope_names,
+    ast.ExceptHandler: _h_except,
+    ast.Import: _h_import,
+    ast.ImportFrom: _h_import_from,
+}
 
 
 def python_graph(tree: ast.Module, src: Src) -> FileGraph:
     """The graph of a parsed Python module."""
     g = _PyGraph(src.lines)
-    for st in tree.body:
-        g.visit(st)
+    g.walk(tree.body)
     return FileGraph(
-        sorted(g.defs, key=lambda d: (d.line, d.col)), g.refs.sorted(), list(dict.fromkeys(g.imports))
+        sorted(g.defs, key=lambda d: (d.line, d.col)), g.references(), list(dict.fromkeys(g.imports))
     )
 
 
@@ -299,8 +478,7 @@ _RECEIVER = re.compile(r"^func \(\**([A-Za-z_]\w*)")  # a Go method's label: fun
 def _unit_defs(units: list[Unit], src: Src, chain: list[str], out: list[Definition]) -> None:
     for u in units:
         if u.define and u.name:
-            line = src.lines[u.head]
-            m = re.search(rf"(?<![\w$]){re.escape(u.name)}(?![\w$])", line)
+            at = word_at(src.lines[u.head], u.name)
             recv = _RECEIVER.match(u.label)
             qual = [*chain, recv.group(1)] if recv else chain
             out.append(
@@ -309,7 +487,7 @@ def _unit_defs(units: list[Unit], src: Src, chain: list[str], out: list[Definiti
                     u.kind,
                     ".".join([*qual, u.name]),
                     u.head + 1,
-                    (m.start() if m else 0) + 1,
+                    max(at, 0) + 1,
                     u.end + 1,
                 )  # fmt: skip
             )
@@ -346,8 +524,8 @@ def anchor_graph(
     defs: list[Definition] = []
     _unit_defs(units, src, [], defs)
     for line0, name in extras:
-        m = re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", src.lines[line0])
-        defs.append(Definition(name, "variable", name, line0 + 1, (m.start() if m else 0) + 1, line0 + 1))
+        at = word_at(src.lines[line0], name)
+        defs.append(Definition(name, "variable", name, line0 + 1, max(at, 0) + 1, line0 + 1))
     def_sites = {(d.line, d.col) for d in defs}
     family = _TOKEN_KIND.get(language, language)
     import_rx = _IMPORT_LINE.get(family)
