@@ -34,6 +34,7 @@ class Committed:
     chunks: int = 0
     embedded: int = 0  # chunks whose every dense piece has a vector
     vectors_missing: int = 0  # dense pieces still without a vector
+    static_missing: int = 0  # chunks without a static-tier vector
     version: str = ""
 
 
@@ -57,6 +58,8 @@ class Done:
     removed: int = 0
     embedded: int = 0
     vectors_missing: int = 0
+    static_missing: int = 0
+    static: str = ""  # the static tier's model id ("" when there is none)
     newly_embedded: int = 0
     skipped: int = 0
     skipped_reasons: dict[str, int] = field(default_factory=dict)

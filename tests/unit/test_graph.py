@@ -170,7 +170,7 @@ def test_graph_is_committed_with_the_segment_and_checksummed(workspace: Path) ->
     index(workspace)
     manifest = read_manifest(index_dir_for(workspace))
     seg = manifest.segments[0]
-    assert {"graph.json", "refs.npy"} <= set(seg.files)
+    assert {"g_defs.npy", "g_refs.npy", "g_meta.json"} <= set(seg.files)
     data = read_index(index_dir_for(workspace))
     assert "src/httpclient/client.py" in data.graph.paths
     view = load_view(index_dir_for(workspace))
@@ -178,12 +178,14 @@ def test_graph_is_committed_with_the_segment_and_checksummed(workspace: Path) ->
         ("src/httpclient/client.py", "Client.send")
     ]
     # a flipped byte in the graph is damage like any other: detected when read, never searched
-    path = index_dir_for(workspace) / seg.name / "graph.json"
+    path = index_dir_for(workspace) / seg.name / "g_defs.npy"
     raw = bytearray(path.read_bytes())
-    raw[10] ^= 0x20
+    raw[-3] ^= 0x20
     path.write_bytes(bytes(raw))
-    with pytest.raises(IndexCorrupt, match="graph.json is damaged"):
-        Searcher(workspace, settings(workspace)).refresh()
+    s = Searcher(workspace, settings(workspace))
+    s.refresh()  # read when a lookup first needs it
+    with pytest.raises(IndexCorrupt, match="g_defs.npy is damaged"):
+        s.definitions("send")
     index(workspace, rebuild=True)
     assert searcher(workspace).definitions("send").total == 1
 
