@@ -34,6 +34,7 @@ class IndexSettings:
     chunk_budget: int = 1500
     exclude: tuple[str, ...] = ()
     include_sensitive: bool = False
+    include_hard_links: bool = False  # files with more than one name (user config only: see scan.py)
     lock_timeout: float = 30.0
     max_segments: int = 16  # delta segments kept before they are merged into one base
     max_bulk_jobs: int = 1  # bulk embedding jobs this user runs at once across workspaces (the rest queue)
@@ -169,6 +170,7 @@ class Settings:
 _WORKSPACE_FORBIDDEN = {
     ("embedding", "allow_remote"), ("answer", "allow_remote"), ("search", "rerank_allow_remote"),
     ("store", "uri"), ("store", "collection"), ("store", "workspace"), ("store", "token"),
+    ("index", "include_hard_links"),
 }  # fmt: skip
 STORE_BACKENDS = ("local", "milvus")
 _NETWORK_SCHEMES = ("http://", "https://", "tcp://", "grpc://", "grpcs://", "unix://", "unix:")

@@ -141,6 +141,7 @@ class _Run:
         self.priority = priority
         self._should_yield = should_yield or (lambda: False)
         self.paths: set[str] | None = None
+        self.content_rule: Callable[[str, str], str | None] | None = None  # generated output, by content
         self.targeted = False
         self.report = Done()
         self.state = Path()
@@ -166,8 +167,8 @@ class _Run:
         self.state = state
         emb = self.embedder_state()
         prev = self.writer.open(state, rebuild, emb, self)
-        scanner = Scanner(self.root, self.settings.index.max_file_kb * 1024, self.settings.index.exclude,
-                          self.settings.index.include_sensitive)  # fmt: skip
+        scanner = Scanner.from_settings(self.root, self.settings)
+        self.content_rule = scanner.content_skip_reason
         entries = self.targeted_entries(scanner, prev)
         if entries is None:
             entries = self.walk(scanner)
@@ -279,7 +280,7 @@ class _Run:
             if n % PROGRESS_EVERY == 0:
                 self.check_cancel()
                 self.emit(Progress("indexing", n, total, message=entry.rel))
-            text, raw, why = read_entry(entry, s.max_file_kb * 1024)
+            text, raw, why = read_entry(entry, s.max_file_kb * 1024, self.content_rule)
             old = prev.get(entry.rel) if prev is not None else None
             if text is None or raw is None:
                 self.report.skipped_files[entry.rel] = why or "unreadable"
@@ -551,7 +552,7 @@ def targeted_scan(
             if os.path.realpath(parent) != parent:
                 return None  # reached through a linked folder: let the walk apply the symlink rules
             continue
-        reason = scanner.file_skip_reason(rel, st.st_size)
+        reason = scanner.layout_skip_reason(rel) or scanner.stat_skip_reason(rel, st)
         if reason:
             skipped[rel] = reason
             continue
