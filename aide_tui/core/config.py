@@ -38,6 +38,7 @@ class IndexSettings:
     lock_timeout: float = 30.0
     max_segments: int = 16  # delta segments kept before they are merged into one base
     max_bulk_jobs: int = 1  # bulk embedding jobs this user runs at once across workspaces (the rest queue)
+    bulk_turn_seconds: float = 60.0  # a bulk job gives its slot up after this long when another waits
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,7 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("index", "lock_timeout"): (0.0, 86_400.0, True),
     ("index", "max_segments"): (1, 1000, True),
     ("index", "max_bulk_jobs"): (1, 64, True),
+    ("index", "bulk_turn_seconds"): (1.0, 86_400.0, True),
     ("embedding", "max_doc_tokens"): (3, 512, True),
     ("embedding", "workers"): (0, 64, True),
     ("embedding", "timeout"): (0.0, 3600.0, False),

@@ -35,7 +35,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.errors import EmbedderError, IndexCorrupt, RunCancelled
 from aide_tui.core.events import Done, Event, Progress
-from aide_tui.core.index.budget import BULK_PIECES, bulk_slot
+from aide_tui.core.index.budget import BULK_PIECES, BulkJob, Wait, bulk_slot
 from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
 from aide_tui.core.index.scan import FileEntry, Scanner, read_entry
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, StoreWriter
@@ -142,6 +142,7 @@ class _Run:
         self._should_yield = should_yield or (lambda: False)
         self.paths: set[str] | None = None
         self.content_rule: Callable[[str, str], str | None] | None = None  # generated output, by content
+        self.turn_over: Callable[[int, int], bool] = _no_turns  # the bulk budget's turn (budget.py)
         self.targeted = False
         self.report = Done()
         self.state = Path()
@@ -395,23 +396,32 @@ class _Run:
         def keep_waiting() -> bool:
             self.check_cancel()
             if self.should_yield():
-                self.report.preempted = True  # newer work first; the next run queues again
+                self.report.preempted = True  # newer work first; the next run keeps its place in the queue
                 return False
             return True
 
-        def queued() -> None:
-            jobs = self.settings.index.max_bulk_jobs
-            why = f"waiting for another workspace's embedding (index.max_bulk_jobs = {jobs})"
-            self.emit(Progress("queued", vectors_total=len(todo), message=why))
+        idx = self.settings.index
+        while todo:  # one turn at a time (budget.py): between turns, the jobs that waited go first
+            job = BulkJob(str(self.root), len(todo), idx.max_bulk_jobs, idx.bulk_turn_seconds)
 
-        with bulk_slot(self.settings.index.max_bulk_jobs, keep_waiting, queued) as held:
-            if held:
+            def queued(wait: Wait, job: BulkJob = job) -> None:
+                self.emit(Progress("queued", vectors_total=job.pieces, wait_seconds=wait.eta_s,
+                                   message=wait.message(job.jobs, job.turn_s)))  # fmt: skip
+
+            with bulk_slot(job, keep_waiting, queued, self.report.warnings.append) as turn:
+                if turn is None:
+                    return
+                self.turn_over = turn.over
                 try:
                     self.embed(emb, todo, sizes)
                 finally:  # idle workers would hold a model's weights each until the host exits
+                    self.turn_over = _no_turns
                     stop = getattr(emb.embedder, "stop_workers", None)
-                    if stop is not None and not self.report.preempted:
+                    if stop is not None and not self.report.preempted and not turn.ended:
                         stop()
+            if not turn.ended or self.report.preempted or self.report.degraded:
+                return
+            todo, sizes = self.writer.missing()
 
     def loaded(self, emb: EmbedderState) -> bool:
         """Load the embedder's model (seconds of reading and verifying weights on a busy machine) in a
@@ -461,6 +471,8 @@ class _Run:
                 if start and self.should_yield():
                     self.report.preempted = True
                     break
+                if start and self.turn_over(done, len(todo)):
+                    break  # another workspace's turn: this job queues again behind it
                 batch = todo[start : start + size]
                 began = time.monotonic()
                 vecs = emb.embedder.embed([m.text for m in batch], kind="document")
@@ -485,6 +497,10 @@ class _Run:
 
 
 # -- pure helpers ------------------------------------------------------------------------------------
+
+
+def _no_turns(done: int = 0, total: int = 0) -> bool:
+    return False
 
 
 def batch_size(last: int, took: float) -> int:
