@@ -34,10 +34,12 @@ class IndexSettings:
     chunk_budget: int = 1500
     exclude: tuple[str, ...] = ()
     include_sensitive: bool = False
+    include_hard_links: bool = False  # files with more than one name (user config only: see scan.py)
     lock_timeout: float = 30.0
     max_segments: int = 32  # segments kept before the smallest are merged (bounded merges)
     build_workers: int = 0  # processes of a big build (0 = one per core, at most 2; 1 = in-process only)
     max_bulk_jobs: int = 1  # bulk embedding jobs this user runs at once across workspaces (the rest queue)
+    bulk_turn_seconds: float = 60.0  # a bulk job gives its slot up after this long when another waits
 
 
 EMBEDDERS = ("builtin", "openai", "ollama", "static", "none")
@@ -177,6 +179,7 @@ class Settings:
 _WORKSPACE_FORBIDDEN = {
     ("embedding", "allow_remote"), ("answer", "allow_remote"), ("search", "rerank_allow_remote"),
     ("store", "uri"), ("store", "collection"), ("store", "workspace"), ("store", "token"),
+    ("index", "include_hard_links"),
 }  # fmt: skip
 STORE_BACKENDS = ("local", "milvus")
 _NETWORK_SCHEMES = ("http://", "https://", "tcp://", "grpc://", "grpcs://", "unix://", "unix:")
@@ -234,6 +237,7 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("index", "max_segments"): (1, 1000, True),
     ("index", "build_workers"): (0, 64, True),
     ("index", "max_bulk_jobs"): (1, 64, True),
+    ("index", "bulk_turn_seconds"): (1.0, 86_400.0, True),
     ("embedding", "max_doc_tokens"): (3, 512, True),
     ("embedding", "workers"): (0, 64, True),
     ("embedding", "timeout"): (0.0, 3600.0, False),

@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 
 @dataclass
 class Progress:
-    """Work in progress: ``scanning`` (files) or ``embedding`` (vectors, one per dense piece)."""
+    """Work in progress: ``scanning`` (files), ``embedding`` (vectors, one per dense piece) or
+    ``queued`` (waiting for a bulk embedding slot: ``message`` says for whom, ``wait_seconds`` how long)."""
 
     kind: ClassVar[str] = "progress"
     state: str  # scanning | embedding
@@ -22,6 +23,7 @@ class Progress:
     vectors_done: int = 0
     vectors_total: int = 0
     message: str = ""
+    wait_seconds: float | None = None  # queued: roughly how long until this job's turn (None: unknown)
 
 
 @dataclass

@@ -35,7 +35,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.errors import EmbedderError, IndexCorrupt, RunCancelled
 from aide_tui.core.events import Done, Event, Progress
-from aide_tui.core.index.budget import BULK_PIECES, bulk_slot
+from aide_tui.core.index.budget import BULK_PIECES, BulkJob, Wait, bulk_slot
 from aide_tui.core.index.built import Built, staging_dir
 from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
 from aide_tui.core.index.parallel import Job, batch_bytes, helpers_for, prev_of, run_batches
@@ -151,6 +151,8 @@ class _Run:
         self.priority = priority
         self._should_yield = should_yield or (lambda: False)
         self.paths: set[str] | None = None
+        self.content_rule: Callable[[str, str], str | None] | None = None  # generated output, by content
+        self.turn_over: Callable[[int, int], bool] = _no_turns  # the bulk budget's turn (budget.py)
         self.targeted = False
         self._done = 0
         self.report = Done()
@@ -181,8 +183,8 @@ class _Run:
         prev = self.writer.open(state, rebuild, emb, self)
         if self.static is not None:
             self.writer.static_id = self.static.id  # type: ignore[attr-defined]
-        scanner = Scanner(self.root, self.settings.index.max_file_kb * 1024, self.settings.index.exclude,
-                          self.settings.index.include_sensitive)  # fmt: skip
+        scanner = Scanner.from_settings(self.root, self.settings)
+        self.content_rule = scanner.content_skip_reason
         entries = self.targeted_entries(scanner, prev)
         if entries is None:
             entries = self.walk(scanner)
@@ -310,7 +312,7 @@ class _Run:
         staging = staging_dir(idx_dir)
         size = batch_bytes(total, helpers + 1)
         keep = not self.writer.inline_vectors
-        jobs = [Job(b, prev_of(b, prev), str(staging), self.settings, keep)
+        jobs = [Job(b, prev_of(b, prev), str(staging), self.settings, keep, str(self.root))
                 for b in batches(to_read, self.writer.batch_files, size)]  # fmt: skip
         cache = self.cache_for(emb.emb_id, emb.dim) if emb.embedder is not None else None
         gone = set(removed)
@@ -385,7 +387,8 @@ class _Run:
         notes = BatchNotes(self.report.skipped_files, self.report.warnings)
         s = self.settings.index
         keep = not self.writer.inline_vectors
-        delta = read_batch(entries, prev, s.max_file_kb * 1024, s.chunk_budget, keep, notes, on_file)
+        delta = read_batch(entries, prev, s.max_file_kb * 1024, s.chunk_budget, keep, notes, on_file,
+                           self.content_rule)  # fmt: skip
         if entries:
             self.emit(
                 Progress(
@@ -461,23 +464,32 @@ class _Run:
         def keep_waiting() -> bool:
             self.check_cancel()
             if self.should_yield():
-                self.report.preempted = True  # newer work first; the next run queues again
+                self.report.preempted = True  # newer work first; the next run keeps its place in the queue
                 return False
             return True
 
-        def queued() -> None:
-            jobs = self.settings.index.max_bulk_jobs
-            why = f"waiting for another workspace's embedding (index.max_bulk_jobs = {jobs})"
-            self.emit(Progress("queued", vectors_total=len(todo), message=why))
+        idx = self.settings.index
+        while todo:  # one turn at a time (budget.py): between turns, the jobs that waited go first
+            job = BulkJob(str(self.root), len(todo), idx.max_bulk_jobs, idx.bulk_turn_seconds)
 
-        with bulk_slot(self.settings.index.max_bulk_jobs, keep_waiting, queued) as held:
-            if held:
+            def queued(wait: Wait, job: BulkJob = job) -> None:
+                self.emit(Progress("queued", vectors_total=job.pieces, wait_seconds=wait.eta_s,
+                                   message=wait.message(job.jobs, job.turn_s)))  # fmt: skip
+
+            with bulk_slot(job, keep_waiting, queued, self.report.warnings.append) as turn:
+                if turn is None:
+                    return
+                self.turn_over = turn.over
                 try:
                     self.embed(emb, todo, sizes)
                 finally:  # idle workers would hold a model's weights each until the host exits
+                    self.turn_over = _no_turns
                     stop = getattr(emb.embedder, "stop_workers", None)
-                    if stop is not None and not self.report.preempted:
+                    if stop is not None and not self.report.preempted and not turn.ended:
                         stop()
+            if not turn.ended or self.report.preempted or self.report.degraded:
+                return
+            todo, sizes = self.writer.missing()
 
     def loaded(self, emb: EmbedderState) -> bool:
         """Load the embedder's model (seconds of reading and verifying weights on a busy machine) in a
@@ -527,6 +539,8 @@ class _Run:
                 if start and self.should_yield():
                     self.report.preempted = True
                     break
+                if start and self.turn_over(done, len(todo)):
+                    break  # another workspace's turn: this job queues again behind it
                 batch = todo[start : start + size]
                 began = time.monotonic()
                 vecs = emb.embedder.embed([m.text for m in batch], kind="document")
@@ -551,6 +565,10 @@ class _Run:
 
 
 # -- pure helpers ------------------------------------------------------------------------------------
+
+
+def _no_turns(done: int = 0, total: int = 0) -> bool:
+    return False
 
 
 def batch_size(last: int, took: float) -> int:
@@ -635,7 +653,7 @@ def targeted_scan(
             if os.path.realpath(parent) != parent:
                 return None  # reached through a linked folder: let the walk apply the symlink rules
             continue
-        reason = scanner.file_skip_reason(rel, st.st_size)
+        reason = scanner.layout_skip_reason(rel) or scanner.stat_skip_reason(rel, st)
         if reason:
             skipped[rel] = reason
             continue

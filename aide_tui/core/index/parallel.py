@@ -41,6 +41,7 @@ class Job:
     staging: str
     settings: Settings
     keep_incomplete: bool
+    root: str = ""  # the workspace (its ignore and generated-output rules)
 
 
 def build(job: Job) -> Built:

@@ -30,16 +30,18 @@ def read_batch(
     keep_incomplete: bool,
     notes: BatchNotes,
     on_file: Callable[[int, FileEntry], None] | None = None,
+    content_rule: Callable[[str, str], str | None] | None = None,
 ) -> Delta:
     """Read and chunk files the diff could not rule out. A previously indexed file that cannot be read
     any more is dropped; one whose content did not change keeps its rows (with new stat data), unless
     ``keep_incomplete`` is false and its vectors are incomplete (a writer that stores vectors with their
-    rows re-reads it). ``on_file(n, entry)`` is called before each file (progress, cancelling)."""
+    rows re-reads it). ``on_file(n, entry)`` is called before each file (progress, cancelling);
+    ``content_rule(path, text)`` says why a file's content keeps it out (generated output), if it does."""
     delta = Delta()
     for n, entry in enumerate(entries):
         if on_file is not None:
             on_file(n, entry)
-        text, raw, why = read_entry(entry, max_bytes)
+        text, raw, why = read_entry(entry, max_bytes, content_rule)
         old = prev.get(entry.rel) if prev is not None else None
         if text is None or raw is None:
             notes.skipped[entry.rel] = why or "unreadable"
