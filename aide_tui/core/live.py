@@ -246,7 +246,7 @@ class LiveWorkspace:
             self._set_embedder(embedder, None, emb_id)
         finally:
             if self.index_ready.is_set():
-                self.searcher.warm_typing()  # the app searches as one types (after the encoder is ready)
+                self.searcher.warm()  # the app searches as one types (after the encoder is ready)
 
     def _host_engine(self) -> IndexProblem | None:
         """A shared store: give the indexing process its settings (for a Lite file, the address of the
@@ -413,7 +413,7 @@ class LiveWorkspace:
                 continue
             self.index_ready.set()
             self._emit(Reloaded(self.current_status(), self.searcher.version))
-            self.searcher.warm_typing()
+            self.searcher.warm()
 
     # -- watching ----------------------------------------------------------------------------------
 

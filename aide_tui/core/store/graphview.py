@@ -6,12 +6,12 @@ lookup goes straight to that segment for a file, and checks liveness per row for
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from aide_tui.core.model import REF_KINDS, Definition, Reference
+from aide_tui.core.model import Definition, Reference
 from aide_tui.core.store.graphfiles import MappedGraph
 
 
@@ -87,6 +87,24 @@ class GraphView:
         out.sort(key=lambda pr: (pr[0], pr[1].line, pr[1].col))
         return out
 
+    def definition_paths(self, names: Sequence[str]) -> dict[str, set[str]]:
+        """For each of ``names`` that has a live definition (exact case), the files that define it."""
+        out: dict[str, set[str]] = {}
+        names = list(dict.fromkeys(names))
+        if not names:
+            return out
+        for k, t in enumerate(self.tables):
+            if not t.paths:
+                continue
+            live = self.live_paths(k)
+            for name, pids in t.definition_path_ids(names).items():
+                if len(pids) and (int(pids.max()) >= len(live) or int(pids.min()) < 0):
+                    raise t._bad("definition paths")
+                got = {t.paths[int(p)] for p in pids if live[int(p)]}
+                if got:
+                    out.setdefault(name, set()).update(got)
+        return out
+
     def definition_count(self, name: str) -> int:
         """How many live definitions ``name`` has (exact case)."""
         return len(self.definitions(name))
@@ -115,9 +133,7 @@ class GraphView:
         if found is None:
             return []
         t, i = found
-        rows = t.references_in(i)
-        rows = rows[rows[:, 2] == REF_KINDS.index("call")] if len(rows) else rows
-        return list(dict.fromkeys(t.reference(row)[1].name for row in rows))
+        return t.called_name_ids(i)
 
     def imports_of(self, path: str) -> list[str]:
         """Modules the live file imports, as written."""

@@ -153,6 +153,7 @@ class Part:
         self._arrays: dict[str, MappedArray] = {}
         self._files: dict[str, MappedFile] = {}
         self._tids: dict[str, int] = {}  # term -> id (-1: absent), for the terms queries asked
+        self._blocks: dict[str, VectorBlock] = {}  # transformer vector blocks opened, by name
 
     def term_ids(self, terms: Sequence[str]) -> list[int]:
         """The id of each term in this segment's dictionary (-1 when absent), remembered."""
@@ -176,6 +177,9 @@ class Part:
         }
         part._files = {k: v for k, v in self._files.items() if entry.files.get(k) == self.entry.files.get(k)}
         part._tids = self._tids
+        part._blocks = {k: v for k, v in self._blocks.items() if k in entry.blocks}  # their projections stay
+        if entry.static_file == self.entry.static_file and "static_block" in self.__dict__:
+            part.__dict__["static_block"] = self.__dict__["static_block"]
         for key in ("paths", "languages", "c_path", "c_lines", "p_owner", "p_lines", "terms", "chunk_field",
                     "piece_field", "graph", "trigrams", "symbols", "path_ids_of", "path_rows"):  # fmt: skip
             if key in self.__dict__:
@@ -407,13 +411,16 @@ class Part:
         """The transformer's vector blocks, oldest first."""
         out = []
         for b in self.entry.blocks:
-            rows = self.array(f"{b}.rows.npy").all().astype(np.int64)
-            vec = self.array(f"{b}.vec.npy")
-            if len(vec.shape) != 2 or len(rows) != vec.shape[0] or vec.dtype != np.float32:
-                raise self.bad(f"vector block {b} shape")
-            if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= self.n_pieces):
-                raise self.bad(f"vector block {b} rows")
-            out.append(VectorBlock(vec, rows))
+            block = self._blocks.get(b)
+            if block is None:
+                rows = self.array(f"{b}.rows.npy").all().astype(np.int64)
+                vec = self.array(f"{b}.vec.npy")
+                if len(vec.shape) != 2 or len(rows) != vec.shape[0] or vec.dtype != np.float32:
+                    raise self.bad(f"vector block {b} shape")
+                if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= self.n_pieces):
+                    raise self.bad(f"vector block {b} rows")
+                block = self._blocks[b] = VectorBlock(vec, rows)
+            out.append(block)
         return out
 
     @cached_property
