@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -25,7 +25,8 @@ from mcp.shared.message import SessionMessage
 from aide_tui.core.config import Settings
 from aide_tui.core.errors import IndexProblem
 from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
-from aide_tui.core.search.budget import budgeted_json
+from aide_tui.core.search.budget import Shape, budgeted_json
+from aide_tui.core.search.response import Hit
 from aide_tui.host.shapes import search_json
 from aide_tui.host.workspace import Workspace
 from aide_tui.serve.jail import SpanRefused, is_unicode, read_span
@@ -42,6 +43,22 @@ MAX_SYMBOL_LIMIT = 500
 DEFAULT_MAX_TOKENS = 2000  # search_code's default answer budget (estimated tokens)
 MIN_TOKENS, MAX_TOKENS = 50, 100_000
 HINT_DEPTH = 40  # search_code looks this deep: a file ranked 11-15 is the near-miss hint
+ROW_KEYS = ("path", "start_line", "end_line", "best_line", "symbol", "score", "text", "truncated", "columns")
+
+
+def row_keys(all_workspaces: bool) -> tuple[str, ...]:
+    """The keys of a ``search_code`` result row (``workspace`` too over every workspace)."""
+    return ("workspace", *ROW_KEYS) if all_workspaces else ROW_KEYS
+
+
+def _row_shape(all_workspaces: bool) -> Shape:
+    """A budgeted row as ``search_code`` sends it (so the budget counts what is sent)."""
+    keep = row_keys(all_workspaces)
+
+    def shape(hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
+        return {k: row[k] for k in keep if k in row}
+
+    return shape
 
 
 class Backend:
@@ -96,8 +113,8 @@ class Backend:
             raise ToolError(f"index unavailable: {exc}") from None
         if resp.error is not None:
             raise ToolError(resp.error)
-        if max_tokens:
-            return budgeted_json(resp, max_tokens, limit)
+        if max_tokens:  # counted as sent: search_code's row keys, in its UTF-8 JSON
+            return budgeted_json(resp, max_tokens, limit, _row_shape(all_workspaces), ascii=False)
         resp.results = resp.results[:limit]
         return search_json(resp, with_text=True)
 
@@ -145,10 +162,7 @@ def _full_query(query: str, path: str | None, lang: str | None, prefix: bool) ->
 
 def _tool_answer(answer: dict[str, Any], all_workspaces: bool, max_tokens: int) -> dict[str, Any]:
     """What ``search_code`` returns of the search's JSON."""
-    keep: tuple[str, ...] = ("path", "start_line", "end_line", "best_line", "symbol", "score", "text",
-                             "truncated")  # fmt: skip
-    if all_workspaces:
-        keep = ("workspace", *keep)
+    keep = row_keys(all_workspaces)
     out = {k: answer.get(k) for k in ("query", "degraded", "degraded_reason", "confidence", "hints")}
     if max_tokens:
         out.update({k: answer[k] for k in ("max_tokens", "tokens_used", "left_out")})
@@ -172,11 +186,12 @@ def build_server(backend: Backend) -> MCPServer:
         all_workspaces: bool = False,
         prefix: bool = False,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-    ) -> dict[str, Any]:
+    ) -> Annotated[mcp_types.CallToolResult, dict[str, Any]]:
         """Search the workspace's code. Returns ranked results, each with its file path, the lines
         shown (around its best line), its best line, enclosing symbol, fused score and text; whole
-        results in rank order while they fit max_tokens (default 2000; the answer says tokens_used and
-        left_out; 0: up to limit results of at most 40 lines). Also "confidence" (high, medium or low:
+        results in rank order while they fit max_tokens (default 2000, a limit: the answer says
+        tokens_used and left_out; a result cut to part of one long line says its "columns"; 0: up to
+        limit results of at most 40 lines). Also "confidence" (high, medium or low:
         how sure the first result is) and up to three "hints" to refine the query (a sibling symbol of
         the first result, a near-miss file, an alternate term). Use read_span for more lines.
 
@@ -202,7 +217,7 @@ def build_server(backend: Backend) -> MCPServer:
         answer = await anyio.to_thread.run_sync(
             backend.search, full, limit, mode, all_workspaces, prefix, max_tokens
         )
-        return _tool_answer(answer, all_workspaces, max_tokens)
+        return _compact(_tool_answer(answer, all_workspaces, max_tokens))
 
     @server.tool()
     async def find_definition(name: str, limit: int = 20) -> dict[str, Any]:
@@ -242,6 +257,14 @@ def build_server(backend: Backend) -> MCPServer:
 
 
 _read_span = read_span  # the tool above shadows the name inside build_server
+
+
+def _compact(answer: dict[str, Any]) -> mcp_types.CallToolResult:
+    """A tool's answer as its structured result and, for the text block, its compact JSON (the SDK
+    would indent it, and the budget counts the rows as this JSON holds them)."""
+    text = json.dumps(answer, ensure_ascii=False)
+    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
+                                    structured_content=answer)  # fmt: skip
 
 
 async def _symbol_tool(backend: Backend, what: str, name: str, limit: int) -> dict[str, Any]:
