@@ -9,6 +9,7 @@ one searches what that host commits. It is opened at start, so the first questio
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,6 +28,7 @@ from aide_tui.core.errors import IndexProblem
 from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
 from aide_tui.core.search.budget import Shape, budgeted_json
 from aide_tui.core.search.response import Hit
+from aide_tui.core.textsafe import printable
 from aide_tui.host.shapes import search_json
 from aide_tui.host.workspace import Workspace
 from aide_tui.serve.jail import SpanRefused, is_unicode, read_span
@@ -70,19 +72,26 @@ class Backend:
         self.settings = settings
         self.ws = Workspace(root, settings, self._on_event, watch=watch, role="mcp")
         self._index_ready = threading.Event()
+        self._opened = threading.Event()  # the first load ended, with an index or without
         self._embedder_ready = threading.Event()
 
     def start(self) -> None:
         self.ws.start()
+        if self.ws.problem is not None:  # one line; the tools answer from the index on disk, if any
+            print(f"aide-tui: {printable(self.ws.problem)}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         self.ws.close()
 
     @property
     def source(self) -> str:
+        if self.ws.problem is not None:
+            return f"in-process, not indexed: {self.ws.problem}"
         return "in-process" if self.ws.hosting else f"in-process, indexed by PID {self.ws.host_pid}"
 
     def _on_event(self, event: LiveEvent) -> None:
+        if isinstance(event, Opened):
+            self._opened.set()
         if isinstance(event, Opened) and event.error is None or isinstance(event, Reloaded):
             self._index_ready.set()
         elif isinstance(event, EmbedderReady):
@@ -101,8 +110,7 @@ class Backend:
         the index is not there or the query cannot be understood (an unknown ``lang:``: the error names
         the valid ones). The search looks a little deeper than ``limit`` so that its hints can name a
         near miss."""
-        if not self._index_ready.wait(READY_TIMEOUT):
-            raise ToolError("the index is still being built; try again shortly")
+        self._wait_index()
         if mode != "bm25" and self.settings.embedding.backend != "none":
             self._embedder_ready.wait(READY_TIMEOUT)
         try:
@@ -120,8 +128,7 @@ class Backend:
 
     def symbol(self, what: str, name: str, limit: int) -> dict[str, Any]:
         """``find_definition`` / ``find_references``: the symbol graph's answer, or a ToolError."""
-        if not self._index_ready.wait(READY_TIMEOUT):
-            raise ToolError("the index is still being built; try again shortly")
+        self._wait_index()
         find = self.ws.definitions if what == "definitions" else self.ws.references
         try:
             answer = find(name, limit)
@@ -130,6 +137,18 @@ class Backend:
         if answer.error:
             raise ToolError(answer.error)
         return answer.to_json()
+
+    def _wait_index(self) -> None:
+        """Until an index is loaded; ToolError when none comes (nobody builds one when this process
+        cannot take the host lock: the error says why)."""
+        if (
+            self.ws.problem is not None
+            and self._opened.wait(READY_TIMEOUT)
+            and not self._index_ready.is_set()
+        ):
+            raise ToolError(f"no index: {self.ws.problem}")
+        if not self._index_ready.wait(READY_TIMEOUT):
+            raise ToolError("the index is still being built; try again shortly")
 
     def status(self) -> dict[str, Any]:
         return self.ws.current_status().to_json()
