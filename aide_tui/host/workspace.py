@@ -163,6 +163,15 @@ class Workspace:
         self._active = time.monotonic()
         return self.live.reindex_and_wait(rebuild, paths, timeout) if self.hosting else None
 
+    def request_reindex(self, rebuild: bool = False, paths: Iterable[str] | None = None) -> int | None:
+        """Reindex here (hosting) without waiting: the request's number (None when not hosting)."""
+        self._active = time.monotonic()
+        return self.live.request_reindex(rebuild, paths) if self.hosting else None
+
+    def wait_reindex(self, asked: int, timeout: float | None = None) -> Any:
+        """The outcome of the run that covered request ``asked`` (None: not yet within ``timeout``)."""
+        return self.live.wait_reindex(asked, timeout)
+
     def cancel(self) -> None:
         if self.hosting:
             self.live.cancel()
