@@ -251,5 +251,9 @@ def test_a_lock_path_that_is_not_a_file_is_one_line(tmp_path: Path, kind: str) -
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
     what = {"folder": "is a folder", "symlink": "is a symlink", "fifo": "is not a regular file"}[kind]
     assert f"serve.lock {what}: cannot take the host lock" in out.stderr
-    served = cli("serve", str(root), env=env, timeout=60)
-    assert served.returncode == 1 and what in served.stderr and "Traceback" not in served.stderr
+    for command in ("serve", "host"):  # serve, and the background host search would start
+        out = cli(command, str(root), env=env, timeout=60)
+        assert out.returncode == 1 and what in out.stderr and "Traceback" not in out.stderr, (
+            command,
+            out.stderr,
+        )
