@@ -351,13 +351,13 @@ class Workspace:
         if self._on_lost is not None:
             self.close()
             self._on_lost(why)
-        else:
-            old = self.live
-            self.live = LiveWorkspace(self.root, self.settings, self._event, watch=False, index=False)
-            self.live.priority = self._priority
+        else:  # searches go on meanwhile: the reading workspace is open before it replaces this one
+            reader = LiveWorkspace(self.root, self.settings, self._event, watch=False, index=False)
+            reader.priority = self._priority
+            reader.start()
+            old, self.live = self.live, reader
             self.hub = Hub()  # the closed one ended its streams; a later takeover answers afresh
             old.close()
-            self.live.start()
         if fd is not None:
             os.close(fd)  # its file was removed or replaced: the lock now at that path is the other host's
         if self._on_lost is None and not self._closed.is_set():

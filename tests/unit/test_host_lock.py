@@ -30,20 +30,23 @@ from aide_tui.host.workspace import Workspace
 
 NONE = ("--embedder", "none")
 HOLD = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+import fcntl, os, sys
+path, swap = sys.argv[1], sys.argv[2] == "replace"
+fd = os.open(path + ".new" if swap else path, os.O_RDWR | os.O_CREAT, 0o600)
 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-os.ftruncate(fd, 0)
 os.write(fd, f"{os.getpid()}\\n".encode())
+if swap:
+    os.replace(path + ".new", path)  # the lock file replaced at once by one this process holds
 print("held", flush=True)
 sys.stdin.read()  # until the test closes our stdin
 """
 
 
 @contextlib.contextmanager
-def holding(lock: Path, *prefix: str) -> Iterator[subprocess.Popen[str]]:
-    """Another process holding an flock on ``lock`` (created if missing), as a second host would."""
-    proc = subprocess.Popen([*prefix, sys.executable, "-c", HOLD, str(lock)], stdin=subprocess.PIPE,
+def holding(lock: Path, how: str = "open") -> Iterator[subprocess.Popen[str]]:
+    """Another process holding an flock on ``lock`` (opened, created if missing; or a new file of its
+    own put in its place), as a second host would."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(lock), how], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
@@ -71,8 +74,8 @@ def test_a_removed_or_replaced_lock_file_is_taken_back_and_no_second_host_starts
     assert second.returncode == 1 and f"PID {pid}" in second.stderr, second.stderr
     until(lambda: host_pid(lock.parent) == pid, "serve to take its lock file back", 30)
     assert cli("serve", str(root), *NONE, env=env, timeout=60).returncode == 1
-    lock.unlink()
-    lock.write_text("4242\n")  # replaced by a file nobody holds: taken back too
+    (lock.parent / "planted").write_text("4242\n")
+    (lock.parent / "planted").replace(lock)  # replaced by a file nobody holds: taken back too
     until(lambda: host_pid(lock.parent) == pid, "serve to take the replaced lock file", 30)
     assert srv.search("parse_header", mode="bm25")["results"][0]["path"] == "src/httpclient/headers.py"
     assert srv.stop() == 0
@@ -80,28 +83,32 @@ def test_a_removed_or_replaced_lock_file_is_taken_back_and_no_second_host_starts
 
 
 def test_a_host_whose_lock_another_process_took_stops_hosting(tmp_path: Path) -> None:
-    """``git clean -X`` while serve runs (the lock file and the socket go), then a second serve: the
-    second hosts, the first sees its lock is gone to another process and exits 1 saying so."""
+    """The lock file replaced by one another process holds (a host that started in the moment the file
+    was gone): serve sees its lock went to that process and exits 1 saying so; a serve started once
+    that process let go hosts."""
     env = clean_env(tmp_path, AIDE_EMBEDDING_BACKEND="none")
     root = write_workspace(tmp_path / "ws")
     state = root / ".aide"
     first = Served(root, env=env)
     first.wait_ready()
-    (state / "serve.lock").unlink()
-    (state / "serve.sock").unlink()
+    with holding(state / "serve.lock", "replace") as other:
+        assert first.proc.wait(60) == 1
+        assert first.proc.stderr is not None
+        said = first.proc.stderr.read()
+        assert f"PID {other.pid} holds it now: no longer hosting" in said, said
+        assert host_pid(state) == other.pid
     second = Served(root, env=env)
-    assert first.proc.wait(30) == 1
-    assert first.proc.stderr is not None
-    said = first.proc.stderr.read()
-    assert f"PID {second.proc.pid} holds it now: no longer hosting" in said, said
-    assert host_pid(state) == second.proc.pid and second.proc.poll() is None
-    assert second.search("parse_header", mode="bm25")["results"], "the second host answers"
+    assert host_pid(state) == second.proc.pid
+    assert second.search("parse_header", mode="bm25")["results"], "the new host answers"
     assert second.stop() == 0
 
 
 def test_the_app_gives_hosting_up_to_the_process_that_took_its_lock_and_takes_it_back_later(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    for key, value in clean_env(tmp_path).items():
+        if key.startswith("XDG_"):
+            monkeypatch.setenv(key, value)
     root = write_workspace(tmp_path / "ws")
     lock = root / ".aide" / "serve.lock"
     events: list[object] = []
@@ -113,9 +120,12 @@ def test_the_app_gives_hosting_up_to_the_process_that_took_its_lock_and_takes_it
         assert ws.hosting and host_pid(lock.parent) == os.getpid()
         lock.unlink()
         with holding(lock) as other:  # another process took the new lock file before the check
-            until(lambda: not ws.hosting, "the app to stop hosting")
-            assert any(isinstance(e, Failed) and f"PID {other.pid} holds it now" in e.message for e in events)
-            assert ws.search("parse_header", mode="bm25").results  # searching the index on disk
+            said = f"PID {other.pid} holds it now: no longer hosting"
+            until(
+                lambda: any(isinstance(e, Failed) and said in e.message for e in events), "the app to say so"
+            )
+            until(lambda: not ws.hosting and ws.index_ready.is_set(), "the app to read the index on disk")
+            assert ws.search("parse_header", mode="bm25").results
             assert host_pid(lock.parent) == other.pid
         until(lambda: ws.hosting, "the app to host again once the other process let go")
         assert sum(isinstance(e, Hosting) for e in events) == 2 and host_pid(lock.parent) == os.getpid()
