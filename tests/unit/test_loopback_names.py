@@ -52,7 +52,7 @@ CASES: dict[str, tuple[str, list[str]]] = {
         '[search]\nrerank = "http"\nrerank_url = "http://localhost.:PORT"\n',
         [*SEARCH[:-1], "--embedder", "none", SEARCH[-1]],
     ),  # fmt: skip
-    "[embedding] url": ('[embedding]\nbackend = "openai"\nurl = "http://localhost.:PORT"\n', SEARCH),
+    "[embedding] url": ('[embedding]\nbackend = "openai"\nurl = "http://localhost.:PORT"\n', ["index", "WS"]),
     "ask --url 127.0.0.1": ("", [*ASK[:-1], "--url", "http://127.0.0.1:PORT", ASK[-1]]),
 }
 
@@ -87,11 +87,9 @@ def test_names_that_resolve_elsewhere_are_refused_for_every_model_server(tmp_pat
         assert "refusing non-loopback model server http://localhost" in got[name]["stderr"], name
     rerank = json.loads(got["[search] rerank_url"]["stdout"])
     assert rerank["rerank"].startswith("degraded: refusing non-loopback rerank endpoint http://localhost.:")
-    embedding = json.loads(got["[embedding] url"]["stdout"])  # BM25 answers, and says why
-    assert embedding["degraded"] is True and embedding["results"]
-    assert embedding["degraded_reason"].startswith(
-        "refusing non-loopback embedding endpoint http://localhost.:"
-    )
+    embedding = got["[embedding] url"]  # indexed without vectors, and says why
+    assert embedding["code"] == 0, embedding["stderr"]
+    assert "refusing non-loopback embedding endpoint http://localhost.:" in embedding["stderr"]
     assert got["ask --url 127.0.0.1"]["code"] == 0, got["ask --url 127.0.0.1"]["stderr"]  # lo works here
     assert [c["requests"] for c in got.values()] == [0, 0, 0, 0, 0, 1]
 
