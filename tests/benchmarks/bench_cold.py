@@ -44,7 +44,9 @@ def load() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[float, float, int, str]:
+def timed(
+    cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[float, float, int, str]:
     """(wall s, CPU s of the process and its children, peak RSS MB of the largest, stdout)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -103,7 +105,9 @@ def first_search(src: Path, tmp: Path, runs: int) -> dict[str, object]:
     walls, missing = [], []
     for _ in range(runs):
         root = fresh(src, tmp)
-        wall, _, _, out = timed(aide("search", "--path", str(root), "--json", "how are bound parameters rendered"))
+        wall, _, _, out = timed(
+            aide("search", "--path", str(root), "--json", "how are bound parameters rendered")
+        )
         missing.append(json.loads(out)["static_missing"])
         walls.append(wall)
         _stop_host(root)
@@ -161,7 +165,8 @@ for d, _, fs in sorted(os.walk({root!r})):
     for f in sorted(fs):
         if f.endswith(".py"):
             p = os.path.join(d, f)
-            ch, small = chunk_file_multi(p, open(p, encoding="utf-8", errors="replace").read(), (1500, PIECE_BUDGET), [])
+            text = open(p, encoding="utf-8", errors="replace").read()
+            ch, small = chunk_file_multi(p, text, (1500, PIECE_BUDGET), [])
             texts += [pc.embed_text for _, pc in dense_pieces(ch, small)]
 texts = texts[:300]
 e = BuiltinEmbedder(runtime={runtime!r}); e.load(); e.embed(texts[:8])
@@ -177,8 +182,8 @@ def transformer_rates(rich: Path, runs: int) -> dict[str, object]:
     for runtime in ("numpy", "onnx-int8"):
         rates = []
         for _ in range(runs):
-            p = subprocess.run([sys.executable, "-c", RATE.format(repo=str(REPO), root=str(rich), runtime=runtime)],
-                               capture_output=True, text=True, timeout=1200)  # fmt: skip
+            code = RATE.format(repo=str(REPO), root=str(rich), runtime=runtime)
+            p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=1200)
             if p.returncode != 0:
                 raise SystemExit(p.stderr[-2000:])
             rates.append(float(p.stdout.strip().splitlines()[-1]))
@@ -200,7 +205,9 @@ def main() -> int:
     ap.add_argument("--textual", type=Path, default=Path("/work/corpora/textual-8.2.8"))
     ap.add_argument("--sqlalchemy", type=Path, default=Path("/work/corpora/SQLAlchemy-2.0.30"))
     ap.add_argument("--rich", type=Path, default=Path("/work/corpora/rich-13.9.4"))
-    ap.add_argument("--only", default="", help="comma-separated parts: lexical,static,search,app,rates,distill")
+    ap.add_argument(
+        "--only", default="", help="comma-separated parts: lexical,static,search,app,rates,distill"
+    )
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     only = set(filter(None, args.only.split(",")))

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.embed.static import StaticEmbedder, split_camel
@@ -90,7 +89,9 @@ def test_the_table_is_read_only_when_its_checksum_matches(tmp_path: Path) -> Non
     np.save(path, table)
     import hashlib
 
-    path.with_suffix(".json").write_text(json.dumps({"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}))
+    path.with_suffix(".json").write_text(
+        json.dumps({"sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+    )
     assert np.array_equal(StaticEmbedder._read(path), table)
     raw = bytearray(path.read_bytes())
     raw[-1] ^= 1
@@ -116,8 +117,12 @@ def _big_repo(root: Path, n_files: int, seed: int) -> None:
         funcs = []
         for j in range(rng.randint(4, 10)):
             name = f"{rng.choice(words)}_{rng.choice(words)}_{i}_{j}"
-            body = "\n".join(f"    x{k} = {rng.choice(words)}_{k}(x{k - 1})" for k in range(1, rng.randint(4, 30)))
-            funcs.append(f"def {name}(x0):\n    '''Do {rng.choice(words)} things.'''\n{body}\n    return x0\n")
+            body = "\n".join(
+                f"    x{k} = {rng.choice(words)}_{k}(x{k - 1})" for k in range(1, rng.randint(4, 30))
+            )
+            funcs.append(
+                f"def {name}(x0):\n    '''Do {rng.choice(words)} things.'''\n{body}\n    return x0\n"
+            )
         p.write_text("import os\n\n\n" + "\n\n".join(funcs))
 
 
@@ -161,7 +166,9 @@ def test_kill_9_during_a_build_on_every_core_leaves_a_usable_index(tmp_path: Pat
         time.sleep(rng.uniform(0.5, 4.0))
         os.killpg(proc.pid, signal.SIGKILL)  # the indexer and its helpers
         proc.wait()
-        st = subprocess.run([*cmd[:3], "status", str(root), "--json"], env=env, capture_output=True, text=True)
+        st = subprocess.run(
+            [*cmd[:3], "status", str(root), "--json"], env=env, capture_output=True, text=True
+        )
         assert st.returncode == 0, st.stderr
         assert json.loads(st.stdout)["state"] in ("missing", "ready", "partial"), st.stdout
     done = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=600)
