@@ -216,6 +216,29 @@ class MappedGraph:
                 out[names[k]] = defs[lo:hi, 0]
         return out
 
+    def all_definitions(self) -> np.ndarray:
+        """(d, 6) definition rows (path, name, kind, line, col, end_line), checked."""
+        defs = self._defs.all()
+        if len(defs) and (int(defs[:, 0].max()) >= len(self.paths) or int(defs[:, 1].max()) >= self.names.n
+                          or int(defs[:, :2].min()) < 0):  # fmt: skip
+            raise self._bad("definition rows")
+        return defs
+
+    def calls_by_path(self) -> np.ndarray:
+        """(c, 5) call references of every file, by path, line and column, checked."""
+        order = self._array("g_ref_bypath.npy").all()
+        refs = self._refs.all()
+        if len(order) != len(refs) or (
+            len(order) and (int(order.min()) < 0 or int(order.max()) >= len(refs))
+        ):
+            raise self._bad("references by path")
+        rows = refs[order]
+        rows = rows[rows[:, 2] == REF_KINDS.index("call")] if len(rows) else rows
+        if len(rows) and (int(rows[:, 0].max()) >= len(self.paths) or int(rows[:, 1].max()) >= self.names.n
+                          or int(rows[:, :2].min()) < 0):  # fmt: skip
+            raise self._bad("reference rows")
+        return np.asarray(rows)
+
     def called_name_ids(self, path_id: int) -> list[str]:
         """The names a file calls, each once, in order of their first call (decoded once each)."""
         rows = self.references_in(path_id)
