@@ -216,7 +216,8 @@ def test_a_models_folder_the_user_cannot_read_leaves_the_static_tier_out_not_the
         summary = json.loads(out.stdout.splitlines()[-1])
         assert summary["files"] == 5 and summary["static_missing"] == summary["chunks"]
         assert any("static tier" in w and "cannot write" in w for w in summary["warnings"]), summary
-        query = ["search", "--path", str(root), "--embedder", "static", "--json", "--no-update", "parse_header"]
+        query = ["search", "--path", str(root), "--embedder", "static", "--json", "--no-update"]
+        query.append("parse_header")
         got = subprocess.run([*user, *query], env=env, capture_output=True, text=True, timeout=120)
         assert (
             got.returncode == 0
