@@ -118,14 +118,14 @@ class Field:
         lo, hi = (int(x) for x in self.ptr.rows(tid, tid + 2))
         if not 0 <= lo <= hi <= len(self._doc):
             raise self.part.bad("postings pointers")
-        docs = self._doc.rows(lo, hi)
+        docs = self._doc.rows(lo, hi).astype(np.int64)
         if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
             raise self.part.bad("postings point outside the segment")
         return docs, self._tf.rows(lo, hi).astype(np.float32)
 
     def postings_all(self) -> tuple[np.ndarray, np.ndarray]:
         """Every posting's (document, weighted tf), term by term (what a merge reads)."""
-        docs = self._doc.all()
+        docs = self._doc.all().astype(np.int64)
         if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
             raise self.part.bad("postings point outside the segment")
         ptr = self.ptr.all()
@@ -370,9 +370,15 @@ class Part:
             sym, hdr = json.loads(self._blob_row("p_meta.bin", "p_meta_off.npy", j, self.n_pieces))
         except (ValueError, TypeError):
             raise self.bad("piece metadata") from None
+        if sym == 0:
+            sym = c.symbol
+        if hdr == 0:
+            hdr = c.header
+        if not (sym is None or isinstance(sym, str)) or not isinstance(hdr, str):
+            raise self.bad("piece metadata")
         s, e = (int(x) for x in self.p_lines[j])
         lines = c.text.split("\n")[s - c.start_line : e - c.start_line + 1]
-        return Chunk(c.path, s, e, c.language, sym, str(hdr), "\n".join(lines))
+        return Chunk(c.path, s, e, c.language, sym, hdr, "\n".join(lines))
 
     def pieces(self, rows: Sequence[int] | None = None) -> Iterator[tuple[int, Chunk]]:
         """(row, piece) for ``rows`` (default: all), each owner chunk decoded once."""

@@ -12,8 +12,10 @@ another's files. Files (see :mod:`aide_tui.core.store.part` for how they are rea
     c_meta.bin c_meta_off.npy                  per chunk: [symbol, header, defines] as JSON
     texts.bin text_off.npy                     chunk texts (UTF-8, each zlib-compressed on its own)
     p_owner.npy p_lines.npy p_meta.bin p_meta_off.npy   per piece: chunk, lines, [symbol, header]
+                                                        (0 for the chunk's own)
     terms.bin term_off.npy term_hash.npy term_hid.npy   the term dictionary (terms.py)
-    c_ptr.npy c_doc.npy c_tf.npy c_len.npy     BM25 over chunks: postings per term, lengths
+    c_ptr.npy c_doc.npy c_tf.npy c_len.npy     BM25 over chunks: postings per term (uint16 rows and tfs
+                                               where they fit), lengths
     p_ptr.npy p_doc.npy p_tf.npy p_len.npy     BM25 over pieces
     sym.bin sym_off.npy sym_hash.npy sym_hid.npy sym_ptr.npy sym_rows.npy   defined names → chunks
     trigrams.json             the letter trigrams of the vocabulary's words (wordshape.py)
@@ -203,7 +205,11 @@ def segment_payloads(seg: SegmentData) -> dict[str, bytes | np.ndarray]:
     text_off = np.zeros(len(texts) + 1, np.int64)
     np.cumsum([len(t) for t in texts], out=text_off[1:])
     c_meta, c_meta_off = _json_rows([[c.symbol, c.header, list(c.defines)] for c in chunks])
-    p_meta, p_meta_off = _json_rows([[p.symbol, p.header] for p in pieces])
+    owners = [int(o) for o in seg.owners]
+    p_meta, p_meta_off = _json_rows([  # a piece's header and symbol are most often its chunk's: 0 says so
+        [0 if p.symbol == chunks[o].symbol else p.symbol, 0 if p.header == chunks[o].header else p.header]
+        for p, o in zip(pieces, owners, strict=True)
+    ])  # fmt: skip
     out: dict[str, bytes | np.ndarray] = {
         "meta.json": json.dumps({"languages": languages}).encode(),
         "paths.json": json.dumps(paths, ensure_ascii=True).encode(),
@@ -226,6 +232,8 @@ def segment_payloads(seg: SegmentData) -> dict[str, bytes | np.ndarray]:
     }
     for prefix, docs in (("c", seg.docs), ("p", seg.pdocs)):
         ptr, doc, tf, dl = postings(docs, len(seg.terms))
+        if docs.n_docs <= 65536:
+            doc = doc.astype(np.uint16)  # a segment of at most 65,536 rows: two bytes a posting
         if tf.size and float(tf.max()) <= 65535 and bool(np.all(tf == np.rint(tf))):
             tf = tf.astype(np.uint16)  # weighted counts are whole numbers: half the bytes, the same scores
         out.update({f"{prefix}_ptr.npy": ptr, f"{prefix}_doc.npy": doc, f"{prefix}_tf.npy": tf,
