@@ -144,3 +144,13 @@ def test_a_grown_vocabulary_grows_its_trigrams(real_code: Path) -> None:
     grown = lex.grown({**vocab, "zygote": 2}, "k1|k2")
     assert lex.trigrams() < grown.trigrams() and "zyg" in grown.trigrams()
     assert grown.trigrams() == Lexicon.build({**vocab, "zygote": 2}, "k1|k2").trigrams()
+
+
+def test_the_reason_never_reads_a_value_below_itself() -> None:
+    """Issue 33 #11: "best similarity 0.25, below 0.25" (SQLAlchemy, zzkqxwvvbn: 0.2496 under 0.25)."""
+    from aide_tui.core.search.rank import far_from_everything
+
+    why = far_from_everything(0.2496, 0.25)
+    assert why is not None and "(best similarity 0.2496, below 0.2500)" in why
+    assert "(best similarity 0.21, below 0.25)" in (far_from_everything(0.2104, 0.25) or "")
+    assert far_from_everything(0.25, 0.25) is None and far_from_everything(0.3, 0.25) is None
