@@ -121,15 +121,35 @@ def workspace(tmp_path: Path) -> Path:
     return write_workspace(tmp_path / "ws")
 
 
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One models folder for the session (``AIDE_MODELS_DIR``): the onnx graphs and the static tier's
+    table are built once, not once per test (each takes tens of seconds). The static table is linked
+    from the user's own cache when it is there (it is checked against its sha256 when read)."""
+    from aide_tui.core.embed.static import StaticEmbedder
+    from aide_tui.core.paths import models_dir as user_models
+
+    os.environ.pop("AIDE_MODELS_DIR", None)
+    shared = tmp_path_factory.mktemp("models")
+    name = StaticEmbedder().table_path().name
+    mine = user_models() / name
+    if mine.is_file() and mine.with_suffix(".json").is_file():
+        for src in (mine, mine.with_suffix(".json")):
+            (shared / src.name).symlink_to(src)
+    return shared
+
+
 @pytest.fixture(autouse=True)
-def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep tests away from the developer's own config, cache and app state."""
+def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, models_dir: Path) -> None:
+    """Keep tests away from the developer's own config, cache and app state; derived model files are
+    shared by the session (see ``models_dir``)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))  # the app's history and state
     for var in list(os.environ):
         if var.startswith("AIDE_") and var not in TEST_KNOBS:
             monkeypatch.delenv(var)
+    monkeypatch.setenv("AIDE_MODELS_DIR", str(models_dir))
 
 
 @pytest.fixture(autouse=True)

@@ -118,7 +118,9 @@ def run_index(
             return
         if not show or not isinstance(p, Progress):
             return
-        if p.state == "embedding" and p.vectors_total:
+        if p.state == "distilling":
+            line = p.message
+        elif p.state == "embedding" and p.vectors_total:
             line = f"embedding {p.vectors_done}/{p.vectors_total} vectors"
         elif p.state == "indexing" and p.files_total and p.files_done >= p.files_total:
             line = f"writing the index of {p.files_total} files"  # the last phase, seconds on a big tree

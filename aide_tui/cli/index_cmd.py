@@ -64,11 +64,15 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(json.dumps(event_to_json(report)), flush=True)
     elif args.json:
         summary["vectors_missing"] = report.vectors_missing
+        summary["static_missing"] = report.static_missing
+        summary["static"] = report.static or None
         summary["skipped"] = [{"path": p, "reason": why} for p, why in skipped]
         summary["warnings"] = warnings
         print(json.dumps(summary))
     else:
         missing = f", {report.vectors_missing} vectors still to compute" if report.vectors_missing else ""
+        if report.static and report.static_missing:
+            missing += f", {report.static_missing} chunks without static vectors"
         print(
             f"indexed {report.files} files, {report.chunks} chunks ({report.changed} changed, "
             f"{report.removed} removed, {report.newly_embedded} vectors computed{missing}) "

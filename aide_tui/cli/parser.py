@@ -6,6 +6,7 @@ import argparse
 from typing import Any, NoReturn
 
 from aide_tui import __version__
+from aide_tui.core.config import EMBEDDERS
 
 SUBCOMMANDS = ("index", "search", "defs", "refs", "ask", "status", "serve", "mcp", "host")
 
@@ -44,7 +45,9 @@ def _root_args(p: argparse.ArgumentParser) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--embedder", choices=["builtin", "openai", "ollama", "none"], help="embedding backend")
+    p.add_argument(
+        "--embedder", choices=list(EMBEDDERS), help="embedding backend (static: the static tier alone)"
+    )
     p.add_argument("--embedding-url", help="embedding server URL (openai/ollama)")
     p.add_argument("--embedding-model", help="model name sent to the embedding server")
     p.add_argument(

@@ -185,32 +185,67 @@ def cmd_search(args: argparse.Namespace) -> int:
     done = _served(args, root, settings, queries, fmt, mode, emit, everywhere)
     if done == len(queries) or (failed and args.batch is None):
         return 2 if failed else 0
-    from aide_tui.core.errors import IndexProblem
-    from aide_tui.core.search.response import SearchResponse
-
     opened = open_searcher(args, root, settings, mode)
     if isinstance(opened, int):
         return opened
     searcher, close = opened
     try:
-        for q in queries[done:]:
+        code = _answer_all(searcher, args, root, settings, queries[done:], fmt, emit)
+    finally:
+        close()
+    return code or (2 if failed else 0)
+
+
+def _answer_all(
+    searcher: Any,
+    args: argparse.Namespace,
+    root: Path,
+    settings: Any,
+    queries: list[str],
+    fmt: str,
+    emit: Callable[[dict[str, Any]], bool],
+) -> int:
+    """Answer each query (one output each); an exit code when one cannot be answered, else 0.
+
+    A damaged index file is found when a query first reads it: without ``--no-update`` the index is
+    rebuilt once and the query answered; with it, the command says what to run."""
+    from aide_tui.core.errors import IndexCorrupt, IndexProblem
+    from aide_tui.core.search.response import SearchResponse
+
+    mode = settings.search.mode
+    depth = args.limit * FILES_DEPTH if fmt == "paths" else args.limit
+    prefix = getattr(args, "prefix", False)
+    repaired = False
+    try:
+        for q in queries:
             q = q.rstrip("\r")
             if not q.strip():
                 resp = SearchResponse(query=q, results=[], mode=mode)
             else:
-                depth = args.limit * FILES_DEPTH if fmt == "paths" else args.limit
-                resp = searcher.search(q, limit=depth, mode=mode, prefix=getattr(args, "prefix", False))
+                try:
+                    resp = searcher.search(q, limit=depth, mode=mode, prefix=prefix)
+                except IndexCorrupt as exc:
+                    if repaired or args.no_update or settings.store.backend == "milvus":
+                        raise
+                    repaired = True
+                    err(str(exc))
+                    code = _refresh(root, settings, searcher.embedder, wait=args.wait, rebuild=True)
+                    if code:
+                        return code
+                    searcher.refresh()
+                    resp = searcher.search(q, limit=depth, mode=mode, prefix=prefix)
             if fmt in ("vimgrep", "paths") and resp.error is None:
                 _write_locations(sys.stdout, root, resp, fmt, args.limit, within)
                 sys.stdout.flush()
             elif not emit(_answer_json(resp, args)):
                 return 2
+    except IndexCorrupt as exc:
+        err(f"{exc.args[0].removesuffix('; rebuilding')}: run `aide-tui index {root} --rebuild`")
+        return 1
     except IndexProblem as exc:
         err(str(exc))
         return 1
-    finally:
-        close()
-    return 2 if failed else 0
+    return 0
 
 
 def _answer_json(resp: Any, args: argparse.Namespace) -> dict[str, Any]:

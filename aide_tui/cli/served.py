@@ -14,7 +14,7 @@ from typing import Any
 # SearchResponse(query, []).to_json(), without importing the search module (numpy) on the served path
 BLANK: dict[str, Any] = {
     "query": "", "degraded": False, "degraded_reason": None, "took_ms": 0.0,
-    "vectors_missing": 0, "results": [],
+    "vectors_missing": 0, "static_missing": 0, "results": [],
 }  # fmt: skip
 
 

@@ -36,6 +36,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(
             f"store: milvus {printable(x['uri'])}, collection {x['collection']}, workspace {x['workspace']}"
         )
+    if st.static:
+        cover = f"{st.static_missing} chunks without it" if st.static_missing else "every chunk"
+        print(f"static tier [{printable(st.static)}]: {cover}")
     if st.vectors_missing:
         print(f"{st.vectors_missing} vectors still to compute")
     if st.degraded_reason:

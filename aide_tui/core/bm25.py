@@ -1,9 +1,9 @@
-"""Okapi BM25 over numpy arrays (Lucene idf), with path/symbol fields weighted above the body and a
-separately scored name field (the functions a chunk defines).
+"""Okapi BM25 (Lucene idf): which terms a chunk holds and how heavily (path and symbol fields weighted
+above the body, a separately scored name field for the functions a chunk defines), and the scoring
+formula every scorer uses.
 
-Documents are stored doc-major (CSR: which terms, how often) so an incremental update keeps the
-rows of unchanged chunks and tokenizes only new ones; the term-major postings used for scoring
-are derived from them in one vectorised pass.
+A batch of documents is encoded doc-major (CSR: which terms, how often); a segment stores the
+term-major postings derived from it (store/segment_write.py), read in place at query time.
 """
 
 from __future__ import annotations
@@ -163,136 +163,50 @@ def encode_docs(term_counts: Iterable[Mapping[str, float]], vocab: dict[str, int
     return DocTerms(ptr, ids, tfs)
 
 
-@dataclass
-class Postings:
-    """Term-major postings of one immutable block of documents (one index segment).
-
-    Derived from the block's doc-major rows in one vectorised pass and cached with the segment, so a
-    reader that picks up a new segment only builds that segment's postings.
-    """
-
-    docs: DocTerms
-    doc_len: np.ndarray  # float32 (n_docs,): weighted length
-    term_ptr: np.ndarray  # int64 (n_terms + 1,): postings of term t are [term_ptr[t], term_ptr[t+1])
-    post_docs: np.ndarray  # int32: document of each posting
-    post_tfs: np.ndarray  # float32: its weighted tf
-    df: np.ndarray  # int64 (n_terms,): documents of this block containing term t
-
-    @property
-    def n_docs(self) -> int:
-        return self.docs.n_docs
-
-    @classmethod
-    def build(cls, docs: DocTerms, vocab_size: int, order: np.ndarray | None = None) -> Postings:
-        """Postings of ``docs`` for term ids below ``vocab_size``; ``order`` is ``term_order(docs)`` when the
-        writer stored it (then no sort is needed at load)."""
-        n = docs.n_docs
-        doc_of_entry = np.repeat(np.arange(n, dtype=np.int32), np.diff(docs.doc_ptr))
-        doc_len = np.bincount(doc_of_entry, weights=docs.tfs, minlength=n).astype(np.float32)
-        if order is None or len(order) != len(docs.term_ids):
-            order = term_order(docs)
-        counts = np.bincount(docs.term_ids, minlength=vocab_size).astype(np.int64)
-        ptr = np.zeros(len(counts) + 1, np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        return cls(docs, doc_len, ptr, doc_of_entry[order], docs.tfs[order], counts)
-
-    def dead_df(self, dead: np.ndarray, vocab_size: int) -> np.ndarray:
-        """Per-term document counts contributed by the rows marked in ``dead`` (to subtract from df)."""
-        rows = np.flatnonzero(dead)
-        if rows.size == 0:
-            return np.zeros(vocab_size, np.int64)
-        ids = self.docs.take(rows.tolist()).term_ids
-        return np.bincount(ids, minlength=vocab_size).astype(np.int64)[:vocab_size]
+def idf_of(n_docs: int, df: np.ndarray) -> np.ndarray:
+    """Lucene's BM25 idf of terms held by ``df`` of ``n_docs`` documents (float32)."""
+    return np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
 
 
-def term_order(docs: DocTerms) -> np.ndarray:
-    """The entries of ``docs`` sorted by term (stable): the permutation that makes postings."""
-    return np.argsort(docs.term_ids, kind="stable").astype(np.int32)
+def okapi(tf: np.ndarray, dl: np.ndarray, weight: float | np.floating, avgdl: float) -> np.ndarray:
+    """Each posting's score: a term of query ``weight`` (its idf times its query weight) with weighted
+    frequency ``tf`` in a document of weighted length ``dl`` (float32, as every scorer here computes)."""
+    norm = (K1 * (1.0 - B + B * dl / max(avgdl, 1e-9))).astype(np.float32)
+    return np.asarray(weight * tf * (K1 + 1.0) / (tf + norm), np.float32)
 
 
-class MultiBM25:
-    """Okapi BM25 over several postings blocks that share one vocabulary and one set of statistics.
+class BM25:
+    """Okapi BM25 over one block of documents held in memory, all alive: the reference the index's
+    reader (store/view.py, which scores mapped postings with :func:`idf_of` and :func:`okapi`) follows."""
 
-    ``alive[i]`` masks block i's rows (None = all alive): dead rows score 0 and count in neither the
-    document frequencies nor the average length, so scores equal those of one index holding only the
-    live rows. Scores come back as one array over the concatenated rows of all blocks.
-    """
-
-    def __init__(
-        self,
-        parts: Sequence[Postings],
-        alive: Sequence[np.ndarray | None],
-        vocab: dict[str, int],
-        k1: float = K1,
-        b: float = B,
-    ) -> None:
-        self.parts = list(parts)
-        self.alive = list(alive)
+    def __init__(self, docs: DocTerms, vocab: dict[str, int]) -> None:
+        self.docs = docs
         self.vocab = vocab
-        self.k1 = k1
-        self.b = b
-        v = len(vocab)
-        df = np.zeros(v, np.int64)
-        total_len = 0.0
-        n = 0
-        for part, live in zip(self.parts, self.alive, strict=True):
-            pdf = part.df[:v]
-            df[: len(pdf)] += pdf
-            if live is None:
-                n += part.n_docs
-                total_len += float(part.doc_len.sum())
-            else:
-                df -= part.dead_df(~live, v)
-                n += int(live.sum())
-                total_len += float(part.doc_len[live].sum())
-        self.n_docs = sum(p.n_docs for p in self.parts)
-        self.n_live = n
-        avgdl = total_len / n if n else 1.0
-        self.df = df  # live documents holding each term
-        self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
-        self.norms = [
-            (k1 * (1.0 - b + b * p.doc_len / max(avgdl, 1e-9))).astype(np.float32) for p in self.parts
-        ]
+        n = docs.n_docs
+        self.doc_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(docs.doc_ptr))
+        self.dl = np.bincount(self.doc_of, weights=docs.tfs, minlength=n).astype(np.float32)
+        df = np.bincount(docs.term_ids, minlength=len(vocab)).astype(np.int64)
+        self.idf = idf_of(n, df)
+        self.avgdl = float(self.dl.sum()) / n if n else 1.0
 
     def scores(self, terms: Iterable[str], weights: dict[str, float] | None = None) -> np.ndarray:
-        """BM25 score of every row (each distinct query term counted once, times its weight)."""
-        tids = []
+        """BM25 score of every document (each distinct query term counted once, times its weight)."""
+        out = np.zeros(self.docs.n_docs, np.float32)
         for term in dict.fromkeys(terms):
             tid = self.vocab.get(term)
-            if tid is not None and tid < len(self.idf):
-                tids.append((tid, self.idf[tid] * (weights.get(term, 1.0) if weights else 1.0)))
-        outs = []
-        for part, live, norm in zip(self.parts, self.alive, self.norms, strict=True):
-            out = np.zeros(part.n_docs, np.float32)
-            for tid, w in tids:
-                if tid + 1 >= len(part.term_ptr):
-                    continue
-                s, e = part.term_ptr[tid], part.term_ptr[tid + 1]
-                if s == e:
-                    continue
-                docs = part.post_docs[s:e]
-                tf = part.post_tfs[s:e]
-                out[docs] += w * tf * (self.k1 + 1.0) / (tf + norm[docs])
-            if live is not None:
-                out[~live] = 0.0
-            outs.append(out)
-        if len(outs) == 1:
-            return outs[0]
-        return np.concatenate(outs) if outs else np.zeros(0, np.float32)
+            if tid is None:
+                continue
+            hit = np.flatnonzero(self.docs.term_ids == tid)
+            docs = self.doc_of[hit]
+            w = self.idf[tid] * (weights.get(term, 1.0) if weights else 1.0)
+            out[docs] += okapi(self.docs.tfs[hit], self.dl[docs], w, self.avgdl)
+        return out
 
     def top(
         self, terms: Iterable[str], n: int, weights: dict[str, float] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Indices and scores of the best ``n`` rows with a score > 0, best first."""
         return top_positive(self.scores(terms, weights), n)
-
-
-class BM25(MultiBM25):
-    """BM25 over one block of documents, all alive."""
-
-    def __init__(self, docs: DocTerms, vocab: dict[str, int], k1: float = K1, b: float = B) -> None:
-        super().__init__([Postings.build(docs, len(vocab))], [None], vocab, k1, b)
-        self.docs = docs
 
 
 def top_positive(scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

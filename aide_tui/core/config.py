@@ -34,18 +34,25 @@ class IndexSettings:
     chunk_budget: int = 1500
     exclude: tuple[str, ...] = ()
     include_sensitive: bool = False
+    include_hard_links: bool = False  # files with more than one name (user config only: see scan.py)
     lock_timeout: float = 30.0
-    max_segments: int = 16  # delta segments kept before they are merged into one base
+    max_segments: int = 32  # segments kept before the smallest are merged (bounded merges)
+    build_workers: int = 0  # processes of a big build (0 = one per core, at most 2; 1 = in-process only)
     max_bulk_jobs: int = 1  # bulk embedding jobs this user runs at once across workspaces (the rest queue)
+    bulk_turn_seconds: float = 60.0  # a bulk job gives its slot up after this long when another waits
+
+
+EMBEDDERS = ("builtin", "openai", "ollama", "static", "none")
 
 
 @dataclass(frozen=True)
 class EmbeddingSettings:
     """Which embedder computes the dense vectors."""
 
-    backend: str = "builtin"  # builtin | openai | ollama | none
+    backend: str = "builtin"  # builtin | openai | ollama | static (the static tier alone) | none
     url: str = ""  # empty = the backend's loopback default
     model: str = ""
+    static: bool = True  # the static tier beside the backend (every backend but none)
     prefixes: bool | None = None  # None = backend default
     model_dir: str = ""  # builtin only: a BERT-family sentence-embedding folder
     max_doc_tokens: int = 128
@@ -64,6 +71,8 @@ class SearchSettings:
     top_n: int = 50
     bm25_weight: float = 1.0
     dense_weight: float = 1.0
+    static_weight: float = 1.0  # the static tier's list (every chunk, query encoded the same way)
+    static_with_dense: float = 1.0  # its weight when the transformer's list is complete (every piece)
     symbol_weight: float = 2.0  # identifier-like queries; prose queries use 0.15 of it
     path_weight: float = 0.5
     piece_weight: float = 0.25  # BM25 over function-sized pieces, a chunk ranked by its best piece
@@ -78,6 +87,7 @@ class SearchSettings:
     # pasted texts (issues, change descriptions, stack traces: more than 24 distinct terms)
     long_test_weight: float = 0.3  # test files, unless the title mentions tests
     long_dense_weight: float = 1.0  # the dense list (whole text and its segments fused)
+    long_static_weight: float = 1.0  # the static tier's list of the whole text
     long_phrase_weight: float = 2.0  # chunks holding the prose's "quoted" spans verbatim
     long_symbol_weight: float = 0.3  # chunks defining the names the text is about
     long_name_weight: float = 0.0  # the BM25 name field (see name_weight) for pasted texts
@@ -169,6 +179,7 @@ class Settings:
 _WORKSPACE_FORBIDDEN = {
     ("embedding", "allow_remote"), ("answer", "allow_remote"), ("search", "rerank_allow_remote"),
     ("store", "uri"), ("store", "collection"), ("store", "workspace"), ("store", "token"),
+    ("index", "include_hard_links"),
 }  # fmt: skip
 STORE_BACKENDS = ("local", "milvus")
 _NETWORK_SCHEMES = ("http://", "https://", "tcp://", "grpc://", "grpcs://", "unix://", "unix:")
@@ -224,7 +235,9 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("index", "chunk_budget"): (100, 100_000, True),
     ("index", "lock_timeout"): (0.0, 86_400.0, True),
     ("index", "max_segments"): (1, 1000, True),
+    ("index", "build_workers"): (0, 64, True),
     ("index", "max_bulk_jobs"): (1, 64, True),
+    ("index", "bulk_turn_seconds"): (1.0, 86_400.0, True),
     ("embedding", "max_doc_tokens"): (3, 512, True),
     ("embedding", "workers"): (0, 64, True),
     ("embedding", "timeout"): (0.0, 3600.0, False),
@@ -233,13 +246,15 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("search", "per_file_cap"): (0, 10_000, True),
     **{
         ("search", f"{name}_weight"): _WEIGHT
-        for name in ("bm25", "dense", "symbol", "path", "piece", "phrase", "test")
+        for name in ("bm25", "dense", "static", "symbol", "path", "piece", "phrase", "test")
     },
     **{
         ("search", name): _WEIGHT
         for name in (
             "long_test_weight",
             "long_dense_weight",
+            "long_static_weight",
+            "static_with_dense",
             "long_phrase_weight",
             "long_symbol_weight",
             "mention_weight",
@@ -536,8 +551,8 @@ def load_settings(
     if ignored and notes is not None and root is not None:
         notes.append(_ignored_note(workspace_config_path(root), ignored))
     _check_store(settings)
-    if settings.embedding.backend not in ("builtin", "openai", "ollama", "none"):
-        raise ConfigError(f"unknown embedder {settings.embedding.backend!r} (builtin, openai, ollama, none)")
+    if settings.embedding.backend not in EMBEDDERS:
+        raise ConfigError(f"unknown embedder {settings.embedding.backend!r} ({', '.join(EMBEDDERS)})")
     if settings.embedding.runtime not in EMBEDDING_RUNTIMES:
         raise ConfigError(
             f"unknown embedding runtime {settings.embedding.runtime!r} ({', '.join(EMBEDDING_RUNTIMES)})"

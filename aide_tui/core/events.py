@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 
 @dataclass
 class Progress:
-    """Work in progress: ``scanning`` (files) or ``embedding`` (vectors, one per dense piece)."""
+    """Work in progress: ``scanning`` (files), ``embedding`` (vectors, one per dense piece) or
+    ``queued`` (waiting for a bulk embedding slot: ``message`` says for whom, ``wait_seconds`` how long)."""
 
     kind: ClassVar[str] = "progress"
     state: str  # scanning | embedding
@@ -22,6 +23,7 @@ class Progress:
     vectors_done: int = 0
     vectors_total: int = 0
     message: str = ""
+    wait_seconds: float | None = None  # queued: roughly how long until this job's turn (None: unknown)
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Committed:
     chunks: int = 0
     embedded: int = 0  # chunks whose every dense piece has a vector
     vectors_missing: int = 0  # dense pieces still without a vector
+    static_missing: int = 0  # chunks without a static-tier vector
     version: str = ""
 
 
@@ -57,6 +60,8 @@ class Done:
     removed: int = 0
     embedded: int = 0
     vectors_missing: int = 0
+    static_missing: int = 0
+    static: str = ""  # the static tier's model id ("" when there is none)
     newly_embedded: int = 0
     skipped: int = 0
     skipped_reasons: dict[str, int] = field(default_factory=dict)

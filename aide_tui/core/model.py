@@ -68,7 +68,7 @@ def symbol_words(symbol: str | None) -> str:
 
 # -- the symbol graph ---------------------------------------------------------------------------------
 
-GRAPH_VERSION = "1"  # bump when what the graph records changes: indexes rebuild
+GRAPH_VERSION = "2"  # bump when what the graph records changes: indexes rebuild
 REF_KINDS = ("call", "import", "attr", "name")  # a reference's kind (stored as its index here)
 
 

@@ -23,6 +23,17 @@ def user_cache_dir() -> Path:
     return Path(base) / "aide-tui"
 
 
+MODELS_ENV = "AIDE_MODELS_DIR"
+
+
+def models_dir() -> Path:
+    """Where files derived from the built-in model are cached (its onnx graphs, the static tier's table):
+    ``$AIDE_MODELS_DIR`` when set (one folder several users or caches share), else
+    ``$XDG_CACHE_HOME/aide-tui/models``."""
+    chosen = os.environ.get(MODELS_ENV)
+    return Path(chosen).expanduser() if chosen else user_cache_dir() / "models"
+
+
 def fallback_dir(root: Path) -> Path:
     """``$XDG_CACHE_HOME/aide-tui/<name>-<hash of the real path>``."""
     real = os.path.realpath(root)

@@ -19,6 +19,8 @@ class IndexStatus:
     degraded_reason: str | None = None
     last_indexed: str | None = None
     vectors_missing: int = 0
+    static_missing: int = 0  # chunks without a static-tier vector
+    static: str = ""  # the static tier's model id ("" when there is none)
     size_bytes: int = 0
     skipped: int = 0
     error: str | None = None
@@ -36,6 +38,8 @@ class IndexStatus:
             "degraded_reason": self.degraded_reason,
             "last_indexed": self.last_indexed,
             "vectors_missing": self.vectors_missing,
+            "static_missing": self.static_missing,
+            "static": self.static or None,
             "size_bytes": self.size_bytes,
             "skipped": self.skipped,
         }

@@ -8,11 +8,11 @@ index are refused by the scanner's own rules (:meth:`Scanner.path_skip_reason`: 
 or keys in any letter case, binaries, files over the size cap); credential-looking lines are masked as
 in the index.
 
-Hard links are refused: a file with more than one name (``st_nlink > 1``) may be a second name of a
-file outside the workspace (``ln ~/.ssh/config notes.txt``), and O_NOFOLLOW cannot tell. The index
-records no inode numbers to compare against, and a hard-linked source file in a workspace is rare
-(tools that hard-link, such as package stores, live in folders that are never indexed anyway); the
-message says why, and the file's indexed chunks are still in search results.
+Hard links are refused by the scanner's rule too (:func:`~aide_tui.core.index.scan.hard_link_reason`:
+a file with more than one name may be a second name of a file outside the workspace, ``ln
+~/.ssh/config notes.txt``, and O_NOFOLLOW cannot tell), so what read_span refuses is not in the index
+either; ``index.include_hard_links`` in the user's config opts in for both. Generated output the scan
+leaves out (build trees, rendered docs, minified bundles) is refused as well.
 """
 
 from __future__ import annotations
@@ -113,12 +113,7 @@ def read_span(root: Path, settings: Any, path: str, start_line: int, end_line: i
         raise SpanRefused("need 1 <= start_line <= end_line")
     parts = clean_relative(path)
     rel = "/".join(parts)
-    scanner = Scanner(
-        root,
-        max_file_bytes=settings.index.max_file_kb * 1024,
-        extra_excludes=tuple(settings.index.exclude),
-        include_sensitive=settings.index.include_sensitive,
-    )
+    scanner = Scanner.from_settings(root, settings)
     reason = scanner.path_skip_reason(rel, 0)
     if reason is not None:
         raise SpanRefused(f"{rel}: refused ({reason})")
@@ -127,11 +122,7 @@ def read_span(root: Path, settings: Any, path: str, start_line: int, end_line: i
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise SpanRefused(f"{rel}: not a regular file")
-        if st.st_nlink > 1:
-            raise SpanRefused(
-                f"{rel}: refused (a hard link: it may be another name of a file outside the workspace)"
-            )
-        reason = scanner.file_skip_reason(rel, st.st_size)
+        reason = scanner.stat_skip_reason(rel, st)
         if reason is not None:
             raise SpanRefused(f"{rel}: refused ({reason})")
         data = fh.read(scanner.max_file_bytes + 1)
@@ -139,7 +130,11 @@ def read_span(root: Path, settings: Any, path: str, start_line: int, end_line: i
         raise SpanRefused(f"{rel}: refused (grew over the size cap)")
     if b"\0" in data[:8192]:
         raise SpanRefused(f"{rel}: refused (binary)")
-    lines = mask_secrets(data.decode("utf-8", "replace")).splitlines()
+    text = data.decode("utf-8", "replace")
+    reason = scanner.content_skip_reason(rel, text)
+    if reason is not None:
+        raise SpanRefused(f"{rel}: refused ({reason})")
+    lines = mask_secrets(text).splitlines()
     if start_line > max(len(lines), 1):
         raise SpanRefused(f"{rel} has {len(lines)} lines; start_line {start_line} is past the end")
     last = min(end_line, len(lines), start_line + MAX_SPAN_LINES - 1)

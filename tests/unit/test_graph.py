@@ -171,7 +171,7 @@ def test_graph_is_committed_with_the_segment_and_checksummed(workspace: Path) ->
     index(workspace)
     manifest = read_manifest(index_dir_for(workspace))
     seg = manifest.segments[0]
-    assert {"graph.json", "refs.npy"} <= set(seg.files)
+    assert {"g_defs.npy", "g_refs.npy", "g_meta.json"} <= set(seg.files)
     data = read_index(index_dir_for(workspace))
     assert "src/httpclient/client.py" in data.graph.paths
     view = load_view(index_dir_for(workspace))
@@ -179,12 +179,14 @@ def test_graph_is_committed_with_the_segment_and_checksummed(workspace: Path) ->
         ("src/httpclient/client.py", "Client.send")
     ]
     # a flipped byte in the graph is damage like any other: detected when read, never searched
-    path = index_dir_for(workspace) / seg.name / "graph.json"
+    path = index_dir_for(workspace) / seg.name / "g_defs.npy"
     raw = bytearray(path.read_bytes())
-    raw[10] ^= 0x20
+    raw[-3] ^= 0x20
     path.write_bytes(bytes(raw))
-    with pytest.raises(IndexCorrupt, match="graph.json is damaged"):
-        Searcher(workspace, settings(workspace)).refresh()
+    s = Searcher(workspace, settings(workspace))
+    s.refresh()  # read when a lookup first needs it
+    with pytest.raises(IndexCorrupt, match="g_defs.npy is damaged"):
+        s.definitions("send")
     index(workspace, rebuild=True)
     assert searcher(workspace).definitions("send").total == 1
 
@@ -291,6 +293,100 @@ def test_cli_defs_and_refs(workspace: Path) -> None:
     assert out.returncode == 2 and "not an identifier" in out.stderr
     out = run_cli("refs", "--path", str(workspace), "send", "--store", "milvus", "--embedder", "none")
     assert out.returncode == 2 and "local store only" in out.stderr
+
+
+EXPRESS_LIKE = """
+    var compileETag = require('./utils').compileETag;
+    var app = exports = module.exports = {};
+
+    app.listen = function listen() {
+      var server = http.createServer(this);
+      return server.listen.apply(server, arguments);
+    };
+
+    res.send = function send(body) {
+      return this.end(body);
+    };
+
+    exports.compileETag = function(val) {
+      return compileETag(val);
+    };
+
+    Router.prototype.dispatch = async (req, res) => {
+      return req;
+    };
+
+    exports.Client = class {
+      close() {
+        return 1;
+      }
+    };
+
+    defineGetter(req, 'hostname', function hostname() {
+      return this.host;
+    });
+
+    module.exports = function query(options) {
+      return options;
+    };
+
+    module.exports = {
+      parse: function (str) {
+        return str;
+      },
+      format: (obj) => String(obj),
+      stringify(obj) {
+        return JSON.stringify(obj);
+      },
+      version,
+    };
+"""
+
+
+def test_js_functions_assigned_to_members_and_exports_are_definitions() -> None:
+    g = graph_of("lib/response.js", EXPRESS_LIKE)
+    defs = {(d.qualname, d.line, d.kind) for d in g.defs}
+    assert {
+        ("app.listen", 4, "function"), ("res.send", 9, "function"), ("exports.compileETag", 13, "function"),
+        ("Router.dispatch", 17, "function"), ("exports.Client", 21, "class"),
+        ("exports.Client.close", 22, "method"),
+        ("req.hostname", 27, "property"), ("module.exports.query", 31, "function"),
+        ("module.exports.parse", 36, "method"), ("module.exports.format", 39, "method"),
+        ("module.exports.stringify", 40, "method"),
+    } <= defs, defs  # fmt: skip
+    # the require line imports compileETag: a reference, not a definition
+    assert not [d for d in g.defs if d.name == "compileETag" and d.line == 1]
+    assert ("compileETag", "import", 1) in {(r.name, r.kind, r.line) for r in g.refs}
+    assert not [d for d in g.defs if d.name == "version"]  # shorthand: exports a name defined elsewhere
+    listen = next(d for d in g.defs if d.name == "listen")
+    assert (listen.col, listen.end_line) == (5, 7)  # app.|listen, to the closing "};"
+    pieces = chunk_file_multi("lib/response.js", textwrap.dedent(EXPRESS_LIKE), (1500, 300), [])[1]
+    labels = [c.symbol for c in pieces]  # every function a piece of its own, labelled with its member
+    assert "function app.listen" in labels and "function exports.compileETag" in labels, labels
+
+
+def test_defs_on_a_js_workspace_find_member_assignments_not_imports(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "utils.js").write_text(
+        "'use strict';\n\n" + "/**\n * Compile ETag.\n */\n\n"
+        "exports.compileETag = function(val) {\n  return val;\n};\n"
+    )
+    (root / "lib" / "application.js").write_text(
+        "var compileETag = require('./utils').compileETag;\nvar app = exports = module.exports = {};\n\n"
+        "app.listen = function listen() {\n  return compileETag(1);\n};\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AIDE_EMBEDDER": "none"}
+
+    def defs(name: str) -> list[tuple[str, int, str]]:
+        out = subprocess.run([sys.executable, "-m", "aide_tui", "defs", "--json", "--path", str(root), name],
+                             capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+        assert out.returncode in (0, 1), out.stderr
+        return [(d["path"], d["line"], d["text"].strip()) for d in json.loads(out.stdout)["definitions"]]
+
+    assert defs("compileETag") == [("lib/utils.js", 7, "exports.compileETag = function(val) {")]
+    assert defs("listen") == [("lib/application.js", 4, "app.listen = function listen() {")]
+    assert defs("app.listen") == defs("listen")
 
 
 SESSION_LIB = "class Session:\n    def execute(self):\n        return 1\n"

@@ -130,14 +130,14 @@ def test_interrupted_write_leaves_previous_index(workspace: Path) -> None:
     "target",
     [
         "manifest.json",
-        "chunks.json",
+        "c_meta.bin",
         "texts.bin",
-        "pieces.json",
+        "p_meta.bin",
         "b0.vec.npy",
-        "doc_ptr.npy",
-        "vocab.json",
-        "graph.json",
-        "refs.npy",
+        "c_ptr.npy",
+        "terms.bin",
+        "g_meta.json",
+        "g_refs.npy",
     ],  # fmt: skip
 )
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
@@ -168,9 +168,11 @@ def test_flipped_bit_in_vectors_is_detected_not_searched(workspace: Path) -> Non
         raw = bytearray(path.read_bytes())
         raw[-5] ^= 0x10
         path.write_bytes(bytes(raw))
-        s = Searcher(workspace, bm25_settings(workspace))
+        dense = load_settings(workspace, {"embedding": {"backend": "openai", "url": srv.url}})
+        s = Searcher(workspace, dense, OpenAIEmbedder(srv.url))
+        s.refresh()  # files are checked when a query first reads them: this one reads every vector
         with pytest.raises(IndexCorrupt, match="checksum"):
-            s.refresh()
+            s.search("parse header", mode="dense")
         rep = index(workspace, OpenAIEmbedder(srv.url), rebuild=True)
         assert rep.files == 5
         s.refresh()

@@ -1,16 +1,14 @@
-"""Memory-mapped vector blocks: checksummed, projected and searched without staying resident."""
+"""Memory-mapped vectors: checksummed as read, projected and searched without staying resident."""
 
 from __future__ import annotations
 
-import io
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
+from store_helpers import view_of
 
-from aide_tui.core import safeio
-from aide_tui.core.bm25 import DocTerms, Postings
+from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.model import Chunk
 from aide_tui.core.store import view as view_mod
 
@@ -27,55 +25,42 @@ def _resident_kb(path: Path) -> int:
     return total
 
 
-def _mapped(tmp_path: Path, vecs: np.ndarray) -> tuple[Path, np.ndarray]:
-    buf = io.BytesIO()
-    np.save(buf, vecs)
-    path = tmp_path / "b0.vec.npy"
-    path.write_bytes(buf.getvalue())
-    return path, safeio.load_npy(path, expect_size=path.stat().st_size, mmap_mode=True)
-
-
-def _view(vecs: np.ndarray) -> view_mod.IndexView:
-    n = len(vecs)
-    chunks = [Chunk(f"f{i}.py", 1, 1, "python", None, "", "x") for i in range(n)]
-    empty = Postings.build(
-        DocTerms(np.zeros(n + 1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32)), 0
-    )
-    part = view_mod.Part(
-        "s0", chunks, empty, empty, np.arange(n), [view_mod.VectorBlock(vecs, rows=np.arange(n))]
-    )
-    return view_mod.IndexView([part], [None], {}, {}, {})
+def _chunks(n: int) -> list[Chunk]:
+    return [Chunk(f"f{i}.py", 1, 1, "python", None, "", "x") for i in range(n)]
 
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs /proc/self/smaps")
 def test_mapped_block_answers_like_memory_and_is_not_left_resident(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     rng = np.random.default_rng(3)
-    n, dim = 6000, 128
+    n, dim = 60_000, 64
     vecs = rng.normal(size=(n, dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    path, mapped = _mapped(tmp_path, vecs)
-    monkeypatch.setattr(safeio, "WINDOW_BYTES", 64 << 10)
     monkeypatch.setattr(view_mod, "PREFILTER_MIN", 1000)
     monkeypatch.setattr(view_mod, "PREFILTER_CANDIDATES", 300)
-
-    assert safeio.crc32_mapped(mapped) == zlib.crc32(path.read_bytes())
+    ix = view_of(tmp_path, _chunks(n), vecs)
+    path = ix.parts[0].dir / "b0.vec.npy"
     size_kb = path.stat().st_size // 1024
-    assert _resident_kb(path) < size_kb // 10  # the checksum pass did not leave the file mapped in
-
-    in_memory, on_disk = _view(vecs), _view(mapped)
-    for _ in range(5):
-        q = vecs[rng.integers(0, n)] + 0.2 * rng.normal(size=dim).astype(np.float32)
-        q /= np.linalg.norm(q)
-        assert on_disk.dense_ranked_chunks(q, 10) == in_memory.dense_ranked_chunks(q, 10)
-    # the projection (a pass over every row) and five prefiltered queries leave little of the file resident
-    assert _resident_kb(path) < size_kb // 10
+    exact = vecs @ vecs[:5].T
+    for k in range(5):  # the first pass checks every block of the file, the projection is one more pass
+        q = vecs[k]
+        got = ix.dense_ranked_chunks(q, 10)
+        assert got[0] == k and set(got) <= set(np.argsort(-exact[:, k])[:400].tolist())
+    assert _resident_kb(path) < size_kb // 4  # the passes did not leave the file mapped in
 
 
-def test_gather_rows_equals_fancy_indexing(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
-    vecs = np.arange(5000 * 16, dtype=np.float32).reshape(5000, 16)
-    _, mapped = _mapped(tmp_path, vecs)
-    monkeypatch.setattr(safeio, "WINDOW_BYTES", 4096)
-    rows = np.sort(np.random.default_rng(0).choice(5000, 700, replace=False))
-    assert np.array_equal(safeio.gather_rows(mapped, rows), vecs[rows])
-    assert np.array_equal(safeio.gather_rows(vecs, rows), vecs[rows])
-    assert safeio.gather_rows(mapped, rows[:0]).shape == (0, 16)
+def test_a_flipped_byte_in_a_vector_block_is_found_when_read(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    vecs = rng.normal(size=(3000, 32)).astype(np.float32)
+    ix = view_of(tmp_path, _chunks(3000), vecs)
+    path = ix.parts[0].dir / "b0.vec.npy"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.chmod(0o600)
+    path.write_bytes(bytes(data))
+    again = view_of(tmp_path / "x", _chunks(1), vecs[:1])  # another view works as ever
+    assert again.dense_ranked_chunks(vecs[0], 1) == [0]
+    fresh = view_mod.IndexView(
+        [type(ix.parts[0])(ix.parts[0].index_dir, ix.parts[0].entry)], [None], ix.files
+    )
+    with pytest.raises(IndexCorrupt, match="checksum"):
+        fresh.dense_ranked_chunks(vecs[0], 5)

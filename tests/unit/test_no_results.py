@@ -134,16 +134,24 @@ def test_words_that_read_as_no_words_of_the_code(real_code: Path) -> None:
     assert not reads_as_nonsense("12345 ++", seen)  # no word at all: nothing to say
 
 
-def test_a_grown_vocabulary_grows_its_trigrams(real_code: Path) -> None:
-    """A version that adds terms grows the previous version's trigrams instead of starting again."""
-    from aide_tui.core.store.lexicon import Lexicon
+def test_a_delta_adds_its_words_trigrams(tmp_path: Path) -> None:
+    """A version's trigrams are those of every segment's words: a delta's new word reads as a word."""
+    from conftest import write_workspace
 
-    vocab = {"alpha": 0, "beta_gamma": 1}
-    lex = Lexicon.build(vocab, "k1")
-    assert "^al" in lex.trigrams() and "mma" in lex.trigrams() and "zyg" not in lex.trigrams()
-    grown = lex.grown({**vocab, "zygote": 2}, "k1|k2")
-    assert lex.trigrams() < grown.trigrams() and "zyg" in grown.trigrams()
-    assert grown.trigrams() == Lexicon.build({**vocab, "zygote": 2}, "k1|k2").trigrams()
+    from aide_tui.core.config import load_settings
+    from aide_tui.core.index.indexer import Indexer
+    from aide_tui.core.search.local import LocalRetriever
+
+    root = write_workspace(tmp_path / "ws")
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    Indexer(root, settings).run()
+    r = LocalRetriever(root, settings)
+    r.refresh()
+    assert r.view is not None and "zyg" not in r.view.letter_trigrams() and "^pa" in r.view.letter_trigrams()
+    (root / "src" / "zoo.py").write_text("def zygote_count():\n    return 'zygote'\n")
+    Indexer(root, settings).run()
+    assert r.refresh() and r.view is not None and len(r.view.parts) == 2
+    assert "zyg" in r.view.letter_trigrams() and "^pa" in r.view.letter_trigrams()
 
 
 def test_the_reason_never_reads_a_value_below_itself() -> None:

@@ -41,7 +41,7 @@ def test_nested_gitignore_negation_and_aideignore(tmp_path: Path) -> None:
 
 
 def test_default_excludes_binaries_and_caps(tmp_path: Path) -> None:
-    for d in [".git", "node_modules", "__pycache__", "dist", "build", "target", ".aide"]:
+    for d in [".git", "node_modules", "__pycache__", "dist", "target", ".aide"]:  # build: test_generated.py
         _w(tmp_path, f"{d}/f.py")
     _w(tmp_path, "myenv/pyvenv.cfg", "home = /usr")
     _w(tmp_path, "myenv/lib/site.py")

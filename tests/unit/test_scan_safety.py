@@ -302,3 +302,40 @@ def test_a_watcher_driven_run_never_reads_a_named_file_swapped_after_its_stat(
     monkeypatch.undo()
     assert rep.skipped_files["a.py"] == "changed between scan and read (now a symlink)"
     assert MARKER.encode() not in _index_bytes(root)
+
+
+def test_a_hard_link_is_neither_indexed_nor_served_unless_the_user_opts_in(tmp_path: Path) -> None:
+    """Issue 32 #10: the scanner and read_span share one rule (scan.hard_link_reason)."""
+    from aide_tui.serve.jail import SpanRefused, read_span
+
+    secret = tmp_path / "home" / "notes.txt"
+    _w(secret.parent, "notes.txt", f"api password is {MARKER}\n")
+    root = tmp_path / "ws"
+    _w(root, "app.py", "def app():\n    return 1\n")
+    os.link(secret, root / "linked_notes.txt")
+    out = subprocess.run(
+        [sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "none", "--json"],
+        env=ENV, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    skipped = {s["path"]: s["reason"] for s in json.loads(out.stdout.splitlines()[-1])["skipped"]}
+    assert skipped["linked_notes.txt"].startswith(
+        "a hard link (2 names; another may be outside the workspace)"
+    )
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    assert MARKER.encode() not in _index_bytes(root)
+    assert Searcher(root, settings).search(MARKER, mode="bm25").results == []
+    with pytest.raises(SpanRefused, match="hard link") as refused:
+        read_span(root, settings, "linked_notes.txt", 1, 1)
+    assert skipped["linked_notes.txt"] in str(refused.value)  # the same rule, the same words
+    # a watcher-driven run names the file: still skipped
+    rep = Indexer(root, settings).run(paths=["linked_notes.txt"])
+    assert rep.skipped_files.get("linked_notes.txt", "").startswith("a hard link")
+    # the workspace's own config cannot opt in (whoever planted the link could write it); the user's can
+    _w(root, ".aide/config.toml", "[index]\ninclude_hard_links = true\n")
+    assert not load_settings(root, environ={}).index.include_hard_links
+    user = tmp_path / "user.toml"
+    user.write_text("[index]\ninclude_hard_links = true\n")
+    opted = load_settings(root, {"embedding": {"backend": "none"}}, environ={}, user_config=user)
+    assert "linked_notes.txt" in {f.rel for f in Scanner.from_settings(root, opted).scan().files}
+    assert MARKER in read_span(root, opted, "linked_notes.txt", 1, 1).text

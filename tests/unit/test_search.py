@@ -141,11 +141,11 @@ def test_quoted_phrase_ranks_verbatim_match(tmp_path: Path) -> None:
     assert s.search('"match_route decides" handler').results[0].path != "pkg/server.py"
 
 
-def test_dense_prefilter_keeps_exact_top_results(monkeypatch) -> None:  # noqa: ANN001
+def test_dense_prefilter_keeps_exact_top_results(monkeypatch, tmp_path) -> None:  # noqa: ANN001
     """Past PREFILTER_MIN vectors the projected prefilter answers like an exact scan (recall@10)."""
     import numpy as np
+    from store_helpers import view_of
 
-    from aide_tui.core.bm25 import DocTerms, Postings
     from aide_tui.core.model import Chunk
     from aide_tui.core.store import view as view_mod
 
@@ -155,17 +155,12 @@ def test_dense_prefilter_keeps_exact_top_results(monkeypatch) -> None:  # noqa: 
     vecs = centers[rng.integers(0, 40, n)] + 0.6 * rng.normal(size=(n, dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     chunks = [Chunk(f"f{i}.py", 1, 1, "python", None, "", "x") for i in range(n)]
-    empty = Postings.build(
-        DocTerms(np.zeros(n + 1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32)), 0
-    )
-    part = view_mod.Part(
-        "s0", chunks, empty, empty, np.arange(n), [view_mod.VectorBlock(vecs, rows=np.arange(n))]
-    )
+    ix = view_of(tmp_path, chunks, vecs)
 
     def ranked(q: np.ndarray, prefilter_min: int) -> list[int]:
         monkeypatch.setattr(view_mod, "PREFILTER_MIN", prefilter_min)
         monkeypatch.setattr(view_mod, "PREFILTER_CANDIDATES", 300)
-        return view_mod.IndexView([part], [None], {}, {}, {}).dense_ranked_chunks(q, 10)
+        return ix.dense_ranked_chunks(q, 10)
 
     recall = []
     for _ in range(20):

@@ -128,9 +128,9 @@ def test_manifest_with_wrong_types_is_rebuilt_without_traceback(workspace: Path,
 def test_garbage_npy_never_mentions_pickles(workspace: Path) -> None:
     Indexer(workspace, bm25(workspace)).run()
     seg = first_segment(workspace)
-    raw = (seg / "doc_ptr.npy").read_bytes()
+    raw = (seg / "c_ptr.npy").read_bytes()
     fake = b"\x93NUMPY\x01\x00v\x00{'descr': '|O', 'fortran_order': False, 'shape': (3,), }"
-    (seg / "doc_ptr.npy").write_bytes(fake.ljust(len(raw), b" "))
+    (seg / "c_ptr.npy").write_bytes(fake.ljust(len(raw), b" "))
     out = cli("search", "--path", str(workspace), "--embedder", "none", "--json", "parse_header")
     assert out.returncode == 0 and "pickle" not in out.stderr.lower(), out.stderr
 
@@ -292,10 +292,10 @@ def test_a_segment_of_an_older_layout_is_rebuilt_by_the_indexer(workspace: Path)
     Indexer(workspace, bm25(workspace)).run()
     path = index_dir_for(workspace) / "manifest.json"
     manifest = json.loads(path.read_text())
-    del manifest["segments"][0]["files"]["order.npy"]
+    del manifest["segments"][0]["files"]["c_ptr.npy"]
     rewrite_manifest(path, manifest)
     rep = Indexer(workspace, bm25(workspace)).run()
-    assert any("lacks order.npy" in m for m in rep.messages) and rep.changed == 5
+    assert any("lacks c_ptr.npy" in m for m in rep.messages) and rep.changed == 5
     assert Searcher(workspace, bm25(workspace)).search("parse_header").results
 
 

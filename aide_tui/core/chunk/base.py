@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 # bump when chunk or piece boundaries or headers change: indexes rebuild
 # 2: a function is a dense piece of its own (pieces no longer pack small functions together)
-CHUNKER_VERSION = "2"
+# 3: JS/TS functions and classes assigned to members and exports are units (app.listen = function ...)
+CHUNKER_VERSION = "3"
 
 
 @dataclass(slots=True, eq=False)
@@ -25,6 +26,7 @@ class Unit:
     start: int = -1
     container: bool = False  # may hold member units (class, impl, module, section ...)
     define: bool = True  # whether ``name`` goes into Chunk.defines
+    owner: str = ""  # the object a JS member is assigned to ("app" of ``app.listen = function``)
     children: list[Unit] = field(default_factory=list)
 
     def __post_init__(self) -> None:

@@ -189,6 +189,13 @@ _CS_PROP = _p(
 )
 
 
+# what makes a JS/TS assignment a definition: a function, an arrow function or a class is assigned
+_JS_ASSIGNED = (
+    r"(?:async\s+)?(?:function\b|class\b|\([^)]*\)\s*(?::[^=]+?)?=>|[\w$]+\s*=>|\(\s*$|<[^>]*>\s*\()"
+)
+_JS_CHAIN = r"(?:(?:[\w$]+\.)*[\w$]+\s*=\s*)*"  # var proto = module.exports = function (...)
+
+
 def _at(s: str) -> bool:
     return s.startswith("@")
 
@@ -256,12 +263,37 @@ LANGS: dict[str, Lang] = {
                 r"^\s*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:const\s+)?"
                 r"(?P<kind>function\*?|class|interface|enum|namespace|module|type)\s+(?P<name>[\w$.]+)"
             ),
+            _p(r"^\s*(?:const|let|var)\s+(?P<name>[\w$]+)\s*=\s*require\s*\(", "import", define=False),
+            _p(  # module.exports = function query(options): the exported function's own name
+                r"^\s*(?:exports\s*=\s*)?(?P<owner>module\.exports)\s*=\s*(?:async\s+)?"
+                r"(?P<kind>function\*?|class)(?:\s+(?P<name>[\w$]+))?"
+            ),
+            _p(  # Object.defineProperty(obj, 'name', ...), defineGetter(req, 'ip', function ip() ...)
+                r"^\s*(?:[\w$]+\.)?define(?:Property|Getter|Setter|Accessor)\s*\(\s*(?P<owner>[\w$.]+)\s*,\s*"
+                r"['\"](?P<name>(?!__)[\w$]+)['\"]\s*,",
+                "property",
+            ),
+            _p(  # a function or class assigned to a member or an export: app.listen = function listen()
+                rf"^\s*(?P<owner>(?:[\w$]+\.)+)(?P<name>[\w$]+)\s*=\s*{_JS_ASSIGNED}",
+                "function",
+            ),
+            _p(  # an object literal exported or made a prototype: its members are definitions
+                r"^\s*(?:(?P<name>(?:module\.)?exports|(?:[\w$]+\.)+prototype)\s*=|export\s+default)\s*\{\s*$",
+                "object",
+                define=False,
+            ),
             _p(
-                r"^\s*(?:export\s+)?(?:const|let|var)\s+(?P<name>[\w$]+)\s*(?::[^=]+)?=\s*(?:async\s+)?"
-                r"(?:function\b|\([^)]*\)\s*(?::[^=]+?)?=>|[\w$]+\s*=>|\(\s*$|<)",
+                rf"^\s*(?:export\s+)?(?:const|let|var)\s+(?P<name>[\w$]+)\s*(?::[^=]+)?=\s*{_JS_CHAIN}"
+                rf"{_JS_ASSIGNED}",
                 "function",
             ),
             _p(r"^\s*(?:export\s+)?(?:const|let|var)\s+(?P<name>[\w$]+)", "const"),
+            _p(  # an object literal's member: name: function (...), name: (...) =>, name: class
+                r"^\s*(?P<name>[\w$]+|'[\w$]+'|\"[\w$]+\")" rf"\s*:\s*{_JS_ASSIGNED}",
+                "method",
+                member=True,
+                kw=True,
+            ),
             _p(
                 r"^\s*(?:(?:public|private|protected|static|readonly|override)\s+)*(?P<name>#?[\w$]+)\s*(?::[^=]+)?="
                 r"\s*(?:async\s+)?(?:\([^)]*\)|[\w$]+)\s*(?::[^=]+?)?=>",
@@ -277,7 +309,7 @@ LANGS: dict[str, Lang] = {
                 kw=True,
             ),
         ),
-        frozenset({"class", "interface", "namespace", "module"}),
+        frozenset({"class", "interface", "namespace", "module", "object"}),
         ("//", "/*", "*"),
         _at,
     ),
@@ -495,7 +527,11 @@ def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[s
     if kind == "typedef":
         tm = _TYPEDEF_NAME.search(src.lines[end])
         name = tm.group(1) if tm else ""
-    label = f"{kind} {name}".strip()
+    owner = (gd.get("owner") or "").rstrip(".")
+    if p.kind in ("function", "method") and m.group(0).endswith("class"):
+        kind = "class"  # Foo.Bar = class { ... }: its methods are members
+    name = name.strip("'\"")
+    label = f"{kind} {'.'.join(n for n in (owner, name) if n)}".strip()
     if gd.get("recv"):
         recv = gd["recv"].split()[-1] if gd["recv"].split() else ""
         label = f"func ({recv}) {name}"
@@ -510,6 +546,7 @@ def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[s
         label=label,
         container=kind in lang.containers,
         define=p.define and bool(define_name),
+        owner=owner,
     )
 
 

@@ -477,10 +477,12 @@ _RECEIVER = re.compile(r"^func \(\**([A-Za-z_]\w*)")  # a Go method's label: fun
 
 def _unit_defs(units: list[Unit], src: Src, chain: list[str], out: list[Definition]) -> None:
     for u in units:
+        # app.listen = function: app.listen; Foo.prototype.bar = function: Foo.bar
+        owned = [*chain, *(p for p in u.owner.split(".") if p != "prototype")] if u.owner else chain
         if u.define and u.name:
             at = word_at(src.lines[u.head], u.name)
             recv = _RECEIVER.match(u.label)
-            qual = [*chain, recv.group(1)] if recv else chain
+            qual = [*owned, recv.group(1)] if recv else owned
             out.append(
                 Definition(
                     u.name,
@@ -491,7 +493,7 @@ def _unit_defs(units: list[Unit], src: Src, chain: list[str], out: list[Definiti
                     u.end + 1,
                 )  # fmt: skip
             )
-        _unit_defs(u.children, src, [*chain, u.name] if u.name else chain, out)
+        _unit_defs(u.children, src, [*owned, u.name] if u.name else owned, out)
 
 
 def _identifiers(text: str, spans: list[tuple[int, int]]) -> Iterator[re.Match[str]]:

@@ -245,6 +245,40 @@ class BertEncoder:
             x = layer_norm_(out, layer["ln2_g"], layer["ln2_b"], self.eps)
         return x, offsets
 
+    def forward_fixed(self, ids: np.ndarray) -> np.ndarray:
+        """Run the encoder on a (batch, length) matrix of token ids, every sequence the same length (the
+        static tier's distillation feeds each vocabulary token on its own); returns (batch, length, H).
+        Attention is one batched product instead of a loop over sequences."""
+        b, n = ids.shape
+        if not 1 <= n <= self.max_positions:
+            raise ValueError(f"sequence lengths must be within 1..{self.max_positions}")
+        x = self.word_emb[ids.reshape(-1)]
+        x += np.tile(self.pos_emb[:n], (b, 1))
+        x += self.type0
+        layer_norm_(x, *self.emb_ln, self.eps)
+        nh, hd = self.heads, self.head_dim
+        for layer in self.layers:
+            qkv = x @ layer["wqkv"]
+            qkv += layer["bqkv"]
+            blk = qkv.reshape(b, n, 3, nh, hd)
+            scores = blk[:, :, 0].transpose(0, 2, 1, 3) @ blk[:, :, 1].transpose(0, 2, 3, 1)  # (b, nh, n, n)
+            scores -= scores.max(axis=3, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=3, keepdims=True)
+            ctx = np.ascontiguousarray((scores @ blk[:, :, 2].transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3))
+            attn = ctx.reshape(b * n, nh * hd) @ layer["wo"]
+            attn += layer["bo"]
+            attn += x
+            x = layer_norm_(attn, layer["ln1_g"], layer["ln1_b"], self.eps)
+            inter = x @ layer["wi"]
+            inter += layer["bi"]
+            self.act(inter)
+            out = inter @ layer["wout"]
+            out += layer["bout"]
+            out += x
+            x = layer_norm_(out, layer["ln2_g"], layer["ln2_b"], self.eps)
+        return np.asarray(x.reshape(b, n, -1))
+
     @staticmethod
     def pool(hidden: np.ndarray, offsets: np.ndarray, mode: str = "mean") -> np.ndarray:
         """Pool packed hidden states per sequence: "mean", "cls" or "max"."""

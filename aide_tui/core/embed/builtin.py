@@ -210,19 +210,7 @@ class BuiltinEmbedder:
             verify_files(d, self._expected)
             config = self._read_config()
             self._pooling = self._read_pooling(d)
-            tok_cfg = (
-                _read_json(d / "tokenizer_config.json") if (d / "tokenizer_config.json").is_file() else {}
-            )
-            try:
-                vocab = load_vocab(d / "vocab.txt")
-                tokenizer = WordPieceTokenizer(
-                    vocab,
-                    lowercase=bool(tok_cfg.get("do_lower_case", True)),
-                    strip_accents=tok_cfg.get("strip_accents"),
-                    tokenize_chinese_chars=bool(tok_cfg.get("tokenize_chinese_chars", True)),
-                )
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
-                raise _fail(f"cannot read vocab.txt ({exc})") from None
+            vocab, tokenizer = self._read_tokenizer(d)
             try:
                 tensors = load_safetensors(d / "model.safetensors")
                 encoder = BertEncoder(tensors, config)
@@ -236,6 +224,34 @@ class BuiltinEmbedder:
                 raise _fail("vocab.txt has more tokens than the model's word embeddings")
             self._tokenizer = tokenizer
             self._encoder = encoder if self.runtime == "numpy" else self._load_onnx(encoder, config, vocab)
+
+    def _read_tokenizer(self, d: Path) -> tuple[dict[str, int], WordPieceTokenizer]:
+        tok_cfg = _read_json(d / "tokenizer_config.json") if (d / "tokenizer_config.json").is_file() else {}
+        try:
+            vocab = load_vocab(d / "vocab.txt")
+            tokenizer = WordPieceTokenizer(
+                vocab,
+                lowercase=bool(tok_cfg.get("do_lower_case", True)),
+                strip_accents=tok_cfg.get("strip_accents"),
+                tokenize_chinese_chars=bool(tok_cfg.get("tokenize_chinese_chars", True)),
+            )
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise _fail(f"cannot read vocab.txt ({exc})") from None
+        return vocab, tokenizer
+
+    def load_tokenizer(self) -> WordPieceTokenizer:
+        """The word-piece tokenizer alone (vocab.txt checked), without reading the weights: what the
+        static tier needs to embed once its table is built."""
+        if self._tokenizer is not None:
+            return self._tokenizer
+        with self._lock:
+            if self._tokenizer is None:
+                d = self.model_dir
+                if not (d / "vocab.txt").is_file():
+                    raise _fail(f"vocab.txt not found in {d}")
+                verify_files(d, {k: v for k, v in self._expected.items() if k == "vocab.txt"})
+                self._tokenizer = self._read_tokenizer(d)[1]
+            return self._tokenizer
 
     def _load_onnx(self, encoder: BertEncoder, config: dict[str, Any], vocab: dict[str, int]) -> OnnxEncoder:
         """The onnxruntime encoder for these (already verified) weights; the graph is cached per user."""
@@ -265,6 +281,19 @@ class BuiltinEmbedder:
         if len(modes) != 1 or extra:
             raise _fail("unsupported pooling configuration (need exactly one of cls/mean/max)")
         return modes[0]
+
+    def numpy_parts(self) -> tuple[BertEncoder, WordPieceTokenizer]:
+        """The loaded numpy encoder and tokenizer (the static tier distils from them); EmbedderError when
+        this embedder runs on onnxruntime."""
+        self.load()
+        encoder, tokenizer = self._encoder, self._tokenizer
+        if not isinstance(encoder, BertEncoder) or tokenizer is None:
+            raise _fail("the static tier distils from the numpy encoder")
+        return encoder, tokenizer
+
+    def expected_weights_sha256(self) -> str | None:
+        """The pinned sha256 of model.safetensors (the packaged model's), None for a user folder."""
+        return self._expected.get("model.safetensors")
 
     # -- embedding --------------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder, recorded_runtime
 from aide_tui.core.errors import EmbedderError
+
+if TYPE_CHECKING:
+    from aide_tui.core.embed.static import StaticEmbedder
 
 
 def make_embedder(
@@ -23,8 +28,8 @@ def make_embedder(
     of every one-shot search and another hundred MB.
     """
     e = settings.embedding
-    if e.backend == "none":
-        return None
+    if e.backend in ("none", "static"):
+        return None  # "static": the static tier alone (make_static)
     if e.backend == "builtin":
         import os
 
@@ -72,3 +77,28 @@ def _available(runtime: str | None) -> str | None:
     from aide_tui.core.embed.onnx_encoder import onnx_importable
 
     return runtime if onnx_importable() else "numpy"
+
+
+_STATIC: dict[str, object] = {}
+
+
+def static_enabled(settings: Settings) -> bool:
+    """Whether these settings use the static tier: every embedder but ``none``, unless turned off
+    (``[embedding] static = false``); ``static`` is the tier alone."""
+    e = settings.embedding
+    return e.backend == "static" or (e.backend != "none" and e.static)
+
+
+def make_static(settings: Settings) -> StaticEmbedder | None:
+    """The static tier's embedder (one per process and model), or None when the settings do not use it.
+    Its table is opened (or distilled) on first use, not here."""
+    if not static_enabled(settings):
+        return None
+    from aide_tui.core.embed.static import StaticEmbedder
+
+    key = settings.embedding.model_dir or ""
+    got = _STATIC.get(key)
+    if got is None:
+        got = _STATIC[key] = StaticEmbedder(model_dir=key or None)
+    assert isinstance(got, StaticEmbedder)
+    return got

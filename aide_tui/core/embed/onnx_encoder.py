@@ -94,9 +94,10 @@ def require_ort() -> Any:
 
 
 def models_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/aide-tui/models`` (default ``~/.cache``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "aide-tui" / "models"
+    """Where derived model files are cached (see :func:`aide_tui.core.paths.models_dir`)."""
+    from aide_tui.core.paths import models_dir
+
+    return models_dir()
 
 
 def _act_name(config: Mapping[str, object]) -> str:

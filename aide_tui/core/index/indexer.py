@@ -19,14 +19,14 @@ A run that finds nothing to do reads only the store's records and stats the tree
 
 from __future__ import annotations
 
-import hashlib
 import os
+import shutil
 import stat
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,12 +35,16 @@ from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.errors import EmbedderError, IndexCorrupt, RunCancelled
 from aide_tui.core.events import Done, Event, Progress
-from aide_tui.core.index.budget import BULK_PIECES, bulk_slot
+from aide_tui.core.index.budget import BULK_PIECES, BulkJob, Wait, bulk_slot
+from aide_tui.core.index.built import Built, staging_dir
 from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
-from aide_tui.core.index.scan import FileEntry, Scanner, read_entry
+from aide_tui.core.index.parallel import Job, batch_bytes, helpers_for, prev_of, run_batches
+from aide_tui.core.index.reading import BatchNotes, read_batch
+from aide_tui.core.index.scan import FileEntry, Scanner
+from aide_tui.core.index.static_tier import StaticTier
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, StoreWriter
 from aide_tui.core.paths import state_dir
-from aide_tui.core.store.segments import FileRecord, writer_lock
+from aide_tui.core.store.records import FileRecord, writer_lock
 
 EMBED_BATCH = 32  # pieces per embedder call (split across workers), at most
 MIN_EMBED_BATCH = 4
@@ -70,11 +74,17 @@ class Indexer:
         embedder: Embedder | None = None,
         embedder_error: str | None = None,
         writer: StoreWriter | None = None,
+        static: StaticTier | None | str = "settings",
     ) -> None:
         self.root = Path(root)
         self.settings = settings
         self.embedder = embedder
         self.embedder_error = embedder_error
+        if isinstance(static, str):  # the tier the settings ask for
+            from aide_tui.core.index.static_tier import static_tier_for
+
+            static = static_tier_for(settings)
+        self.static = static
         if writer is None:
             from aide_tui.core.index.stores import open_writer
 
@@ -141,7 +151,10 @@ class _Run:
         self.priority = priority
         self._should_yield = should_yield or (lambda: False)
         self.paths: set[str] | None = None
+        self.content_rule: Callable[[str, str], str | None] | None = None  # generated output, by content
+        self.turn_over: Callable[[int, int], bool] = _no_turns  # the bulk budget's turn (budget.py)
         self.targeted = False
+        self._done = 0
         self.report = Done()
         self.state = Path()
 
@@ -165,9 +178,13 @@ class _Run:
     def execute(self, state: Path, rebuild: bool, embed: bool) -> None:
         self.state = state
         emb = self.embedder_state()
+        if self.static is not None:
+            self.static.start(self.emit)
         prev = self.writer.open(state, rebuild, emb, self)
-        scanner = Scanner(self.root, self.settings.index.max_file_kb * 1024, self.settings.index.exclude,
-                          self.settings.index.include_sensitive)  # fmt: skip
+        if self.static is not None:
+            self.writer.static_id = self.static.id  # type: ignore[attr-defined]
+        scanner = Scanner.from_settings(self.root, self.settings)
+        self.content_rule = scanner.content_skip_reason
         entries = self.targeted_entries(scanner, prev)
         if entries is None:
             entries = self.walk(scanner)
@@ -186,6 +203,12 @@ class _Run:
     @property
     def root(self) -> Path:
         return self.ix.root
+
+    @property
+    def static(self) -> StaticTier | None:
+        """The run's static tier, when the writer stores one."""
+        tier = self.ix.static
+        return tier if tier is not None and getattr(self.writer, "stores_static", False) else None
 
     def walk(self, scanner: Scanner) -> list[FileEntry]:
         self.emit(Progress("scanning", message="walking the workspace"))
@@ -243,21 +266,105 @@ class _Run:
                 if e.rel not in seen and e.rel in old and old[e.rel].vectors < old[e.rel].pieces
             ]
         self.report.removed = len(plan.removed)
-        batch = self.writer.batch_files or max(len(to_read), 1)
-        for start in range(0, max(len(to_read), 1), batch):
-            self.check_cancel()
-            delta = self.read(to_read[start : start + batch], prev, start, len(to_read))
-            if start == 0:
-                delta.gone |= plan.removed
-            if self.writer.batch_files is None:
-                delta.unchanged = plan.unchanged
-            self.vectors(delta, emb)
-            self.committed(self.writer.commit(delta, emb))
-            self.report.changed += len(delta.records)
+        total = sum(e.size for e in to_read)
+        helpers = helpers_for(self.settings, total) if hasattr(self.writer, "commit_built") else 0
+        if helpers:
+            self.build_parallel(to_read, prev, plan.removed, emb, helpers, total)
+        else:
+            self.build_here(to_read, prev, plan.removed, emb)
+        self.backfill_static(emb)
         if embed and emb.embedder is not None and not self.writer.inline_vectors:
             self.embed_missing(emb)
         if not self.report.preempted:
             self.committed(self.writer.compact(self))
+
+    def build_here(
+        self,
+        to_read: list[FileEntry],
+        prev: dict[str, FileRecord] | None,
+        removed: set[str],
+        emb: EmbedderState,
+    ) -> None:
+        """Read, chunk and commit the batches in this process (a small backlog, or a journalled store)."""
+        first = True
+        for batch in batches(to_read, self.writer.batch_files, getattr(self.writer, "batch_bytes", None)):
+            self.check_cancel()
+            delta = self.read(batch, prev, self._done, len(to_read))
+            self._done += len(batch)
+            if first:
+                delta.gone |= removed
+                first = False
+            self.vectors(delta, emb)
+            self.committed(self.writer.commit(delta, emb))
+            self.report.changed += len(delta.records)
+
+    def build_parallel(
+        self,
+        to_read: list[FileEntry],
+        prev: dict[str, FileRecord] | None,
+        removed: set[str],
+        emb: EmbedderState,
+        helpers: int,
+        total: int,
+    ) -> None:
+        """Build a big backlog on every core (parallel.py): each batch a segment, committed as it lands."""
+        idx_dir = state_dir(self.root) / "index"
+        staging = staging_dir(idx_dir)
+        size = batch_bytes(total, helpers + 1)
+        keep = not self.writer.inline_vectors
+        jobs = [Job(b, prev_of(b, prev), str(staging), self.settings, keep, str(self.root))
+                for b in batches(to_read, self.writer.batch_files, size)]  # fmt: skip
+        cache = self.cache_for(emb.emb_id, emb.dim) if emb.embedder is not None else None
+        gone = set(removed)
+        done = 0
+
+        def on_built(built: Built) -> None:
+            nonlocal gone, done
+            self.report.skipped_files.update(built.notes.skipped)
+            self.report.warnings.extend(built.notes.warnings)
+            self.committed(self.writer.commit_built(built, gone, emb, cache))  # type: ignore[attr-defined]
+            gone = set()
+            done += len(built.records) + len(built.same) + len(built.gone) + len(built.notes.skipped)
+            self.report.changed += len(built.records)
+            self.emit(Progress("indexing", min(done, len(to_read)), len(to_read),
+                               message=f"{self.report.changed} changed"))  # fmt: skip
+
+        def stop() -> bool:
+            return self.cancel is not None and self.cancel.is_set()
+
+        self.emit(Progress("indexing", 0, len(to_read), message=f"reading on {helpers + 1} cores"))
+        try:
+            run_batches(jobs, helpers, on_built, stop)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        self.check_cancel()
+        if gone:  # nothing was committed: the deletions still are
+            self.committed(self.writer.commit(Delta(gone=gone), emb))
+
+    def backfill_static(self, emb: EmbedderState) -> None:
+        """Give the segments committed before the static tier was ready their static vectors (waiting
+        for the table while no newer work is waiting)."""
+        tier = self.static
+        if tier is None:
+            return
+        missing = self.writer.static_missing(tier.id)  # type: ignore[attr-defined]
+        if not missing:
+            return
+
+        def keep_waiting() -> bool:
+            self.check_cancel()
+            return not self.should_yield()
+
+        if not tier.wait(keep_waiting):
+            if tier.failed and tier.error:
+                self.report.warnings.append(tier.error)
+            return
+        vectors = {}
+        for i in missing:
+            self.check_cancel()
+            texts = self.writer.piece_texts(i)  # type: ignore[attr-defined]
+            vectors[i] = tier.vectors(texts)
+        self.committed(self.writer.commit_static(vectors, tier.id, emb))  # type: ignore[attr-defined]
 
     def finish(self, emb: EmbedderState) -> None:
         self.committed(self.writer.finish(emb, self))
@@ -270,31 +377,18 @@ class _Run:
     def read(
         self, entries: list[FileEntry], prev: dict[str, FileRecord] | None, done: int, total: int
     ) -> Delta:
-        """Read and chunk files the diff could not rule out. A previously indexed file that cannot be
-        read any more is dropped; one whose content did not change keeps its rows (with new stat data),
-        unless its vectors are incomplete and the writer stores vectors with their rows."""
-        s = self.settings.index
-        delta = Delta()
-        for n, entry in enumerate(entries, done + 1):
-            if n % PROGRESS_EVERY == 0:
+        """Read and chunk a batch (see reading.py), with progress every ``PROGRESS_EVERY`` files."""
+
+        def on_file(n: int, entry: FileEntry) -> None:
+            if (done + n + 1) % PROGRESS_EVERY == 0:
                 self.check_cancel()
-                self.emit(Progress("indexing", n, total, message=entry.rel))
-            text, raw, why = read_entry(entry, s.max_file_kb * 1024)
-            old = prev.get(entry.rel) if prev is not None else None
-            if text is None or raw is None:
-                self.report.skipped_files[entry.rel] = why or "unreadable"
-                if old is not None:
-                    delta.gone.add(entry.rel)
-                continue
-            digest = hashlib.sha1(raw).hexdigest()
-            if (
-                old is not None
-                and old.sha1 == digest
-                and (not self.writer.inline_vectors or old.vectors >= old.pieces)
-            ):
-                delta.same[entry.rel] = replace(old, size=len(raw), mtime_ns=entry.mtime_ns)
-                continue
-            self.chunk(entry, text, digest, len(raw), delta)
+                self.emit(Progress("indexing", done + n + 1, total, message=entry.rel))
+
+        notes = BatchNotes(self.report.skipped_files, self.report.warnings)
+        s = self.settings.index
+        keep = not self.writer.inline_vectors
+        delta = read_batch(entries, prev, s.max_file_kb * 1024, s.chunk_budget, keep, notes, on_file,
+                           self.content_rule)  # fmt: skip
         if entries:
             self.emit(
                 Progress(
@@ -305,36 +399,6 @@ class _Run:
                 )
             )
         return delta
-
-    def chunk(self, entry: FileEntry, text: str, digest: str, size: int, delta: Delta) -> None:
-        """Add a file's chunks and dense pieces to ``delta`` (secrets masked; a chunker bug skips it)."""
-        # the chunkers load only when a file needs them (a no-op run that re-reads a binary file it
-        # skipped before must not pay their import)
-        from aide_tui.core.chunk.chunker import chunk_file_multi
-        from aide_tui.core.chunk.pieces import PIECE_BUDGET, dense_pieces
-        from aide_tui.core.model import FileGraph
-        from aide_tui.core.secrets import mask_secrets
-
-        graph: list[FileGraph] = []
-        try:
-            file_chunks, small = chunk_file_multi(
-                entry.rel,
-                mask_secrets(text),
-                (self.settings.index.chunk_budget, PIECE_BUDGET),
-                self.report.warnings,
-                graph=graph,
-            )
-        except Exception as exc:  # noqa: BLE001 - a chunker bug must not cost the rest of the index
-            self.report.skipped_files[entry.rel] = f"chunker failed: {exc.__class__.__name__}: {exc}"
-            return
-        base = len(delta.chunks)
-        file_pieces = dense_pieces(file_chunks, small)
-        delta.pieces.extend((base + i, p) for i, p in file_pieces)
-        delta.chunks.extend(file_chunks)
-        if graph and (graph[0].defs or graph[0].refs or graph[0].imports):
-            delta.graphs[entry.rel] = graph[0]
-        delta.records[entry.rel] = FileRecord(size, entry.mtime_ns, digest, chunks=len(file_chunks),
-                                              pieces=len(file_pieces))  # fmt: skip
 
     # -- vectors -----------------------------------------------------------------------------------
 
@@ -354,6 +418,12 @@ class _Run:
             cache.dropped.clear()
             if self.writer.inline_vectors:
                 self.embed_inline(delta, emb, cache)
+        tier = self.static
+        if tier is not None and not tier.ready and tier.cached and p:  # a cached table: in this commit
+            tier.wait(lambda: not (self.cancel is not None and self.cancel.is_set()))
+        if tier is not None and tier.ready and p:
+            delta.static = tier.vectors([piece.embed_text for _, piece in delta.pieces])
+            delta.static_id = tier.id
         full: dict[int, bool] = {}
         for (owner, piece), has in zip(delta.pieces, delta.present, strict=True):
             full[owner] = full.get(owner, True) and bool(has)
@@ -394,23 +464,32 @@ class _Run:
         def keep_waiting() -> bool:
             self.check_cancel()
             if self.should_yield():
-                self.report.preempted = True  # newer work first; the next run queues again
+                self.report.preempted = True  # newer work first; the next run keeps its place in the queue
                 return False
             return True
 
-        def queued() -> None:
-            jobs = self.settings.index.max_bulk_jobs
-            why = f"waiting for another workspace's embedding (index.max_bulk_jobs = {jobs})"
-            self.emit(Progress("queued", vectors_total=len(todo), message=why))
+        idx = self.settings.index
+        while todo:  # one turn at a time (budget.py): between turns, the jobs that waited go first
+            job = BulkJob(str(self.root), len(todo), idx.max_bulk_jobs, idx.bulk_turn_seconds)
 
-        with bulk_slot(self.settings.index.max_bulk_jobs, keep_waiting, queued) as held:
-            if held:
+            def queued(wait: Wait, job: BulkJob = job) -> None:
+                self.emit(Progress("queued", vectors_total=job.pieces, wait_seconds=wait.eta_s,
+                                   message=wait.message(job.jobs, job.turn_s)))  # fmt: skip
+
+            with bulk_slot(job, keep_waiting, queued, self.report.warnings.append) as turn:
+                if turn is None:
+                    return
+                self.turn_over = turn.over
                 try:
                     self.embed(emb, todo, sizes)
                 finally:  # idle workers would hold a model's weights each until the host exits
+                    self.turn_over = _no_turns
                     stop = getattr(emb.embedder, "stop_workers", None)
-                    if stop is not None and not self.report.preempted:
+                    if stop is not None and not self.report.preempted and not turn.ended:
                         stop()
+            if not turn.ended or self.report.preempted or self.report.degraded:
+                return
+            todo, sizes = self.writer.missing()
 
     def loaded(self, emb: EmbedderState) -> bool:
         """Load the embedder's model (seconds of reading and verifying weights on a busy machine) in a
@@ -460,6 +539,8 @@ class _Run:
                 if start and self.should_yield():
                     self.report.preempted = True
                     break
+                if start and self.turn_over(done, len(todo)):
+                    break  # another workspace's turn: this job queues again behind it
                 batch = todo[start : start + size]
                 began = time.monotonic()
                 vecs = emb.embedder.embed([m.text for m in batch], kind="document")
@@ -486,6 +567,10 @@ class _Run:
 # -- pure helpers ------------------------------------------------------------------------------------
 
 
+def _no_turns(done: int = 0, total: int = 0) -> bool:
+    return False
+
+
 def batch_size(last: int, took: float) -> int:
     """The next bulk batch's size: what takes about BATCH_SECONDS at the last batch's pace, so an edit
     waits at most that long for the embedder, whatever the model's speed or the machine's load."""
@@ -493,6 +578,23 @@ def batch_size(last: int, took: float) -> int:
     if per_piece <= 0:
         return EMBED_BATCH
     return max(MIN_EMBED_BATCH, min(EMBED_BATCH, int(BATCH_SECONDS / per_piece)))
+
+
+def batches(entries: list[FileEntry], max_files: int | None, max_bytes: int | None) -> list[list[FileEntry]]:
+    """The files to read, cut into batches of at most ``max_files`` files and ``max_bytes`` bytes (by
+    their stat size; None: no bound); one (maybe empty) batch when there is nothing to read, so a run
+    that only deletes still commits."""
+    out: list[list[FileEntry]] = []
+    cur: list[FileEntry] = []
+    size = 0
+    for e in entries:
+        if cur and ((max_files and len(cur) >= max_files) or (max_bytes and size + e.size > max_bytes)):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(e)
+        size += e.size
+    out.append(cur)
+    return out
 
 
 def diff(entries: list[FileEntry], prev: dict[str, FileRecord] | None) -> Plan:
@@ -551,7 +653,7 @@ def targeted_scan(
             if os.path.realpath(parent) != parent:
                 return None  # reached through a linked folder: let the walk apply the symlink rules
             continue
-        reason = scanner.file_skip_reason(rel, st.st_size)
+        reason = scanner.layout_skip_reason(rel) or scanner.stat_skip_reason(rel, st)
         if reason:
             skipped[rel] = reason
             continue

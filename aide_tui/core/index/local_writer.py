@@ -1,27 +1,33 @@
-"""Writing the local store: each batch becomes a delta segment and a new manifest (atomic commits).
+"""Writing the local store: each batch of changed files becomes a segment and a new manifest.
 
-A run's lexical side is one commit (a new segment over the previous ones); vectors computed later go
-into vector blocks of their segments, committed every few seconds; a merge folds the segments into one
-base when they pile up or hold mostly dead rows. The vocabulary of the current manifest is kept in
-memory across runs (the indexing process keeps this writer).
+A batch's lexical side and its static vectors are one commit (a new self-contained segment beside the
+previous ones); transformer vectors computed later go into vector blocks of their segments, committed
+every few seconds; a merge folds a bounded set of segments into one when they pile up or hold many
+dead rows. Every commit is atomic (segments.py).
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from aide_tui.core.bm25 import DocTerms, chunk_terms, encode_docs
+from aide_tui.core.bm25 import chunk_terms
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import same_model
 from aide_tui.core.errors import IndexCorrupt, IndexMissing
 from aide_tui.core.events import Committed, Progress
+from aide_tui.core.index.built import Built, staging_dir
+from aide_tui.core.index.embcache import EmbeddingCache
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, RunHooks, index_settings_key
 from aide_tui.core.store.graphtable import GraphTable
+from aide_tui.core.store.part import Part
+from aide_tui.core.store.segment_write import sorted_docs
 from aide_tui.core.store.segments import (
     FileRecord,
     Manifest,
@@ -30,16 +36,20 @@ from aide_tui.core.store.segments import (
     check_sizes,
     commit,
     consolidate,
+    parse_segment,
     read_manifest,
-    read_segment,
-    read_vocab,
     write_block,
     write_segment,
+    write_static,
 )
+from aide_tui.core.store.terms import sort_terms
 from aide_tui.core.store.version_meta import Counts, IndexMeta
 
 MAX_BLOCKS = 12  # more vector blocks in one segment than this are compacted into one
-MAX_DEAD_SHARE = 0.3  # merge when this share of the stored chunk rows is dead
+MAX_DEAD_SHARE = 0.3  # a segment is rewritten when this share of its chunk rows is dead
+MERGE_CAP_CHUNKS = 60_000  # segments are merged into one of at most this many chunks (bounded merges)
+BATCH_FILES = 4000  # a cold build commits a segment every this many files...
+BATCH_BYTES = 16 << 20  # ... or this many bytes of source, whichever comes first
 
 
 def counts_of(files: dict[str, FileRecord], has_embedder: bool) -> Counts:
@@ -53,34 +63,54 @@ def counts_of(files: dict[str, FileRecord], has_embedder: bool) -> Counts:
     )
 
 
-def build_segment(delta: Delta, vocab: dict[str, int]) -> SegmentData:
-    """BM25 rows of the delta's chunks and pieces, with the vectors it carries."""
+def build_segment(delta: Delta) -> SegmentData:
+    """BM25 rows of the delta's chunks and pieces over their own sorted dictionary, with the vectors it
+    carries (the transformer's known so far, the static tier's when it was ready)."""
     chunk_bodies, piece_bodies = delta.bodies()
-    docs = encode_docs(map(chunk_terms, delta.chunks, chunk_bodies), vocab)
-    pdocs = encode_docs(
-        (chunk_terms(p, b) for (_, p), b in zip(delta.pieces, piece_bodies, strict=True)), vocab
-    )
+    chunk_counts = list(map(chunk_terms, delta.chunks, chunk_bodies))
+    piece_counts = [chunk_terms(p, b) for (_, p), b in zip(delta.pieces, piece_bodies, strict=True)]
+    seen: dict[str, None] = {}
+    for counts in (*chunk_counts, *piece_counts):
+        seen.update(dict.fromkeys(counts))
+    terms = sort_terms(seen)
+    _, cdocs = sorted_docs(chunk_counts, terms)
+    _, pdocs = sorted_docs(piece_counts, terms)
     return SegmentData(
         delta.chunks, [pc for _, pc in delta.pieces], np.asarray([o for o, _ in delta.pieces], np.int64),
-        docs, pdocs, delta.vectors, delta.present, graph=GraphTable.from_files(delta.graphs),
+        terms, cdocs, pdocs, delta.vectors, delta.present, GraphTable.from_files(delta.graphs),
+        delta.static, delta.static_id,
     )  # fmt: skip
+
+
+def _held(manifest: Manifest, path: str, segment: int) -> bool:
+    """Whether the manifest says ``segment`` holds ``path`` (its rows there are live)."""
+    rec = manifest.files.get(path)
+    return rec is not None and rec.segment == segment
+
+
+def _dead_share(seg: SegmentEntry, live_chunks: int) -> float:
+    """The share of a segment's chunk rows that no live file holds."""
+    return (seg.n_chunks - live_chunks) / seg.n_chunks if seg.n_chunks else 0.0
 
 
 def _announce(manifest: Manifest) -> Committed:
     c = manifest.counts
-    return Committed(files=c.files, chunks=c.chunks, embedded=c.embedded,
-                     vectors_missing=c.vectors_missing, version=manifest.version)  # fmt: skip
+    return Committed(files=c.files, chunks=c.chunks, embedded=c.embedded, vectors_missing=c.vectors_missing,
+                     static_missing=c.static_missing, version=manifest.version)  # fmt: skip
 
 
 class LocalWriter:
-    """The segments under ``<state>/index``."""
+    """The segments under ``<state>/index``. Each batch of changed files becomes a segment and a commit
+    (a cold build is searchable batch by batch, and never holds the whole tree in memory)."""
 
-    batch_files: int | None = None
+    batch_files: int | None = BATCH_FILES
+    batch_bytes: int | None = BATCH_BYTES
     inline_vectors = False
+    stores_static = True
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._vocab: tuple[str, dict[str, int]] | None = None  # (manifest version, vocab)
+        self.static_id = ""  # the run's static tier ("" when it has none: the index's stays recorded)
         self.idx_dir = Path()
         self.manifest: Manifest | None = None
         self.run: RunHooks | None = None
@@ -133,34 +163,77 @@ class LocalWriter:
             )
         return False
 
-    def _vocab_for(self, manifest: Manifest) -> dict[str, int]:
-        """The manifest's vocabulary (kept in memory while the manifest stays ours)."""
-        if self._vocab is not None and self._vocab[0] == manifest.version:
-            return self._vocab[1]
-        return read_vocab(self.idx_dir, manifest)
-
     # -- commits -----------------------------------------------------------------------------------
 
     def commit(self, delta: Delta, emb: EmbedderState) -> Committed | None:
-        """Tokenize the delta, write it as a segment and commit the new manifest (also when only stat
-        data, deletions or the embedder's state changed)."""
+        """Write the delta as a segment and commit the new manifest (also when only stat data, deletions
+        or the embedder's state changed)."""
         prev = self.manifest
         if prev is not None and delta.empty and not self._meta_changed(prev, emb):
             return None
         assert self.run is not None
         self.run.check_cancel()
-        vocab = dict(self._vocab_for(prev)) if prev is not None else {}
-        start = len(vocab)
-        seg = build_segment(delta, vocab)
-        seg.vocab_add = list(vocab)[start:]
-        files = dict(delta.unchanged)
+        files = {p: r for p, r in (prev.files.items() if prev is not None else ()) if p not in delta.gone}
         files.update(delta.same)
         segments = list(prev.segments) if prev is not None else []
-        if delta.records or prev is None:
-            segments.append(write_segment(self.idx_dir, seg, start))
+        if delta.records:
+            segments.append(self.write(delta))
             for path, rec in delta.records.items():
                 files[path] = replace(rec, segment=len(segments) - 1)
-        return self._commit(self._manifest(segments, files, emb, prev), prev, vocab)
+        return self._commit(self._manifest(segments, files, emb, prev), prev)
+
+    def commit_built(
+        self, built: Built, gone: set[str], emb: EmbedderState, cache: EmbeddingCache | None
+    ) -> Committed | None:
+        """Commit a batch a helper wrote as a segment in the staging folder (parallel.py): move it into
+        place, add the cached transformer vectors of its pieces, and commit it with the records."""
+        prev = self.manifest
+        assert self.run is not None
+        files = {
+            p: r for p, r in (prev.files.items() if prev is not None else ()) if p not in gone | built.gone
+        }
+        files.update(built.same)
+        segments = list(prev.segments) if prev is not None else []
+        if built.segment is not None:
+            entry = parse_segment(built.segment)
+            os.rename(staging_dir(self.idx_dir) / entry.name, self.idx_dir / entry.name)
+            present = self._cached_block(entry, built, cache)
+            if present is not None:
+                entry = present[0]
+            segments.append(entry)
+            hits = present[1] if present is not None else np.zeros(len(built.piece_keys), bool)
+            for path, rec in built.records.items():
+                files[path] = replace(rec, segment=len(segments) - 1)
+            vectors, full = Counter[str](), dict[tuple[str, int], bool]()
+            for path, owner, hit in zip(built.piece_files, built.piece_owners, hits.tolist(), strict=True):
+                vectors[path] += hit
+                full[(path, owner)] = full.get((path, owner), True) and hit
+            embedded = Counter(path for (path, _), ok in full.items() if ok)
+            for path in built.records:
+                files[path] = replace(files[path], vectors=vectors[path], embedded=embedded[path])
+        elif prev is not None and not gone and not built.gone and not built.same:
+            return None
+        return self._commit(self._manifest(segments, files, emb, prev), prev)
+
+    def _cached_block(
+        self, entry: SegmentEntry, built: Built, cache: EmbeddingCache | None
+    ) -> tuple[SegmentEntry, np.ndarray] | None:
+        """The segment with a vector block of its pieces' cached vectors (None when none is cached)."""
+        if cache is None or not built.piece_keys:
+            return None
+        found = [
+            (row, vec) for row, key in enumerate(built.piece_keys) if (vec := cache.lookup(key)) is not None
+        ]
+        if not found:
+            return None
+        rows = np.asarray([r for r, _ in found], np.int64)
+        hits = np.zeros(len(built.piece_keys), bool)
+        hits[rows] = True
+        return write_block(self.idx_dir, entry, rows, np.stack([v for _, v in found])), hits
+
+    def write(self, delta: Delta) -> SegmentEntry:
+        """The delta as a new segment (not yet committed)."""
+        return write_segment(self.idx_dir, build_segment(delta))
 
     def _meta_changed(self, prev: Manifest, emb: EmbedderState) -> bool:
         """Whether the manifest must record a different embedder state (a server died or came back)."""
@@ -185,18 +258,25 @@ class LocalWriter:
             recorded = prev.meta.embedder
             if emb.embedder is None or same_model(recorded, emb_id):  # the index owns its embedder's id
                 emb_id, dim = recorded, prev.meta.dim
+        static = self.static_id or (prev.meta.static if prev is not None else "")
         meta = IndexMeta(
             settings=index_settings_key(self.settings),
             embedder=emb_id,
             dim=dim,
             skipped=prev.meta.skipped if self.run.targeted and prev else len(report.skipped_files),
             degraded_reason=emb.error if emb.embedder is None else report.degraded_reason,
+            static=static,
         )
-        return Manifest(f"v{time.time_ns():x}", "", segments, files, counts_of(files, emb_id != "none"), meta)
+        counts = counts_of(files, emb_id != "none")
+        if static:
+            lacking = {i for i, seg in enumerate(segments) if seg.static != static}
+            counts = replace(
+                counts, static_missing=sum(r.chunks for r in files.values() if r.segment in lacking)
+            )
+        return Manifest(f"v{time.time_ns():x}", "", segments, files, counts, meta)
 
-    def _commit(self, manifest: Manifest, prev: Manifest | None, vocab: dict[str, int]) -> Committed:
+    def _commit(self, manifest: Manifest, prev: Manifest | None) -> Committed:
         commit(self.idx_dir, manifest, prev)
-        self._vocab = (manifest.version, vocab)
         self.manifest = manifest
         return _announce(manifest)
 
@@ -209,11 +289,13 @@ class LocalWriter:
             return [], {}
         out: list[MissingPiece] = []
         for i in sorted({r.segment for r in manifest.files.values() if r.vectors < r.pieces}):
-            data = read_segment(self.idx_dir, manifest.segments[i], pieces=True)
-            for row, piece in enumerate(data.pieces):
-                rec = manifest.files.get(piece.path)
-                if data.present[row] or rec is None or rec.segment != i:
-                    continue
+            part = Part(self.idx_dir, manifest.segments[i])
+            has = part.has_vector()
+            paths = part.paths
+            owner_path = part.c_path[part.p_owner] if part.n_pieces else np.zeros(0, np.int64)
+            live = np.fromiter((_held(manifest, p, i) for p in paths), bool, len(paths))
+            rows = np.flatnonzero(~has & live[owner_path]) if part.n_pieces else np.zeros(0, np.int64)
+            for row, piece in part.pieces(rows.tolist()):
                 out.append(MissingPiece((i, row), piece.embed_text, piece.embed_key, piece.path))
         return out, {p: r.size for p, r in manifest.files.items()}
 
@@ -239,48 +321,107 @@ class LocalWriter:
         new = self._manifest(segments, files, emb, manifest)
         if self.run.report.degraded:
             new.meta = replace(new.meta, degraded_reason=self.run.report.degraded_reason)
-        return self._commit(new, manifest, self._vocab_for(manifest))
+        return self._commit(new, manifest)
+
+    def static_missing(self, static_id: str) -> list[int]:
+        """Segments holding live files whose static vectors are missing or of another table."""
+        manifest = self.manifest
+        if manifest is None or not static_id:
+            return []
+        held = {r.segment for r in manifest.files.values()}
+        return [i for i, s in enumerate(manifest.segments) if i in held and s.static != static_id]
+
+    def piece_texts(self, segment: int) -> list[str]:
+        """What the embedders read of every piece of a segment, in row order."""
+        assert self.manifest is not None
+        part = Part(self.idx_dir, self.manifest.segments[segment])
+        return [piece.embed_text for _, piece in part.pieces()]
+
+    def commit_static(self, vectors: dict[int, np.ndarray], static_id: str, emb: EmbedderState) -> Committed:
+        """Add static vectors to segments written before the tier was ready, and commit."""
+        manifest = self.manifest
+        assert manifest is not None
+        segments = list(manifest.segments)
+        for i, vecs in vectors.items():
+            segments[i] = write_static(self.idx_dir, segments[i], vecs, static_id)
+        return self._commit(self._manifest(segments, dict(manifest.files), emb, manifest), manifest)
 
     # -- merging -----------------------------------------------------------------------------------
 
+    def merge_plan(self, manifest: Manifest) -> list[int]:
+        """The segments to merge now (bounded: their live chunks fit ``MERGE_CAP_CHUNKS``), [] for none.
+
+        Too many segments: the smallest are merged together. A segment with many dead rows, or too many
+        vector blocks, is rewritten (with the smallest others that fit beside it).
+        """
+        live = Counter[int]()
+        for rec in manifest.files.values():
+            live[rec.segment] += rec.chunks
+        segs = manifest.segments
+        max_segments = max(1, self.settings.index.max_segments)
+        needy = [
+            i
+            for i, s in enumerate(segs)
+            if len(s.blocks) > MAX_BLOCKS or _dead_share(s, live[i]) > MAX_DEAD_SHARE
+        ]
+        if len(segs) <= max_segments and not needy:
+            return []
+        by_size = sorted(range(len(segs)), key=lambda i: (live[i], i))
+        plan: list[int] = list(needy[:1])
+        size = sum(live[i] for i in plan)
+        for i in by_size:
+            if i in plan:
+                continue
+            if plan and size + live[i] > MERGE_CAP_CHUNKS:
+                break
+            plan.append(i)
+            size += live[i]
+            if len(segs) - len(plan) + 1 <= max_segments and len(plan) >= 2 and not needy:
+                break
+        if len(plan) < 2 and not needy:
+            return []
+        return sorted(plan)
+
     def compact(self, run: RunHooks) -> Committed | None:
-        """Fold segments into one base when they pile up or hold mostly dead rows."""
+        """Fold some segments into one when they pile up or hold many dead rows; gives way to newer work
+        between the segments it reads (an edit never waits for a merge)."""
         manifest = self.manifest
         assert manifest is not None
-        stored = sum(s.n_chunks for s in manifest.segments)
-        live = manifest.counts.chunks
-        blocks = max((len(s.blocks) for s in manifest.segments), default=0)
-        dead_share = (stored - live) / stored if stored else 0.0
-        max_segments = max(1, self.settings.index.max_segments)
-        if len(manifest.segments) <= max_segments and blocks <= MAX_BLOCKS and dead_share <= MAX_DEAD_SHARE:
-            return None
-        if run.should_yield():
+        plan = self.merge_plan(manifest)
+        if not plan or run.should_yield():
             return None  # newer work first; the next run merges
         run.check_cancel()
-        run.emit(Progress("merging", message=f"{len(manifest.segments)} segments"))
-        vocab = self._vocab_for(manifest)
-        data = consolidate(self.idx_dir, manifest, vocab, pieces=True)
-        if run.should_yield():
+        run.emit(Progress("merging", message=f"{len(plan)} of {len(manifest.segments)} segments"))
+        data = consolidate(self.idx_dir, manifest, pieces=True, segments=plan, interrupt=run.should_yield)
+        if data is None or run.should_yield():
             return None
         emb_id, dim = manifest.meta.embedder, manifest.meta.dim
-        if emb_id != "none" and dim:  # every live piece is at hand: drop cached vectors nothing uses
+        if emb_id != "none" and dim and len(plan) == len(manifest.segments):  # unused cached vectors go
             run.cache_for(emb_id, dim).save({p.embed_key for p in data.pieces})
-        used = np.unique(np.concatenate([data.docs.term_ids, data.pdocs.term_ids]))
-        remap = np.full(max(len(vocab), 1), -1, np.int64)
-        remap[used] = np.arange(len(used))
-        terms = list(vocab)
         seg = SegmentData(
-            data.chunks, data.pieces, data.owners,
-            DocTerms(data.docs.doc_ptr, remap[data.docs.term_ids].astype(np.int32), data.docs.tfs),
-            DocTerms(data.pdocs.doc_ptr, remap[data.pdocs.term_ids].astype(np.int32), data.pdocs.tfs),
-            data.vectors, data.present, [terms[i] for i in used.tolist()], data.graph,
+            data.chunks, data.pieces, data.owners, data.terms, data.docs, data.pdocs, data.vectors,
+            data.present, data.graph, data.static, data.static_id,
         )  # fmt: skip
         run.check_cancel()
-        entry = write_segment(self.idx_dir, seg, 0)
-        files = {p: replace(r, segment=0) for p, r in manifest.files.items()}
-        merged = Manifest(f"v{time.time_ns():x}", "", [entry], files, manifest.counts, manifest.meta)
+        entry = write_segment(self.idx_dir, seg)
+        at = plan[0]
+        keep = [i for i in range(len(manifest.segments)) if i not in plan or i == at]
+        new_index = {old: new for new, old in enumerate(keep)}
+        segments = [entry if i == at else manifest.segments[i] for i in keep]
+        merged_at = new_index[at]
+        files = {
+            p: replace(r, segment=merged_at if r.segment in plan else new_index[r.segment])
+            for p, r in manifest.files.items()
+        }
+        counts = manifest.counts
+        if manifest.meta.static:
+            lacking = {i for i, seg in enumerate(segments) if seg.static != manifest.meta.static}
+            counts = replace(
+                counts, static_missing=sum(r.chunks for r in files.values() if r.segment in lacking)
+            )
+        merged = Manifest(f"v{time.time_ns():x}", "", segments, files, counts, manifest.meta)
         run.report.merged = True
-        return self._commit(merged, manifest, {t: i for i, t in enumerate(seg.vocab_add)})
+        return self._commit(merged, manifest)
 
     def finish(self, emb: EmbedderState, run: RunHooks) -> Committed | None:
         manifest = self.manifest
@@ -289,6 +430,7 @@ class LocalWriter:
         r = run.report
         r.files, r.chunks, r.embedded = c.files, c.chunks, c.embedded
         r.vectors_missing, r.embedder = c.vectors_missing, emb.emb_id
+        r.static_missing, r.static = c.static_missing, manifest.meta.static
         return None
 
     def close(self) -> None:

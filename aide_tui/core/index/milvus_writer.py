@@ -33,7 +33,7 @@ from aide_tui.core.milvus.connection import (
     workspace_id,
 )
 from aide_tui.core.milvus.terms import clip, names_text, row_id, terms_text
-from aide_tui.core.store.segments import FileRecord
+from aide_tui.core.store.records import FileRecord
 
 FILE_BATCH = 64  # files per resumable batch (their paths are journalled in the workspace's record)
 MAX_TEXT_BYTES = 60_000
@@ -49,6 +49,7 @@ class MilvusWriter:
         self.settings = settings
         self.ws = workspace_id(self.root, settings)
         self.batch_files: int | None = FILE_BATCH
+        self.batch_bytes: int | None = None
         self._store: MilvusStore | None = None
         self.meta: dict[str, Any] = {}
         self.col_dim = 0

@@ -1,4 +1,4 @@
-"""Which files to index: ignore rules, size cap, binaries, secrets, and the symlink jail."""
+"""Which files to index: ignore rules, size cap, binaries, secrets, generated output, and the symlink jail."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import fnmatch
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,14 +16,22 @@ from typing import Any
 import pathspec
 
 from aide_tui.core.filekinds import not_indexed_reason
+from aide_tui.core.index.generated import (
+    content_reason,
+    is_render_root,
+    output_dir_reason,
+    render_support_reason,
+)
 
 DEFAULT_EXCLUDED_DIRS = frozenset(
     {
         ".git", ".hg", ".svn", ".aide", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
-        "dist", "build", "target", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", "vendor",
+        "dist", "target", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".idea", "vendor",
         "third_party", "bower_components", ".next", ".gradle", ".eggs", "site-packages", ".cache",
     }
 )  # fmt: skip
+# ``build`` is not among them: Sphinx projects keep their sources in ``doc/build``; build trees are told
+# by their layout instead (generated.py).
 
 # State and version-control folders: never indexed nor served in any letter case (``.AIDE`` is ``.aide``
 # on a case-insensitive file system, and holds the index and the server's token).
@@ -144,6 +153,23 @@ def _load_ignore(
     return pathspec.GitIgnoreSpec([p for spec in specs for p in spec.patterns])
 
 
+def hard_link_reason(nlink: int, allowed: bool) -> str | None:
+    """Why a file with ``nlink`` names is neither indexed nor served (None: it may be).
+
+    A second name can be made for any file its maker may read (``ln ~/.ssh/id_rsa notes.txt``), and
+    nothing on the path tells it from the original: no symlink to refuse, no other inode. Sources in a
+    workspace rarely have two names (the tools that hard-link, package stores and ``git clone --local``'s
+    objects, live in folders never indexed), so the default is to skip; ``index.include_hard_links``
+    (user config only) opts in. The scan, the watcher and ``read_span`` all ask this one rule.
+    """
+    if nlink > 1 and not allowed:
+        return (
+            f"a hard link ({nlink} names; another may be outside the workspace): "
+            "set index.include_hard_links to index it"
+        )
+    return None
+
+
 def _special_kind(mode: int) -> str | None:
     """A short name for a file type that is neither a regular file nor a folder (None for those)."""
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
@@ -170,15 +196,31 @@ class Scanner:
         max_file_bytes: int = 512 * 1024,
         extra_excludes: tuple[str, ...] = (),
         include_sensitive: bool = False,
+        include_hard_links: bool = False,
     ) -> None:
         self.root = os.path.realpath(root)
+        self.include_hard_links = include_hard_links
         self.max_file_bytes = max_file_bytes
         self.warnings: list[str] = []  # invalid ignore patterns (file:line), in the order met
         self.extra = compile_ignore(list(extra_excludes), "index.exclude", self.warnings)
         self.sensitive = None if include_sensitive else _SENSITIVE_NAME
         self._spec_cache: dict[str, pathspec.GitIgnoreSpec | None] = {}
 
+    @classmethod
+    def from_settings(cls, root: Path, settings: Any) -> Scanner:
+        """The scanner of a workspace's ``[index]`` settings (the indexer, the watcher and read_span
+        apply the same rules)."""
+        s = settings.index
+        return cls(root, s.max_file_kb * 1024, tuple(s.exclude), s.include_sensitive, s.include_hard_links)
+
     # -- rules -------------------------------------------------------------------------------------
+
+    def stat_skip_reason(self, rel: str, st: os.stat_result) -> str | None:
+        """Why the regular file ``rel`` with this stat is not indexed nor served: its name and size
+        (:meth:`file_skip_reason`), then its link count (:func:`hard_link_reason`). None = index it."""
+        return self.file_skip_reason(rel, st.st_size) or hard_link_reason(
+            st.st_nlink, self.include_hard_links
+        )
 
     def _ignored(self, rel: str, is_dir: bool, specs: list[tuple[str, pathspec.GitIgnoreSpec]]) -> bool:
         """Git semantics: the deepest .gitignore with a matching pattern decides."""
@@ -208,7 +250,7 @@ class Scanner:
         if ext in BINARY_EXTENSIONS:
             return "binary extension"
         kind_reason = not_indexed_reason(rel)
-        if kind_reason and not (self.extra is not None and self.extra.check_file(rel).include is False):
+        if kind_reason and not self.negated(rel):
             return kind_reason  # a kind not indexed by default, unless index.exclude negates it ("!*.svg")
         if self.sensitive is not None and (
             self.sensitive.fullmatch(name) or ("/" + rel).lower().endswith(SENSITIVE_PATH_SUFFIXES)
@@ -217,6 +259,45 @@ class Scanner:
         if size > self.max_file_bytes:
             return f"over size cap ({size // 1024} KB > {self.max_file_bytes // 1024} KB)"
         return None
+
+    def negated(self, rel: str, is_dir: bool = False) -> bool:
+        """Whether a negated ``index.exclude`` pattern (``!*.svg``, ``!doc/_static/``) names the path:
+        the user's way back in for what the default rules leave out."""
+        return self.extra is not None and self.extra.check_file(rel + "/" if is_dir else rel).include is False
+
+    def content_skip_reason(self, rel: str, text: str) -> str | None:
+        """Why a file read for indexing is left out for its content (generated output), unless
+        ``index.exclude`` negates it. None = index it."""
+        reason = content_reason(rel, text)
+        return None if reason is None or self.negated(rel) else reason
+
+    def dir_skip_reason(self, rel: str, names: frozenset[str] | set[str]) -> str | None:
+        """Why the folder at ``rel`` (not the root), whose entries are ``names``, is not walked: build
+        output by its layout, unless ``index.exclude`` negates it. None = walk it."""
+        reason = output_dir_reason(rel.rsplit("/", 1)[-1], names)
+        return None if reason is None or self.negated(rel, True) else reason
+
+    def layout_skip_reason(self, rel: str) -> str | None:
+        """Why the file at ``rel`` lies in generated output by the layout of the folders above it
+        (a build tree, a rendered docs site's support files); the walk decides this as it goes."""
+        parts = rel.split("/")
+        for depth in range(len(parts)):
+            folder = "/".join(parts[:depth])
+            try:
+                names = set(os.listdir(os.path.join(self.root, folder)))
+            except OSError:
+                names = set()
+            if depth and (why := self.dir_skip_reason(folder, names)):
+                return why
+            sub = "/".join(parts[: depth + 1])
+            if is_render_root(names) and (why := self._support_reason(sub, depth < len(parts) - 1)):
+                return why
+        return None
+
+    def _support_reason(self, rel: str, is_dir: bool) -> str | None:
+        """Why an entry of a rendered docs site's root is generated, unless ``index.exclude`` negates it."""
+        why = render_support_reason(rel.rsplit("/", 1)[-1])
+        return None if why is None or self.negated(rel, is_dir) else why
 
     def is_ignored(self, rel: str, is_dir: bool = False) -> bool:
         """Whether a path (posix, relative to the root) would be left out by the walk's ignore rules."""
@@ -254,7 +335,7 @@ class Scanner:
         for depth in range(1, len(parts)):
             if os.path.exists(os.path.join(self.root, *parts[:depth], "pyvenv.cfg")):
                 return "inside a virtualenv"
-        return self.file_skip_reason(rel, size)
+        return self.layout_skip_reason(rel) or self.file_skip_reason(rel, size)
 
     def _inside_root(self, real: str) -> bool:
         return real == self.root or real.startswith(self.root + os.sep)
@@ -284,6 +365,31 @@ class Scanner:
         result.warnings = list(self.warnings)
         return result
 
+    def _walks_into(
+        self,
+        de: os.DirEntry[str],
+        rel: str,
+        st: os.stat_result,
+        specs: list[tuple[str, pathspec.GitIgnoreSpec]],
+        render_root: bool,
+        visited: set[tuple[int, int]],
+        result: ScanResult,
+    ) -> bool:
+        """Whether the walk enters the subfolder ``rel`` (a support folder of a rendered docs site is
+        recorded in ``result.skipped``; excluded, ignored and virtualenv folders are passed over)."""
+        if excluded_dir(de.name) or self._ignored(rel, True, specs):
+            return False
+        if render_root and (why := self._support_reason(rel, True)):
+            result.skipped[rel + "/"] = why
+            return False
+        if os.path.exists(os.path.join(de.path, "pyvenv.cfg")):
+            return False  # a virtualenv under any name
+        key = (st.st_dev, st.st_ino)
+        if key in visited:
+            return False  # symlink loop or a second way into a directory already walked
+        visited.add(key)
+        return True
+
     def _scan_dir(
         self,
         dir_abs: str,
@@ -299,6 +405,11 @@ class Scanner:
         except OSError as exc:
             result.errors[dir_rel or "."] = f"cannot list directory: {exc.strerror or exc}"
             return []
+        names = frozenset(e.name for e in entries)
+        if dir_rel and (why := self.dir_skip_reason(dir_rel, names)):
+            result.skipped[dir_rel + "/"] = why  # one row for the tree: it is never walked
+            return []
+        render_root = is_render_root(names)
         present = tuple(e.name for e in entries if e.name in (".gitignore", ".aideignore"))
         spec = _load_ignore(dir_abs, dir_rel, present, self.warnings) if present else None
         if spec is not None:
@@ -321,19 +432,14 @@ class Scanner:
                 result.skipped[rel] = "symlink leaves the workspace (not followed)"
                 continue
             if stat.S_ISDIR(st.st_mode):
-                if excluded_dir(de.name) or self._ignored(rel, True, specs):
-                    continue
-                if os.path.exists(os.path.join(de.path, "pyvenv.cfg")):
-                    continue  # a virtualenv under any name
-                key = (st.st_dev, st.st_ino)
-                if key in visited:
-                    continue  # symlink loop or a second way into a directory already walked
-                visited.add(key)
-                subdirs.append((de.path, rel, specs))
+                if self._walks_into(de, rel, st, specs, render_root, visited, result):
+                    subdirs.append((de.path, rel, specs))
             elif stat.S_ISREG(st.st_mode):
                 if self._ignored(rel, False, specs):
                     continue
-                reason = self.file_skip_reason(rel, st.st_size)
+                reason = self.stat_skip_reason(rel, st) or (
+                    self._support_reason(rel, False) if render_root else None
+                )
                 if reason:
                     result.skipped[rel] = reason
                     continue
@@ -394,14 +500,17 @@ def read_text(path: str, max_bytes: int) -> tuple[str | None, bytes | None, str 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 
 
-def read_entry(entry: FileEntry, max_bytes: int) -> tuple[str | None, bytes | None, str | None]:
+def read_entry(
+    entry: FileEntry, max_bytes: int, content_rule: Callable[[str, str], str | None] | None = None
+) -> tuple[str | None, bytes | None, str | None]:
     """Read a scanned file as text, but only if it is still the regular file the scan saw.
 
     The path is opened without following a final symlink (unless the scan itself followed an in-root
     symlink there) and without blocking (a FIFO put in its place cannot hang the indexer); the open
     descriptor must be a regular file with the device and inode recorded by the scan, so a file
     swapped for a symlink to ``/etc/passwd``, a FIFO or anything else is skipped with a reason.
-    Returns (text, raw bytes, None) or (None, None, reason).
+    ``content_rule(rel, text)`` (:meth:`Scanner.content_skip_reason`) may leave the text out for what
+    it holds. Returns (text, raw bytes, None) or (None, None, reason).
     """
     flags = _OPEN_FLAGS if entry.link else _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0)
     try:
@@ -440,4 +549,7 @@ def read_entry(entry: FileEntry, max_bytes: int) -> tuple[str | None, bytes | No
     if len(raw) > max_bytes:
         return None, None, f"over size cap (> {max_bytes // 1024} KB)"
     text, why = decode_text(raw)
-    return (text, raw, None) if text is not None else (None, None, why)
+    if text is None:
+        return None, None, why
+    why = content_rule(entry.rel, text) if content_rule is not None else None
+    return (text, raw, None) if why is None else (None, None, why)

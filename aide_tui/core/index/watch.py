@@ -37,8 +37,7 @@ class ChangeFilter:
         self._scanner = self._new_scanner()
 
     def _new_scanner(self) -> Scanner:
-        s = self.settings.index
-        return Scanner(Path(self.root), s.max_file_kb * 1024, s.exclude, s.include_sensitive)
+        return Scanner.from_settings(Path(self.root), self.settings)
 
     def relative(self, path: str) -> str | None:
         """Posix path relative to the root, or None when outside it."""

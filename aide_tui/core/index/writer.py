@@ -25,7 +25,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.events import Committed, Done, Event
 from aide_tui.core.index.embcache import EmbeddingCache
 from aide_tui.core.model import EMBED_TEXT_VERSION, GRAPH_VERSION, Chunk, FileGraph
-from aide_tui.core.store.segments import FileRecord
+from aide_tui.core.store.records import FileRecord
 from aide_tui.core.tokens import TOKENIZER_VERSION, term_counts
 
 
@@ -58,18 +58,19 @@ class EmbedderState:
 @dataclass
 class Delta:
     """A batch of work for a writer: changed files read and chunked (with the vectors known so far),
-    files whose content is the same under new stat data, files to drop, and, for a writer that commits
-    a whole run at once, the files left as they were."""
+    files whose content is the same under new stat data, and files to drop."""
 
     records: dict[str, FileRecord] = field(default_factory=dict)
     same: dict[str, FileRecord] = field(default_factory=dict)
     gone: set[str] = field(default_factory=set)
-    unchanged: dict[str, FileRecord] = field(default_factory=dict)
     chunks: list[Chunk] = field(default_factory=list)
     pieces: list[tuple[int, Chunk]] = field(default_factory=list)  # (index into chunks, piece)
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))  # (pieces, dim)
     present: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # (pieces,): has a vector
     graphs: dict[str, FileGraph] = field(default_factory=dict)  # each changed file's symbol graph
+    static: np.ndarray | None = None  # (pieces, d) float16: the static tier's vectors, when it is ready
+    static_id: str = ""
+    size: int = 0  # bytes of source read into the batch
 
     @property
     def empty(self) -> bool:
@@ -113,7 +114,8 @@ class RunHooks(Protocol):
 class StoreWriter(Protocol):
     """A store as the indexer writes it."""
 
-    batch_files: int | None  # commit every this many changed files (journalled); None: once per run
+    batch_files: int | None  # commit every this many changed files; None: once per run
+    batch_bytes: int | None  # ... or every this many bytes of source read
     inline_vectors: bool  # vectors are written with their rows: the indexer embeds before committing
 
     def open(

@@ -33,7 +33,7 @@ from aide_tui.core.config import Settings, is_network_uri
 from aide_tui.core.errors import IndexCorrupt, IndexMissing, IndexProblem, StoreUnavailable
 from aide_tui.core.milvus.lite import lite_damage, quiet_engine_logs, wait_for_lite
 from aide_tui.core.milvus.terms import MAX_VARCHAR, clip, literal, row_id
-from aide_tui.core.store.segments import FileRecord
+from aide_tui.core.store.records import FileRecord
 
 INSTALL_HINT = "pip install 'aide-tui[milvus]'"
 SCHEMA_VERSION = "2"

@@ -72,13 +72,25 @@ class LocalRetrieval:
         return out
 
     def in_files(self, files: Collection[str], n: int) -> list[int]:
-        paths = self.ix.paths
-        return [int(r) for r in np.flatnonzero(self.scores > 0) if paths[r] in files]
+        rows = self.ix.rows_of_files(files)
+        return [int(r) for r in rows[self.scores[rows] > 0]] if len(rows) else []
 
     def all_in_files(self, files: Collection[str]) -> list[int]:
-        paths = self.ix.paths
+        rows = self.ix.rows_of_files(files)
         mask = self.ix.alive_mask if self.allowed is None else self.allowed
-        return [int(r) for r in np.flatnonzero(mask) if paths[r] in files]
+        return [int(r) for r in rows[mask[rows]]] if len(rows) else []
+
+    def static(self, vector: np.ndarray, static_id: str, n: int) -> DenseLists[int]:
+        """Chunks ranked by their best piece's similarity in the static tier (none yet: an empty list)."""
+        try:
+            ranked, top = self.ix.static_ranked(vector, static_id, n, allowed=self.allowed)
+        except VectorDimensionMismatch as exc:
+            return DenseLists[int](degraded=str(exc))
+        if top is None:
+            return DenseLists[int]()
+        return DenseLists(
+            [[r for r, _ in ranked]], {r: span for r, span in ranked if span is not None}, best=top
+        )
 
     def dense(self, vectors: Sequence[np.ndarray], embedder_id: str, n: int) -> DenseLists[int]:
         ix = self.ix
@@ -103,10 +115,10 @@ class LocalRetrieval:
         return Candidate(c.path, c.start_line, c.end_line, c.language, c.symbol, c.text, tuple(c.defines))
 
     def path(self, key: int) -> str:
-        return self.ix.paths[key]
+        return self.ix.path(key)
 
     def file_of(self, key: int) -> str:
-        return self.ix.paths[key]
+        return self.ix.path(key)
 
     def order(self, key: int) -> object:
         return int(self.ix.row_order[key])
@@ -168,6 +180,10 @@ class LocalRetriever:
         return self._loaded().stamp.counts.vectors_missing
 
     @property
+    def static_missing(self) -> int:
+        return self._loaded().stamp.counts.static_missing
+
+    @property
     def path_parts(self) -> Mapping[str, set[str]]:
         return self._loaded().path_parts
 
@@ -208,14 +224,13 @@ class LocalRetriever:
         return [IndexedFile(p) for p in self._loaded().files]
 
     def end_lines(self, files: Sequence[IndexedFile]) -> list[int]:
-        """The last line of each file's last live chunk (a file's chunks are stored in line order)."""
+        """The last line of each file's last live chunk."""
         ix = self._loaded()
-        wanted = {f.path for f in files}
-        last_row: dict[str, int] = {}
-        for i, (p, live) in enumerate(zip(ix.paths, ix.alive_mask, strict=True)):
-            if live and p in wanted:
-                last_row[p] = i
-        return [ix.chunks[last_row[f.path]].end_line if f.path in last_row else 1 for f in files]
+        out = []
+        for f in files:
+            rows = ix.rows_of_files([f.path])
+            out.append(max((ix.chunks[int(r)].end_line for r in rows), default=1))
+        return out
 
     def begin(
         self, parsed: ParsedQuery, terms: list[str], weights: dict[str, float] | None
@@ -223,8 +238,8 @@ class LocalRetriever:
         ix = self._loaded()
         allowed = None
         if parsed.has_filters:
-            keep = {p for p in ix.files if parsed.accepts_path(p)}
-            allowed = np.fromiter((p in keep for p in ix.paths), bool, count=ix.n_rows) & ix.alive_mask
+            allowed = np.zeros(ix.n_rows, bool)
+            allowed[ix.rows_of_files([p for p in ix.files if parsed.accepts_path(p)])] = True
         return LocalRetrieval(ix, allowed, terms, weights)
 
     def status(self) -> IndexStatus:

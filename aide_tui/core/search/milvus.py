@@ -165,6 +165,10 @@ class MilvusRetrieval:
                                limit=MENTION_ROWS)  # fmt: skip
         return self._passing(self._take(r) for r in rows)
 
+    def static(self, vector: np.ndarray, static_id: str, n: int) -> DenseLists[str]:
+        """A Milvus collection keeps no static-tier vectors (its schema has one vector field)."""
+        return DenseLists[str]()
+
     def dense(self, vectors: Sequence[np.ndarray], embedder_id: str, n: int) -> DenseLists[str]:
         store = self.store
         dim = store.vector_dim()
@@ -245,6 +249,7 @@ class MilvusRetriever:
         self.metas: dict[str, dict[str, Any]] = {}
         self.workspace_files: dict[str, set[str]] = {}  # workspace -> its files
         self._vectors_missing = 0
+        self._chunks = 0
         self._path_parts: dict[str, set[str]] = {}
         self._version = ""  # this workspace's committed version when last refreshed
 
@@ -267,6 +272,13 @@ class MilvusRetriever:
     @property
     def vectors_missing(self) -> int:
         return self._vectors_missing
+
+    @property
+    def static_missing(self) -> int:
+        """A Milvus collection keeps no static-tier vectors: every chunk lacks one when the tier is on."""
+        from aide_tui.core.embed.factory import static_enabled
+
+        return self._chunks if static_enabled(self.settings) else 0
 
     @property
     def path_parts(self) -> Mapping[str, set[str]]:
@@ -317,13 +329,15 @@ class MilvusRetriever:
                     f"workspace {self.ws} is not in collection {store.name}: run `aide-tui index`"
                 )
             files: dict[str, set[str]] = {}
-            missing = 0
+            missing = chunks = 0
             for ws in metas:
                 recs = store.records(ws)
                 files[ws] = set(recs)
+                chunks += sum(r.chunks for r in recs.values())
                 if metas[ws].get("embedder", "none") != "none":
                     missing += sum(r.pieces - r.vectors for r in recs.values())
             self.metas, self.workspace_files, self._vectors_missing = metas, files, missing
+            self._chunks = chunks
             self._version = str((metas.get(self.ws) or {}).get("version", ""))
             parts: dict[str, set[str]] = {}
             for ws_files in files.values():

@@ -33,7 +33,15 @@ from aide_tui.core.wordshape import NONSENSE_CEILING, reads_as_nonsense
 T = TypeVar("T")
 PROSE_SYMBOL_FACTOR = 0.15  # prose mentioning a name usually asks about code using it, not its definition
 PROSE_PATH_FACTOR = 0.0
-LIST_ORDER = ("bm25", "phrase", "piece", "symbol", "path", "dense")  # fusion adds them in this order
+LIST_ORDER = (
+    "bm25",
+    "phrase",
+    "piece",
+    "symbol",
+    "path",
+    "dense",
+    "static",
+)  # fusion adds them in this order
 PREFIX_CAP = 32  # completions of a partly typed word, the most frequent in the index
 PREFIX_WEIGHT = 0.5  # BM25 weight of the most frequent completion (an exact term weighs 1)
 COMPLETED_NAMES = 3  # completions of a partly typed word whose definitions join the symbol list
@@ -50,10 +58,13 @@ TEST_PATH = re.compile(
 @dataclass
 class QueryEncoder:
     """The dense side as ranking sees it: ``encode(texts)`` gives (embedder id, vectors) or raises
-    EmbedderError; ``encode`` None means no embedder (``error`` says why, None when none is configured)."""
+    EmbedderError; ``encode`` None means no embedder (``error`` says why, None when none is configured).
+    ``static(text)`` gives the static tier's (model id, vector), None when the tier is off or its table
+    is not built yet."""
 
     encode: Callable[[list[str]], tuple[str, list[np.ndarray]]] | None
     error: str | None = None
+    static: Callable[[str], tuple[str, np.ndarray] | None] | None = None
 
 
 @dataclass
@@ -171,10 +182,11 @@ def completed_definitions(
 def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: bool) -> dict[str, float]:
     """RRF weight of each ranked list for this kind of query."""
     w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
-         "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight}  # fmt: skip
+         "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight,
+         "static": s.static_weight}  # fmt: skip
     if long:
         w.update(symbol=s.long_symbol_weight, path=s.mention_weight, phrase=s.long_phrase_weight,
-                 dense=s.long_dense_weight)  # fmt: skip
+                 dense=s.long_dense_weight, static=s.long_static_weight)  # fmt: skip
     elif not code_like:
         w["symbol"] *= PROSE_SYMBOL_FACTOR
         if not explicit_path:
@@ -213,11 +225,20 @@ def rank(
     spans: dict[Key, tuple[int, int]] = {}
     degraded: str | None = None
     closest: Closest | None = None
+    complete = False
     if mode in ("hybrid", "dense") and parsed.text:
         texts = [parsed.text] + (parts.segments() if parts.long and s.dense_segments else [])
         dense, degraded, spans, closest = _dense_list(q, texts, s, encoder)
         if dense is not None:
             found["dense"] = dense
+            complete = retriever.vectors_missing == 0
+        static, static_spans, static_closest = _static_list(q, parsed.text, s, encoder)
+        if static is not None:
+            found["static"] = static
+            spans = {**static_spans, **spans}
+            closest = closest or static_closest
+            if encoder.encode is None:
+                degraded = None  # the static tier alone was asked for, and it answers
     q.fetch(k for keys in found.values() for k in keys)
     if mode in ("hybrid", "bm25"):
         # in a pasted text only the prose's quotes are phrases (not code, not traceback file names)
@@ -231,6 +252,8 @@ def rank(
             return Ranked([], degraded, no_results=why)
     graph = retriever.graph if mode in ("hybrid", "bm25") and not code_like else None
     list_w = list_weights(s, parts.long, code_like, explicit_path)
+    if complete and "static" in found:
+        list_w["static"] *= s.static_with_dense
     lists = {name: found[name] for name in LIST_ORDER if name in found}
     fused = _fuse(q, lists, list_w, parsed.text, parts, code_like, s)
     if graph is not None:
@@ -350,6 +373,26 @@ def _dense_list(
     return [f.doc for f in fused[: s.top_n]], None, got.spans, closest
 
 
+def _static_list(
+    q: Retrieval[Any], text: str, s: SearchSettings, encoder: QueryEncoder
+) -> tuple[list[Key] | None, dict[Key, tuple[int, int]], Closest | None]:
+    """The static tier's list (None when the tier is off or not ready), each chunk's best-piece lines,
+    and how close the closest chunk is (with the tier's floor)."""
+    if encoder.static is None:
+        return None, {}, None
+    try:
+        got_vec = encoder.static(text)
+    except EmbedderError:
+        return None, {}, None
+    if got_vec is None:
+        return None, {}, None
+    static_id, vector = got_vec
+    got = q.static(vector, static_id, s.top_n)
+    if got.degraded is not None or not got.lists:
+        return None, {}, None
+    return got.lists[0], got.spans, (got.best, dense_floor(s, static_id))
+
+
 def dense_floor(s: SearchSettings, embedder_id: str) -> float | None:
     """The similarity under which the closest chunk is not related to the query: ``no_match_floor``
     for a model it was calibrated on; None (no floor) for another, whose similarities are on another
@@ -427,7 +470,7 @@ def _hit(q: Retrieval[Any], f: Fused, terms: list[str], span: tuple[int, int] | 
     """The result row of fused item ``f``."""
     c = q.chunk(f.doc)
     ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-    for extra in ("symbol", "path", "piece", "phrase", "hop"):
+    for extra in ("symbol", "path", "piece", "phrase", "hop", "static"):
         if extra in f.ranks:
             ranks[extra] = f.ranks[extra]
     return Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text,

@@ -60,6 +60,7 @@ class SearchResponse:
     took_ms: float = 0.0
     mode: str = "hybrid"
     vectors_missing: int = 0  # dense pieces of the searched version still without a vector
+    static_missing: int = 0  # chunks of the searched version without a static-tier vector
     error: str | None = None  # the query could not be understood (unknown lang:): show it, no results
     rerank: str | None = None  # reranking on: "ok" or "degraded: <reason>" (see rerank.py)
     no_results: str | None = None  # why nothing answers a query nothing supports (hybrid), with a hint
@@ -73,6 +74,7 @@ class SearchResponse:
             "degraded_reason": self.degraded_reason,
             "took_ms": round(self.took_ms, 3),
             "vectors_missing": self.vectors_missing,
+            "static_missing": self.static_missing,
             "results": [h.to_json() for h in self.results],
         }
         if self.error is not None:

@@ -13,7 +13,7 @@ A candidate is named by a key (a row number, a row id) that is only meaningful t
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -101,6 +101,11 @@ class Retrieval(Protocol[K]):
         """Chunks ranked by their best piece's similarity to each vector, at most ``n`` per list."""
         ...
 
+    def static(self, vector: np.ndarray, static_id: str, n: int) -> DenseLists[K]:
+        """Chunks ranked by their best piece's similarity in the static tier (an empty result when the
+        store keeps no static vectors of that model)."""
+        ...
+
     def fetch(self, keys: Iterable[K]) -> None:
         """Make :meth:`chunk` cheap for these candidates (a remote store loads them in one call)."""
         ...
@@ -165,7 +170,7 @@ class TermStats(Protocol):
     """A store's vocabulary, for choosing the terms of a long query and completing a partly typed word."""
 
     @property
-    def vocab(self) -> Mapping[str, int]: ...
+    def vocab(self) -> Container[str]: ...
 
     def idf(self, term: str) -> float | None: ...
 
@@ -196,6 +201,11 @@ class Retriever(Protocol):
     @property
     def vectors_missing(self) -> int:
         """Dense pieces of the loaded version still without a vector."""
+        ...
+
+    @property
+    def static_missing(self) -> int:
+        """Chunks of the loaded version without a static-tier vector."""
         ...
 
     @property

@@ -10,11 +10,13 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
+from aide_tui.core.embed.factory import make_static
 from aide_tui.core.search import rerank
 from aide_tui.core.search.confidence import confidence, hints
 from aide_tui.core.search.filters import parse_query
@@ -31,6 +33,9 @@ from aide_tui.core.search.symbols import (
     find_line_symbols,
     find_references,
 )
+
+if TYPE_CHECKING:
+    from aide_tui.core.embed.static import StaticEmbedder
 
 QUERY_CACHE = 256  # query vectors remembered
 MAX_QUERY_CHARS = 20_000
@@ -57,6 +62,7 @@ class Searcher:
         self.settings = settings
         self.embedder = embedder
         self.embedder_error = embedder_error
+        self.static: StaticEmbedder | None = make_static(settings)
         self.retriever: Retriever = retriever or open_retriever(
             self.root, settings, all_workspaces=all_workspaces
         )
@@ -96,6 +102,7 @@ class Searcher:
             retriever.refresh()
         resp = SearchResponse(query=query, results=[], mode=mode)
         resp.vectors_missing = retriever.vectors_missing
+        resp.static_missing = retriever.static_missing
         text = query[:MAX_QUERY_CHARS]
         parsed = parse_query(text)
         if parsed.error is not None:
@@ -143,9 +150,24 @@ class Searcher:
         return find_line_symbols(self.retriever.graph, path, line, names)
 
     def _encoder(self) -> QueryEncoder:
+        static = self._static_vector if self.static is not None else None
         if self.embedder is None:
-            return QueryEncoder(None, self.embedder_error)
-        return QueryEncoder(self._query_vectors)
+            return QueryEncoder(None, self.embedder_error, static)
+        return QueryEncoder(self._query_vectors, static=static)
+
+    def _static_vector(self, text: str) -> tuple[str, np.ndarray] | None:
+        """The static tier's query vector (None while its table is not built: searching never distils
+        it, the indexing process does)."""
+        tier = self.static
+        if tier is None or not tier.ready():
+            return None
+        key = (tier.id, text)
+        vec = self._qcache.get(key)
+        if vec is None:
+            vec = tier.embed([text], kind="query")[0]
+            with self._qlock:
+                self._qcache[key] = vec
+        return tier.id, vec
 
     def _query_vectors(self, texts: list[str]) -> tuple[str, list[np.ndarray]]:
         """The embedder's id and the texts' query vectors, remembered for the last few hundred texts

@@ -1,28 +1,20 @@
-"""A segment's part of the symbol graph, column-wise: the form it is written, read, merged and looked up in.
+"""The symbol graph of some files in memory, column-wise: what the indexer hands a segment to write
+(:mod:`aide_tui.core.store.graphfiles` turns it into mapped lookups) and what a merge gathers.
 
-On disk (two files of the segment, listed and checksummed in the manifest like every other)::
-
-    graph.json   {"paths": [...], "names": [...],
-                  "defs": [[path, name, kind, qualname, line, col, end_line], ...],   (path/name: indexes)
-                  "imports": [[path, module], ...]}
-    refs.npy     (r, 5) int32: path, name, kind (index into REF_KINDS), line, col
-
-A row belongs to a file; like a chunk it is live while the manifest says that file is held by this
-segment (see :class:`~aide_tui.core.store.view.IndexView`), so an edited or deleted file's old
-definitions and references disappear with the commit that replaces them.
+Columns: ``defs`` rows are ``[path, name, kind, qualname, line, col, end_line]`` (path and name are
+indexes into ``paths`` and ``names``); ``refs`` is an (r, 5) int32 array of path, name, kind (index
+into REF_KINDS), line, col; ``imports`` rows are ``[path, module]``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from aide_tui.core.errors import IndexCorrupt
-from aide_tui.core.model import REF_KINDS, Definition, FileGraph, Reference
+from aide_tui.core.model import REF_KINDS, FileGraph
 
 REF_COLS = 5
 _KIND_ID = {k: i for i, k in enumerate(REF_KINDS)}
@@ -109,165 +101,14 @@ class GraphTable:
         out.refs = np.concatenate(parts).astype(np.int32) if parts else _empty_refs()
         return out
 
-    # -- the format ------------------------------------------------------------------------------
-
-    def encode(self) -> tuple[bytes, np.ndarray]:
-        """(graph.json bytes, the refs array)."""
-        obj = {"paths": self.paths, "names": self.names, "defs": self.defs, "imports": self.imports}
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode(), self.refs.astype(np.int32)
-
-    @classmethod
-    def decode(cls, raw: bytes, refs: np.ndarray, where: str) -> GraphTable:
-        """Read back what :meth:`encode` wrote; IndexCorrupt (naming ``where``) when it is malformed."""
-
-        def bad(what: str) -> IndexCorrupt:
-            return IndexCorrupt(f"index segment {where} symbol graph is malformed ({what}); rebuilding")
-
-        try:
-            obj = json.loads(raw)
-        except (ValueError, RecursionError):
-            raise bad("not JSON") from None
-        if not isinstance(obj, dict):
-            raise bad("not an object")
-        paths, names, defs, imports = (obj.get(k) for k in ("paths", "names", "defs", "imports"))
-        if not (isinstance(paths, list) and isinstance(names, list) and _strs(paths) and _strs(names)):
-            raise bad("tables")
-        if not (isinstance(defs, list) and isinstance(imports, list)):
-            raise bad("tables")
-        np_, nn = len(paths), len(names)
-        for d in defs:
-            if not _def_row(d, np_, nn):
-                raise bad("definition row")
-        for row in imports:
-            if not (
-                isinstance(row, list) and len(row) == 2 and _idx(row[0], np_) and isinstance(row[1], str)
-            ):
-                raise bad("import row")
-        if refs.ndim != 2 or refs.shape[1] != REF_COLS or not np.issubdtype(refs.dtype, np.integer):
-            raise bad("references shape")
+    def rows_of(self, path_map: Sequence[int]) -> GraphTable:
+        """The same rows with their path indexes replaced by ``path_map[i]`` (a segment's path order);
+        ``paths`` stays this table's."""
+        pm = np.asarray(list(path_map) or [0], np.int64)
+        refs = self.refs.astype(np.int64)
         if len(refs):
-            lo, hi = refs.min(axis=0), refs.max(axis=0)
-            if (
-                lo.min() < 0
-                or hi[0] >= np_
-                or hi[1] >= nn
-                or hi[2] >= len(REF_KINDS)
-                or lo[3] < 1
-                or lo[4] < 1
-            ):
-                raise bad("reference values")
-        return cls(paths, names, defs, refs.astype(np.int32), imports)
-
-    # -- lookups (built on first use, kept with the immutable table) -----------------------------
-
-    def _cached(self, key: str, build: Callable[[], Any]) -> Any:
-        got = self.__dict__.get("_c_" + key)
-        if got is None:
-            got = self.__dict__["_c_" + key] = build()
-        return got
-
-    def name_ids(self) -> dict[str, int]:
-        return self._cached("name_ids", lambda: {n: i for i, n in enumerate(self.names)})  # type: ignore[no-any-return]
-
-    def lower_names(self) -> dict[str, list[int]]:
-        def build() -> dict[str, list[int]]:
-            out: dict[str, list[int]] = {}
-            for i, n in enumerate(self.names):
-                out.setdefault(n.lower(), []).append(i)
-            return out
-
-        return self._cached("lower_names", build)  # type: ignore[no-any-return]
-
-    def defs_by_name(self) -> dict[int, list[int]]:
-        def build() -> dict[int, list[int]]:
-            out: dict[int, list[int]] = {}
-            for i, d in enumerate(self.defs):
-                out.setdefault(d[1], []).append(i)
-            return out
-
-        return self._cached("defs_by_name", build)  # type: ignore[no-any-return]
-
-    def defs_by_path(self) -> dict[int, list[int]]:
-        def build() -> dict[int, list[int]]:
-            out: dict[int, list[int]] = {}
-            for i, d in enumerate(self.defs):
-                out.setdefault(d[0], []).append(i)
-            return out
-
-        return self._cached("defs_by_path", build)  # type: ignore[no-any-return]
-
-    def _ref_order(self) -> tuple[np.ndarray, np.ndarray]:
-        def build() -> tuple[np.ndarray, np.ndarray]:
-            order = np.argsort(self.refs[:, 1], kind="stable") if len(self.refs) else np.zeros(0, np.int64)
-            return order, self.refs[order, 1] if len(self.refs) else np.zeros(0, np.int32)
-
-        return self._cached("ref_order", build)  # type: ignore[no-any-return]
-
-    def ref_rows(self, name_id: int) -> np.ndarray:
-        """Rows of the references to one name (in file order within the table)."""
-        order, sorted_names = self._ref_order()
-        lo, hi = np.searchsorted(sorted_names, [name_id, name_id + 1])
-        return np.sort(order[lo:hi])
-
-    def path_ids(self) -> dict[str, int]:
-        return self._cached("path_ids", lambda: {p: i for i, p in enumerate(self.paths)})  # type: ignore[no-any-return]
-
-    def refs_of_path(self, path_id: int) -> np.ndarray:
-        """Rows of one file's references."""
-
-        def build() -> tuple[np.ndarray, np.ndarray]:
-            order = np.argsort(self.refs[:, 0], kind="stable") if len(self.refs) else np.zeros(0, np.int64)
-            return order, self.refs[order, 0] if len(self.refs) else np.zeros(0, np.int32)
-
-        order, sorted_paths = self._cached("path_order", build)
-        lo, hi = np.searchsorted(sorted_paths, [path_id, path_id + 1])
-        return order[lo:hi]  # type: ignore[no-any-return]
-
-    def imports_by_path(self) -> dict[int, list[str]]:
-        def build() -> dict[int, list[str]]:
-            out: dict[int, list[str]] = {}
-            for p, m in self.imports:
-                out.setdefault(p, []).append(m)
-            return out
-
-        return self._cached("imports_by_path", build)  # type: ignore[no-any-return]
-
-    def definition(self, row: int) -> tuple[str, Definition]:
-        p, n, kind, qual, line, col, end = self.defs[row]
-        return self.paths[p], Definition(self.names[n], kind, qual, line, col, end)
-
-    def reference(self, row: int) -> tuple[str, Reference]:
-        p, n, k, line, col = (int(v) for v in self.refs[row])
-        return self.paths[p], Reference(self.names[n], REF_KINDS[k], line, col)
-
-    def name_matches(self, name: str, exact: bool = True) -> list[int]:
-        """Name ids equal to ``name`` (any case when not ``exact``)."""
-        if exact:
-            i = self.name_ids().get(name)
-            return [] if i is None else [i]
-        return list(self.lower_names().get(name.lower(), []))
-
-
-def _def_row(d: object, n_paths: int, n_names: int) -> bool:
-    """Whether ``d`` is a well-formed definition row."""
-    return (
-        isinstance(d, list)
-        and len(d) == 7
-        and _idx(d[0], n_paths)
-        and _idx(d[1], n_names)
-        and isinstance(d[2], str)
-        and isinstance(d[3], str)
-        and all(_pos(v) for v in d[4:])
-    )
-
-
-def _strs(v: object) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def _idx(v: object, n: int) -> bool:
-    return type(v) is int and 0 <= v < n
-
-
-def _pos(v: object) -> bool:
-    return type(v) is int and v >= 1
+            refs[:, 0] = pm[refs[:, 0]]
+        return GraphTable(
+            self.paths, self.names, [[int(pm[d[0]]), *d[1:]] for d in self.defs], refs.astype(np.int32),
+            [[int(pm[p]), m] for p, m in self.imports],
+        )  # fmt: skip

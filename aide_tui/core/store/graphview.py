@@ -1,4 +1,4 @@
-"""The symbol graph of one index version: every segment's graph table, only the rows of live files.
+"""The symbol graph of one index version: every segment's mapped graph, only the rows of live files.
 
 A file's rows live in the segment the manifest says holds the file (the same rule as its chunks), so a
 lookup goes straight to that segment for a file, and checks liveness per row for a name.
@@ -12,32 +12,35 @@ from typing import Any
 import numpy as np
 
 from aide_tui.core.model import REF_KINDS, Definition, Reference
-from aide_tui.core.store.graphtable import GraphTable
+from aide_tui.core.store.graphfiles import MappedGraph
 
 
 class GraphView:
     """Definitions, references and imports of the live files of one version."""
 
-    def __init__(self, tables: list[GraphTable], files: Mapping[str, Any]) -> None:
+    def __init__(self, tables: list[MappedGraph], files: Mapping[str, Any]) -> None:
         self.tables = tables
         self.files = files
         self._live: list[np.ndarray | None] = [None] * len(tables)
         self.memo: dict[str, Any] = {}  # what search derives from this version's graph
 
-    def _held(self, k: int, path: str) -> bool:
-        rec = self.files.get(path)
-        return rec is not None and int(getattr(rec, "segment", k)) == k
-
     def live_paths(self, k: int) -> np.ndarray:
-        """(paths,) bool: which of table ``k``'s files are live in this version."""
+        """(paths,) bool: which of segment ``k``'s files are live in this version."""
         got = self._live[k]
         if got is None:
-            t = self.tables[k]
-            got = np.fromiter((self._held(k, p) for p in t.paths), bool, len(t.paths))
+            files = self.files
+            got = np.fromiter(
+                (
+                    (r := files.get(p)) is not None and int(getattr(r, "segment", k)) == k
+                    for p in self.tables[k].paths
+                ),
+                bool,
+                len(self.tables[k].paths),
+            )
             self._live[k] = got
         return got
 
-    def _table_of(self, path: str) -> tuple[GraphTable, int] | None:
+    def _table_of(self, path: str) -> tuple[MappedGraph, int] | None:
         rec = self.files.get(path)
         if rec is None:
             return None
@@ -45,8 +48,11 @@ class GraphView:
         if not 0 <= k < len(self.tables):
             return None
         t = self.tables[k]
-        i = t.path_ids().get(path)
-        return None if i is None else (t, i)
+        try:
+            i = t.paths.index(path) if len(t.paths) < 64 else _index_of(t, path)
+        except ValueError:
+            return None
+        return t, i
 
     # -- by name ---------------------------------------------------------------------------------
 
@@ -54,10 +60,11 @@ class GraphView:
         """Live definitions of ``name`` (any case when not ``exact``), by path and line."""
         out: list[tuple[str, Definition]] = []
         for k, t in enumerate(self.tables):
+            if not t.paths:
+                continue
             live = self.live_paths(k)
-            by_name = t.defs_by_name()
             for n in t.name_matches(name, exact):
-                out.extend(t.definition(r) for r in by_name.get(n, ()) if live[t.defs[r][0]])
+                out.extend((t.paths[p], d) for p, d in t.definitions_of(n) if live[p])
         out.sort(key=lambda pd: (pd[0], pd[1].line, pd[1].col))
         return out
 
@@ -65,23 +72,24 @@ class GraphView:
         """Live references to ``name`` (any case when not ``exact``), by path and line."""
         out: list[tuple[str, Reference]] = []
         for k, t in enumerate(self.tables):
+            if not t.paths:
+                continue
             live = self.live_paths(k)
             for n in t.name_matches(name, exact):
-                rows = t.ref_rows(n)
-                rows = rows[live[t.refs[rows, 0]]] if len(rows) else rows
-                out.extend(t.reference(int(r)) for r in rows)
+                rows = t.reference_rows(n)
+                if len(rows):
+                    if int(rows[:, 0].max()) >= len(live) or int(rows[:, 0].min()) < 0:
+                        raise t._bad("reference paths")
+                    rows = rows[live[rows[:, 0]]]
+                for row in rows:
+                    p, r = t.reference(row)
+                    out.append((t.paths[p], r))
         out.sort(key=lambda pr: (pr[0], pr[1].line, pr[1].col))
         return out
 
     def definition_count(self, name: str) -> int:
         """How many live definitions ``name`` has (exact case)."""
-        total = 0
-        for k, t in enumerate(self.tables):
-            live = self.live_paths(k)
-            by_name = t.defs_by_name()
-            for n in t.name_matches(name):
-                total += sum(1 for r in by_name.get(n, ()) if live[t.defs[r][0]])
-        return total
+        return len(self.definitions(name))
 
     # -- by file ---------------------------------------------------------------------------------
 
@@ -91,7 +99,7 @@ class GraphView:
         if found is None:
             return []
         t, i = found
-        return [t.definition(r)[1] for r in t.defs_by_path().get(i, ())]
+        return t.definitions_in(i)
 
     def references_in(self, path: str) -> list[Reference]:
         """The live file's references, in line order."""
@@ -99,8 +107,7 @@ class GraphView:
         if found is None:
             return []
         t, i = found
-        rows = t.refs_of_path(i)
-        return sorted((t.reference(int(r))[1] for r in rows), key=lambda r: (r.line, r.col))
+        return [t.reference(row)[1] for row in t.references_in(i)]
 
     def called_names(self, path: str) -> list[str]:
         """The names the live file calls, each once, in order of their first call."""
@@ -108,10 +115,9 @@ class GraphView:
         if found is None:
             return []
         t, i = found
-        rows = t.refs_of_path(i)
-        rows = rows[t.refs[rows, 2] == REF_KINDS.index("call")] if len(rows) else rows
-        rows = rows[np.lexsort((t.refs[rows, 4], t.refs[rows, 3]))] if len(rows) else rows
-        return list(dict.fromkeys(t.names[int(n)] for n in t.refs[rows, 1]))
+        rows = t.references_in(i)
+        rows = rows[rows[:, 2] == REF_KINDS.index("call")] if len(rows) else rows
+        return list(dict.fromkeys(t.reference(row)[1].name for row in rows))
 
     def imports_of(self, path: str) -> list[str]:
         """Modules the live file imports, as written."""
@@ -119,17 +125,28 @@ class GraphView:
         if found is None:
             return []
         t, i = found
-        return list(t.imports_by_path().get(i, ()))
+        return t.imports_of(i)
 
     def paths(self) -> list[str]:
         """Live files that have a graph."""
-        return [
-            p
-            for k, t in enumerate(self.tables)
-            for p, ok in zip(t.paths, self.live_paths(k), strict=True)
-            if ok
-        ]
+        out: list[str] = []
+        for k, t in enumerate(self.tables):
+            if not t.paths:
+                continue
+            live = self.live_paths(k)
+            out.extend(t.paths[p] for p in t.files() if live[p])
+        return out
 
     @property
     def empty(self) -> bool:
-        return not any(len(t.paths) for t in self.tables)
+        return not any(t.paths and t.files() for t in self.tables)
+
+
+def _index_of(t: MappedGraph, path: str) -> int:
+    ids: dict[str, int] | None = t.__dict__.get("_path_ids")
+    if ids is None:
+        ids = t.__dict__["_path_ids"] = {p: i for i, p in enumerate(t.paths)}
+    got = ids.get(path)
+    if got is None:
+        raise ValueError(path)
+    return got

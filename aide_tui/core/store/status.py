@@ -29,19 +29,25 @@ def read_status(root: Path, backend: str = "none") -> IndexStatus:
     counts, meta = manifest.counts, manifest.meta
     emb = meta.embedder or "none"
     missing = counts.vectors_missing
+    complete = (emb == "none" or missing == 0) and counts.static_missing == 0
     st = IndexStatus(
-        state="ready" if emb == "none" or missing == 0 else "partial",
+        state="ready" if complete else "partial",
         files=counts.files,
         chunks=counts.chunks,
         embedded=counts.embedded,
         embedder=emb,
         last_indexed=manifest.written or None,
         vectors_missing=missing if emb != "none" else 0,
+        static_missing=counts.static_missing,
+        static=meta.static,
         size_bytes=referenced_bytes(manifest),
         skipped=meta.skipped,
     )
     reason = meta.degraded_reason
-    if backend != "none" and emb == "none":
+    if backend == "static":
+        if not meta.static:
+            st.degraded_reason = str(reason) if reason else "index has no static-tier vectors"
+    elif backend != "none" and emb == "none":
         st.degraded_reason = (
             str(reason) if reason else f"index has no vectors although embedder {backend!r} is configured"
         )

@@ -29,6 +29,7 @@ class IndexMeta:
     dim: int = 0
     skipped: int = 0  # files the scan skipped (binary, huge, unreadable)
     degraded_reason: str | None = None
+    static: str = ""  # the static tier's model id ("" when the index has no static tier)
 
     @property
     def has_vectors(self) -> bool:
@@ -48,6 +49,7 @@ class IndexMeta:
             dim=obj.get("dim", 0),
             skipped=obj.get("skipped", 0),
             degraded_reason=obj.get("degraded_reason"),
+            static=obj.get("static", ""),
         )
         ok = (
             isinstance(meta.settings, dict)
@@ -55,6 +57,7 @@ class IndexMeta:
             and _count(meta.dim)
             and _count(meta.skipped)
             and (meta.degraded_reason is None or isinstance(meta.degraded_reason, str))
+            and isinstance(meta.static, str)
         )
         if not ok:
             raise _bad("meta.settings/embedder/dim/skipped/degraded_reason")
@@ -70,6 +73,7 @@ class Counts:
     pieces: int = 0
     embedded: int = 0  # chunks whose every piece has a vector
     vectors_missing: int = 0  # pieces still waiting for a vector
+    static_missing: int = 0  # chunks without a static-tier vector (of the index's static model)
 
     def to_json(self) -> dict[str, int]:
         return asdict(self)

@@ -43,6 +43,8 @@ class StatusLine(Widget):
     chunks: reactive[int] = reactive(0)
     embedded: reactive[int] = reactive(0)
     vectors_missing: reactive[int] = reactive(0)
+    static_missing: reactive[int] = reactive(0)  # chunks without a static-tier vector
+    static: reactive[str] = reactive("")  # the index's static tier ("" when it has none)
     embedder: reactive[str] = reactive("none")
     degraded_reason: reactive[str | None] = reactive(None)  # the first of the three below
     query_error: reactive[str | None] = reactive(None)  # the query itself is wrong (an unknown lang:)
@@ -77,6 +79,7 @@ class StatusLine(Widget):
         """What the loaded index version holds."""
         self.files, self.chunks, self.embedded = st.files, st.chunks, st.embedded
         self.vectors_missing = st.vectors_missing
+        self.static_missing, self.static = st.static_missing, st.static
         self.size_bytes = st.size_bytes
         self.last_indexed = str(st.last_indexed)[11:19] if st.last_indexed else None
         if self._embedder_id is None:
@@ -142,7 +145,9 @@ class StatusLine(Widget):
             out.append((0, f"{self.results} result{'' if self.results == 1 else 's'}{took}", ""))
         out.append((5, f"{self.files} files", ""))
         out.append((3, f"{self.chunks} chunks", ""))
-        if self.configured_embedder != "none" and self.vectors_missing:
+        if self.static and self.static_missing:
+            out.append((4, f"{self.static_missing} chunks to go (static tier)", ""))
+        if self.configured_embedder not in ("none", "static") and self.vectors_missing:
             out.append((4, f"{self.vectors_missing} vectors to go", ""))
         if self.size_bytes and self.show_timing:
             out.append((7, human_size(self.size_bytes), ""))
@@ -178,4 +183,5 @@ class StatusLine(Widget):
 
 def _counts(part: str) -> bool:
     """Whether a part says what the index holds (files, chunks, vectors, size)."""
-    return part.endswith((" files", " chunks", " vectors to go", "B")) and part[:1].isdigit()
+    units = (" files", " chunks", " vectors to go", " (static tier)", "B")
+    return part.endswith(units) and part[:1].isdigit()

@@ -1,0 +1,258 @@
+"""A segment's part of the symbol graph on disk, as sorted arrays a reader maps and looks up in place.
+
+Files (every one listed and checksummed in the manifest; path indexes are the segment's ``paths.json``)::
+
+    g_names.bin, g_name_off.npy,     the names (definitions' and references'), a term dictionary
+    g_name_hash.npy, g_name_hid.npy  (see terms.py): exact lookups
+    g_lower_hash.npy, g_lower_ids.npy  CRC-32 of each name lower-cased, sorted, and its name id
+    g_defs.npy       (d, 6) int32: path, name, kind, line, col, end_line; sorted by name, path, line
+    g_def_ptr.npy    (names + 1,) int64: the definitions of name n are rows [ptr[n], ptr[n + 1])
+    g_qual.bin, g_qual_off.npy       each definition's qualified name
+    g_def_bypath.npy, g_def_path_ptr.npy   definition rows by path and line, and each path's range
+    g_refs.npy       (r, 5) int32: path, name, kind, line, col; sorted by name, path, line, col
+    g_ref_ptr.npy    (names + 1,) int64
+    g_ref_bypath.npy, g_ref_path_ptr.npy   reference rows by path, line and column, per path
+    g_files.npy      the paths that have a graph
+    g_meta.json      {"kinds": [...definition kinds...], "imports": [[module, ...] per path]}
+
+A definition or reference row belongs to a file; like a chunk it is live while the manifest says the
+file is held by this segment, so an edited or deleted file's old rows disappear with the commit that
+replaces them.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from aide_tui.core.errors import IndexCorrupt
+from aide_tui.core.model import REF_KINDS, Definition, Reference
+from aide_tui.core.store.graphtable import GraphTable
+from aide_tui.core.store.mapped import MappedArray, MappedFile
+from aide_tui.core.store.terms import TermDict, encode_terms, sort_terms
+
+GRAPH_FILES = (
+    "g_names.bin", "g_name_off.npy", "g_name_hash.npy", "g_name_hid.npy", "g_lower_hash.npy",
+    "g_lower_ids.npy", "g_defs.npy", "g_def_ptr.npy", "g_qual.bin", "g_qual_off.npy", "g_def_bypath.npy",
+    "g_def_path_ptr.npy", "g_refs.npy", "g_ref_ptr.npy", "g_ref_bypath.npy", "g_ref_path_ptr.npy",
+    "g_files.npy", "g_meta.json",
+)  # fmt: skip
+
+
+def _ptr(keys: np.ndarray, n: int) -> np.ndarray:
+    """(n + 1,) offsets of each key's run in ``keys`` (sorted)."""
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(keys, minlength=n)[:n], out=ptr[1:])
+    return ptr
+
+
+def encode_graph(table: GraphTable, path_ids: Sequence[int], n_paths: int) -> dict[str, bytes | np.ndarray]:
+    """The files of ``table`` (whose path ``i`` is the segment's path ``path_ids[i]``)."""
+    t = table.rows_of(path_ids)
+    names = sort_terms(t.names)
+    new_id = {n: i for i, n in enumerate(names)}
+    remap = np.asarray([new_id[n] for n in t.names] or [0], np.int64)
+    out: dict[str, bytes | np.ndarray] = {}
+    for key, value in encode_terms(names).items():
+        out[{"terms.bin": "g_names.bin", "term_off.npy": "g_name_off.npy", "term_hash.npy": "g_name_hash.npy",
+             "term_hid.npy": "g_name_hid.npy"}[key]] = value  # fmt: skip
+    lower = np.fromiter((zlib.crc32(n.lower().encode("utf-8", "surrogatepass")) for n in names), np.uint32,
+                        len(names))  # fmt: skip
+    order = np.argsort(lower, kind="stable")
+    out["g_lower_hash.npy"], out["g_lower_ids.npy"] = lower[order], order.astype(np.int32)
+    kinds = sorted({d[2] for d in t.defs})
+    kind_id = {k: i for i, k in enumerate(kinds)}
+    defs = np.asarray([[d[0], remap[d[1]], kind_id[d[2]], d[4], d[5], d[6]] for d in t.defs], np.int64)
+    defs = defs.reshape(-1, 6)
+    quals = [d[3] for d in t.defs]
+    by_name = np.lexsort((defs[:, 4], defs[:, 3], defs[:, 0], defs[:, 1])) if len(defs) else np.zeros(0, int)
+    defs, quals = defs[by_name], [quals[i] for i in by_name.tolist()]
+    out["g_defs.npy"] = defs.astype(np.int32)
+    out["g_def_ptr.npy"] = _ptr(defs[:, 1], len(names))
+    qb = [q.encode("utf-8", "surrogatepass") for q in quals]
+    qoff = np.zeros(len(qb) + 1, np.int64)
+    np.cumsum([len(b) for b in qb], out=qoff[1:])
+    out["g_qual.bin"], out["g_qual_off.npy"] = b"".join(qb), qoff
+    by_path = np.lexsort((defs[:, 4], defs[:, 3], defs[:, 0])) if len(defs) else np.zeros(0, int)
+    out["g_def_bypath.npy"] = by_path.astype(np.int32)
+    out["g_def_path_ptr.npy"] = _ptr(defs[by_path, 0], n_paths)
+    refs = t.refs.astype(np.int64)
+    if len(refs):
+        refs[:, 1] = remap[refs[:, 1]]
+        refs = refs[np.lexsort((refs[:, 4], refs[:, 3], refs[:, 0], refs[:, 1]))]
+    out["g_refs.npy"] = refs.astype(np.int32).reshape(-1, 5)
+    out["g_ref_ptr.npy"] = _ptr(refs[:, 1] if len(refs) else np.zeros(0, np.int64), len(names))
+    rby = np.lexsort((refs[:, 4], refs[:, 3], refs[:, 0])) if len(refs) else np.zeros(0, int)
+    out["g_ref_bypath.npy"] = rby.astype(np.int32)
+    out["g_ref_path_ptr.npy"] = _ptr(refs[rby, 0] if len(refs) else np.zeros(0, np.int64), n_paths)
+    out["g_files.npy"] = np.asarray(sorted(set(path_ids)), np.int32)
+    imports: list[list[str]] = [[] for _ in range(n_paths)]
+    for p, m in t.imports:
+        imports[p].append(m)
+    out["g_meta.json"] = json.dumps({"kinds": kinds, "imports": imports}, ensure_ascii=True).encode()
+    return out
+
+
+class MappedGraph:
+    """One segment's graph, read in place; ``paths`` are the segment's files (``path_id`` indexes them)."""
+
+    def __init__(self, where: str, paths: Sequence[str], open_array: Callable[[str], MappedArray],
+                 open_file: Callable[[str], MappedFile]) -> None:  # fmt: skip
+        self.where = where
+        self.paths = paths
+        self._array = open_array
+        self._file = open_file
+
+    def _bad(self, what: str) -> IndexCorrupt:
+        return IndexCorrupt(f"index segment {self.where} symbol graph is malformed ({what}); rebuilding")
+
+    @cached_property
+    def names(self) -> TermDict:
+        f = self._file
+        return TermDict(f("g_names.bin"), self._array("g_name_off.npy"), self._array("g_name_hash.npy"),
+                        self._array("g_name_hid.npy"))  # fmt: skip
+
+    @cached_property
+    def _meta(self) -> dict[str, Any]:
+        try:
+            obj = json.loads(bytes(self._file("g_meta.json").view()))
+        except (ValueError, RecursionError):
+            raise self._bad("meta") from None
+        ok = (
+            isinstance(obj, dict)
+            and isinstance(obj.get("kinds"), list)
+            and isinstance(obj.get("imports"), list)
+        )
+        if not ok or len(obj["imports"]) != len(self.paths):
+            raise self._bad("meta")
+        meta: dict[str, Any] = obj
+        return meta
+
+    @cached_property
+    def _defs(self) -> MappedArray:
+        a = self._array("g_defs.npy")
+        if a.raw.ndim != 2 or a.raw.shape[1] != 6:
+            raise self._bad("definitions shape")
+        return a
+
+    @cached_property
+    def _refs(self) -> MappedArray:
+        a = self._array("g_refs.npy")
+        if a.raw.ndim != 2 or a.raw.shape[1] != 5:
+            raise self._bad("references shape")
+        return a
+
+    def _range(self, ptr_name: str, i: int, n: int) -> tuple[int, int]:
+        ptr = self._array(ptr_name)
+        if len(ptr) != n + 1 or not 0 <= i < n:
+            raise self._bad(ptr_name)
+        lo, hi = (int(x) for x in ptr.rows(i, i + 2))
+        return lo, hi
+
+    # -- lookups ---------------------------------------------------------------------------------
+
+    def name_matches(self, name: str, exact: bool = True) -> list[int]:
+        """Name ids equal to ``name`` (any case when not ``exact``)."""
+        d = self.names
+        if exact:
+            got = int(d.ids([name])[0])
+            return [] if got < 0 else [got]
+        key = name.lower()
+        want = zlib.crc32(key.encode("utf-8", "surrogatepass"))
+        hashes, ids = self._array("g_lower_hash.npy").all(), self._array("g_lower_ids.npy").all()
+        lo, hi = int(np.searchsorted(hashes, want, "left")), int(np.searchsorted(hashes, want, "right"))
+        out = []
+        for j in range(lo, hi):
+            n = int(ids[j])
+            if 0 <= n < d.n and d.term(n).lower() == key:
+                out.append(n)
+        return sorted(out)
+
+    def _definition(self, row: np.ndarray, qual: str) -> tuple[int, Definition]:
+        p, n, k, line, col, end = (int(v) for v in row)
+        kinds = self._meta["kinds"]
+        if not (0 <= p < len(self.paths) and 0 <= k < len(kinds) and 0 <= n < self.names.n):
+            raise self._bad("definition row")
+        return p, Definition(self.names.term(n), str(kinds[k]), qual, line, col, end)
+
+    def _quals(self, rows: Sequence[int]) -> list[str]:
+        off = self._array("g_qual_off.npy")
+        blob = self._file("g_qual.bin")
+        out = []
+        for r in rows:
+            lo, hi = (int(x) for x in off.rows(r, r + 2))
+            out.append(bytes(blob.view(lo, hi)).decode("utf-8", "surrogatepass"))
+        return out
+
+    def definitions_of(self, name_id: int) -> list[tuple[int, Definition]]:
+        """(path id, definition) of every definition of a name, by path and line."""
+        lo, hi = self._range("g_def_ptr.npy", name_id, self.names.n)
+        rows = self._defs.rows(lo, hi)
+        return [self._definition(r, q) for r, q in zip(rows, self._quals(range(lo, hi)), strict=True)]
+
+    def reference_rows(self, name_id: int) -> np.ndarray:
+        """(k, 5) reference rows of a name, by path, line and column."""
+        lo, hi = self._range("g_ref_ptr.npy", name_id, self.names.n)
+        return self._refs.rows(lo, hi)
+
+    def reference(self, row: np.ndarray) -> tuple[int, Reference]:
+        p, n, k, line, col = (int(v) for v in row)
+        if not (0 <= p < len(self.paths) and 0 <= k < len(REF_KINDS) and 0 <= n < self.names.n):
+            raise self._bad("reference row")
+        return p, Reference(self.names.term(n), REF_KINDS[k], line, col)
+
+    def definitions_in(self, path_id: int) -> list[Definition]:
+        lo, hi = self._range("g_def_path_ptr.npy", path_id, len(self.paths))
+        rows = self._array("g_def_bypath.npy").rows(lo, hi)
+        if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= len(self._defs)):
+            raise self._bad("definitions by path")
+        picked = sorted(int(r) for r in rows)
+        quals = dict(zip(picked, self._quals(picked), strict=True))
+        out = [self._definition(self._defs.take([r])[0], quals[int(r)])[1] for r in rows.tolist()]
+        return out
+
+    def references_in(self, path_id: int) -> np.ndarray:
+        """(k, 5) reference rows of one file, by line and column."""
+        lo, hi = self._range("g_ref_path_ptr.npy", path_id, len(self.paths))
+        rows = self._array("g_ref_bypath.npy").rows(lo, hi)
+        if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= len(self._refs)):
+            raise self._bad("references by path")
+        return self._refs.take(rows)
+
+    def imports_of(self, path_id: int) -> list[str]:
+        got = self._meta["imports"][path_id]
+        return [str(m) for m in got] if isinstance(got, list) else []
+
+    def files(self) -> list[int]:
+        """Path ids of the files that have a graph."""
+        ids = self._array("g_files.npy").all()
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= len(self.paths)):
+            raise self._bad("files")
+        return [int(i) for i in ids]
+
+    def to_table(self, keep: Callable[[str], bool]) -> GraphTable:
+        """The rows of the files ``keep`` accepts, as an in-memory table (what a merge gathers)."""
+        files = [p for p in self.files() if keep(self.paths[p])]
+        if not files:
+            return GraphTable()
+        local = {p: i for i, p in enumerate(files)}
+        names: dict[str, int] = {}
+        defs: list[list[Any]] = []
+        refs: list[tuple[int, int, int, int, int]] = []
+        imports: list[list[Any]] = []
+        for p in files:
+            for d in self.definitions_in(p):
+                n = names.setdefault(d.name, len(names))
+                defs.append([local[p], n, d.kind, d.qualname, d.line, d.col,
+                             d.end_line])  # fmt: skip
+            for row in self.references_in(p):
+                _, r = self.reference(row)
+                refs.append((local[p], names.setdefault(r.name, len(names)), int(row[2]), r.line, r.col))
+            imports.extend([local[p], m] for m in self.imports_of(p))
+        arr = np.asarray(refs, np.int32).reshape(-1, 5)
+        return GraphTable([self.paths[p] for p in files], list(names), defs, arr, imports)

@@ -1,0 +1,208 @@
+"""Index files read in place: memory-mapped after the safety checks, verified block by block as read.
+
+A reader of a big index must not pay for the whole of it: a one-shot search maps the files it needs and
+touches only the rows a query reads (a term's postings, the candidates' chunks). Every file's size and
+CRC-32 is in the manifest, and a file over one block (64 KiB) also has a CRC-32 per block there; a block
+is checked the first time a reader touches it, so damage is still never silent, and it costs what the
+query reads. The safety rules are those of :mod:`aide_tui.core.safeio`: regular files of ours only,
+never through a symlink, exactly the size the manifest says.
+"""
+
+from __future__ import annotations
+
+import mmap
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aide_tui.core.errors import IndexCorrupt
+from aide_tui.core.safeio import UnsafeFile, _npy_header, open_regular
+
+BLOCK = 1 << 16  # bytes per checksummed block of a big file (a check costs ~20 µs)
+RELEASE_BYTES = 16 << 20  # a pass over more than this drops its pages from the resident set as it goes
+
+
+@dataclass(frozen=True)
+class FileSum:
+    """What the manifest records of one file: its size, its CRC-32, and one CRC-32 per block when it is
+    bigger than a block (empty otherwise)."""
+
+    size: int
+    crc: int
+    blocks: tuple[int, ...] = ()
+
+    def to_json(self) -> list[Any]:
+        return [self.size, self.crc, list(self.blocks)] if self.blocks else [self.size, self.crc]
+
+    @classmethod
+    def of(cls, data: bytes | memoryview) -> FileSum:
+        """The sums of ``data`` as it is written."""
+        view = memoryview(data)
+        blocks = (
+            tuple(zlib.crc32(view[i : i + BLOCK]) for i in range(0, len(view), BLOCK))
+            if len(view) > BLOCK
+            else ()
+        )
+        return cls(len(view), zlib.crc32(view), blocks)
+
+    @classmethod
+    def from_json(cls, v: Any) -> FileSum | None:
+        """The manifest's entry (None when malformed)."""
+        if (
+            not isinstance(v, list)
+            or len(v) not in (2, 3)
+            or not all(type(x) is int and x >= 0 for x in v[:2])
+        ):
+            return None
+        blocks: tuple[int, ...] = ()
+        if len(v) == 3:
+            if not isinstance(v[2], list) or not all(type(x) is int and x >= 0 for x in v[2]):
+                return None
+            blocks = tuple(v[2])
+            if len(blocks) != -(-v[0] // BLOCK):
+                return None
+        elif v[0] > BLOCK:
+            return None
+        return cls(v[0], v[1], blocks)
+
+
+class MappedFile:
+    """One index file mapped read-only; :meth:`view` checks the blocks it returns (each once)."""
+
+    def __init__(self, path: Path, expect: FileSum, where: str) -> None:
+        self.where = where
+        self.sums = expect
+        try:
+            with open_regular(path) as (fd, st):
+                if st.st_size != expect.size:
+                    raise IndexCorrupt(f"index file {where} has the wrong size; rebuilding")
+                self._mm: mmap.mmap | bytes = (
+                    mmap.mmap(fd, expect.size, prot=mmap.PROT_READ) if expect.size else b""
+                )
+        except FileNotFoundError:
+            raise IndexCorrupt(f"index file {where} is missing; rebuilding") from None
+        except UnsafeFile as exc:
+            raise IndexCorrupt(f"index file {where} cannot be trusted ({exc}); rebuilding") from None
+        except OSError as exc:
+            raise IndexCorrupt(
+                f"index file {where} cannot be read ({exc.strerror or exc}); rebuilding"
+            ) from None
+        self.buffer = memoryview(self._mm)
+        n_blocks = len(expect.blocks)
+        self._checked = np.zeros(max(n_blocks, 1), bool)
+        if not n_blocks:  # a small file is checked whole, now
+            if zlib.crc32(self.buffer) != expect.crc:
+                raise IndexCorrupt(f"index file {where} is damaged (checksum mismatch); rebuilding")
+            self._checked[:] = True
+
+    def __len__(self) -> int:
+        return self.sums.size
+
+    def check(self, lo: int, hi: int) -> None:
+        """Verify the blocks holding bytes [lo, hi) (IndexCorrupt when one does not match). A long pass
+        drops the pages it read from the resident set as it goes (they stay in the page cache)."""
+        if hi <= lo or not self.sums.blocks:
+            return
+        first, last = lo // BLOCK, (hi - 1) // BLOCK
+        todo = np.flatnonzero(~self._checked[first : last + 1]) + first
+        long_pass = len(todo) * BLOCK > RELEASE_BYTES
+        for b in todo.tolist():
+            if zlib.crc32(self.buffer[b * BLOCK : (b + 1) * BLOCK]) != self.sums.blocks[b]:
+                raise IndexCorrupt(f"index file {self.where} is damaged (checksum mismatch); rebuilding")
+            self._checked[b] = True
+            if long_pass and (b + 1) * BLOCK % RELEASE_BYTES == 0:
+                self.release(b * BLOCK + BLOCK - RELEASE_BYTES, (b + 1) * BLOCK)
+        if long_pass:
+            self.release(lo, hi)
+
+    def release(self, lo: int = 0, hi: int | None = None) -> None:
+        """Drop the pages of bytes [lo, hi) from this process's resident set (a no-op when unmapped)."""
+        mm = self._mm
+        if not isinstance(mm, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        hi = self.sums.size if hi is None else min(hi, self.sums.size)
+        start = max(0, lo) // mmap.PAGESIZE * mmap.PAGESIZE
+        if hi > start:
+            try:
+                mm.madvise(mmap.MADV_DONTNEED, start, hi - start)
+            except (OSError, ValueError):
+                pass
+
+    def check_all(self) -> None:
+        self.check(0, self.sums.size)
+
+    def view(self, lo: int = 0, hi: int | None = None) -> memoryview:
+        """Bytes [lo, hi), verified."""
+        hi = self.sums.size if hi is None else hi
+        self.check(lo, hi)
+        return self.buffer[lo:hi]
+
+
+class MappedArray:
+    """A ``.npy`` array of a :class:`MappedFile`: rows are verified before they are read."""
+
+    def __init__(self, f: MappedFile) -> None:
+        self.file = f
+        try:
+            shape, dtype, fortran, offset = _npy_header(bytes(f.view(0, min(len(f), 4096))))
+        except ValueError as exc:
+            raise IndexCorrupt(f"index file {f.where} is not a valid array ({exc}); rebuilding") from None
+        count = int(np.prod(shape)) if shape else 1
+        if fortran or offset + count * dtype.itemsize != len(f):
+            raise IndexCorrupt(f"index file {f.where} is not a valid array (size); rebuilding")
+        self.offset = offset
+        self.shape = shape
+        self.dtype = dtype
+        self.raw: np.ndarray = np.frombuffer(f.buffer, dtype=dtype, count=count, offset=offset).reshape(shape)
+        self.row_bytes = int(dtype.itemsize * (int(np.prod(shape[1:])) if len(shape) > 1 else 1))
+
+    def __len__(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    def rows(self, lo: int, hi: int) -> np.ndarray:
+        """Rows [lo, hi), verified."""
+        lo, hi = max(lo, 0), min(hi, len(self))
+        if hi > lo:
+            self.file.check(self.offset + lo * self.row_bytes, self.offset + hi * self.row_bytes)
+        return self.raw[lo:hi]
+
+    def all(self) -> np.ndarray:
+        """The whole array, verified."""
+        self.file.check_all()
+        return self.raw
+
+    def release_rows(self, lo: int, hi: int) -> None:
+        """Drop rows [lo, hi)'s pages from the resident set (after a pass over them)."""
+        self.file.release(self.offset + lo * self.row_bytes, self.offset + hi * self.row_bytes)
+
+    def take(self, idx: np.ndarray | Sequence[int]) -> np.ndarray:
+        """``array[idx]`` for row numbers ``idx`` (each block they fall in verified)."""
+        idx = np.asarray(idx, np.int64)
+        if idx.size == 0:
+            return self.raw[:0].copy()
+        if self.file.sums.blocks:
+            starts = self.offset + idx * self.row_bytes
+            blocks = np.unique(np.concatenate([starts // BLOCK, (starts + self.row_bytes - 1) // BLOCK]))
+            for b in blocks.tolist():
+                self.file.check(b * BLOCK, b * BLOCK + 1)
+        return np.asarray(self.raw[idx])
+
+
+def open_array(seg_dir: Path, files: dict[str, FileSum], name: str, where: str) -> MappedArray:
+    """The named ``.npy`` of a segment (IndexCorrupt when the manifest does not list it)."""
+    sums = files.get(name)
+    if sums is None:
+        raise IndexCorrupt(f"index segment {where} lacks {name}; rebuilding")
+    return MappedArray(MappedFile(seg_dir / name, sums, f"{where}/{name}"))
+
+
+def open_file(seg_dir: Path, files: dict[str, FileSum], name: str, where: str) -> MappedFile:
+    """The named raw file of a segment (IndexCorrupt when the manifest does not list it)."""
+    sums = files.get(name)
+    if sums is None:
+        raise IndexCorrupt(f"index segment {where} lacks {name}; rebuilding")
+    return MappedFile(seg_dir / name, sums, f"{where}/{name}")

@@ -1,0 +1,471 @@
+"""One segment of an index version as a reader holds it: its files mapped, each table opened on first use.
+
+A reader of a big index pays for what a query touches: opening a segment reads nothing; the first BM25
+query maps the term dictionary and the postings of its terms; the chunk table is read row by row for
+the hits shown. Everything is validated where it is read (indexes in range, sizes that agree), so a
+damaged or hostile file gives IndexCorrupt, never a wrong row or a crash.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+
+from aide_tui.core.errors import IndexCorrupt
+from aide_tui.core.model import Chunk
+from aide_tui.core.store.graphfiles import MappedGraph
+from aide_tui.core.store.mapped import MappedArray, MappedFile
+from aide_tui.core.store.segment_write import SegmentEntry
+from aide_tui.core.store.terms import TermDict
+
+
+class VectorBlock:
+    """Vectors of some pieces of one part: ``rows`` are the part's piece rows (None = all rows)."""
+
+    def __init__(self, source: MappedArray | np.ndarray, rows: np.ndarray | None = None) -> None:
+        self._source = source
+        self.rows = rows
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """(r, dim) vectors (float32, or float16 for the static tier), verified on first use."""
+        src = self._source
+        return src.all() if isinstance(src, MappedArray) else src
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+    @property
+    def width(self) -> int:
+        src = self._source
+        return int(src.shape[1]) if len(src.shape) == 2 else 0
+
+    def scan(self, q: np.ndarray) -> np.ndarray:
+        """``matrix @ q`` in float32, a window of rows at a time; a mapped matrix drops each window's
+        pages after it (a one-shot search does not keep the vectors it scanned resident)."""
+        m = self.matrix
+        src = self._source
+        if m.dtype == np.float32 and len(m) <= WINDOW_ROWS:
+            return np.asarray(m @ q, np.float32)
+        out = np.empty(len(m), np.float32)
+        for lo in range(0, len(m), WINDOW_ROWS):
+            out[lo : lo + WINDOW_ROWS] = np.asarray(m[lo : lo + WINDOW_ROWS], np.float32) @ q
+            if isinstance(src, MappedArray):
+                src.release_rows(lo, lo + WINDOW_ROWS)
+        return out
+
+    def gather(self, rows: np.ndarray) -> np.ndarray:
+        """``matrix[rows]`` as float32 (a few rows of a mapped matrix, not left resident)."""
+        got = np.asarray(self.matrix[rows], np.float32)
+        src = self._source
+        if isinstance(src, MappedArray) and len(rows):
+            src.release_rows(int(rows.min()), int(rows.max()) + 1)
+        return got
+
+    def piece_rows(self) -> np.ndarray:
+        """The part-local piece row of each matrix row."""
+        return self.rows if self.rows is not None else np.arange(len(self._source))
+
+    def projected(self, projection: np.ndarray) -> np.ndarray:
+        """``matrix @ projection``, computed once per projection and kept with the (immutable) block."""
+        cached = self.__dict__.get("_projected")
+        if cached is None or cached[0] is not projection:
+            m = self.matrix
+            src = self._source
+            out = np.empty((len(m), projection.shape[1]), np.float32)
+            for lo in range(0, len(m), WINDOW_ROWS):
+                out[lo : lo + WINDOW_ROWS] = np.asarray(m[lo : lo + WINDOW_ROWS], np.float32) @ projection
+                if isinstance(src, MappedArray):
+                    src.release_rows(lo, lo + WINDOW_ROWS)
+            cached = (projection, out)
+            self.__dict__["_projected"] = cached
+        return cached[1]
+
+
+WINDOW_ROWS = 32768  # rows of a mapped matrix converted and multiplied at a time
+TERM_CACHE = 200_000  # term ids a part remembers
+
+
+class Field:
+    """BM25 postings of one field (chunks or pieces) of a part: per term, its documents and weighted tfs."""
+
+    def __init__(self, part: Part, prefix: str, n_docs: int) -> None:
+        self.part = part
+        self.n_docs = n_docs
+        self.ptr = part.array(f"{prefix}_ptr.npy")
+        self._doc = part.array(f"{prefix}_doc.npy")
+        self._tf = part.array(f"{prefix}_tf.npy")
+        self._dl = part.array(f"{prefix}_len.npy")
+        if len(self.ptr) != part.terms.n + 1 or len(self._doc) != len(self._tf) or len(self._dl) != n_docs:
+            raise part.bad(f"{prefix} postings disagree on their sizes")
+
+    def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        """(documents, weighted tfs) of term ``tid``."""
+        lo, hi = (int(x) for x in self.ptr.rows(tid, tid + 2))
+        if not 0 <= lo <= hi <= len(self._doc):
+            raise self.part.bad("postings pointers")
+        docs = self._doc.rows(lo, hi)
+        if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
+            raise self.part.bad("postings point outside the segment")
+        return docs, self._tf.rows(lo, hi)
+
+    def postings_all(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every posting's (document, weighted tf), term by term (what a merge reads)."""
+        docs = self._doc.all()
+        if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
+            raise self.part.bad("postings point outside the segment")
+        ptr = self.ptr.all()
+        if ptr.size and (int(ptr[0]) != 0 or int(ptr[-1]) != len(docs) or bool(np.any(np.diff(ptr) < 0))):
+            raise self.part.bad("postings pointers")
+        return docs, self._tf.all()
+
+    def df(self, tids: np.ndarray) -> np.ndarray:
+        """Stored document frequency of each term id (dead rows included)."""
+        tids = np.asarray(tids, np.int64)
+        if tids.size == 0:
+            return np.zeros(0, np.int64)
+        ptr = self.ptr.all()
+        return np.asarray(ptr[tids + 1] - ptr[tids], np.int64)
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        dl = self._dl.all()
+        if dl.size and not np.isfinite(dl).all():
+            raise self.part.bad("document lengths")
+        return dl
+
+
+class Part:
+    """One immutable segment, opened lazily."""
+
+    def __init__(self, index_dir: Path, entry: SegmentEntry) -> None:
+        self.index_dir = index_dir
+        self.entry = entry
+        self.name = entry.name
+        self.dir = index_dir / entry.name
+        self.n_chunks = entry.n_chunks
+        self.n_pieces = entry.n_pieces
+        self._arrays: dict[str, MappedArray] = {}
+        self._files: dict[str, MappedFile] = {}
+        self._tids: dict[str, int] = {}  # term -> id (-1: absent), for the terms queries asked
+
+    def term_ids(self, terms: Sequence[str]) -> list[int]:
+        """The id of each term in this segment's dictionary (-1 when absent), remembered."""
+        cache = self._tids
+        missing = [t for t in dict.fromkeys(terms) if t not in cache]
+        if missing:
+            if len(cache) > TERM_CACHE:
+                cache.clear()
+            for t, tid in zip(missing, self.terms.ids(missing).tolist(), strict=True):
+                cache[t] = int(tid)
+        return [cache[t] for t in terms]
+
+    def bad(self, what: str) -> IndexCorrupt:
+        return IndexCorrupt(f"index segment {self.name} is malformed ({what}); rebuilding")
+
+    def with_entry(self, entry: SegmentEntry) -> Part:
+        """The same segment under a newer entry (more vector blocks, a static file): what is open stays."""
+        part = Part(self.index_dir, entry)
+        part._arrays = {
+            k: v for k, v in self._arrays.items() if entry.files.get(k) == self.entry.files.get(k)
+        }
+        part._files = {k: v for k, v in self._files.items() if entry.files.get(k) == self.entry.files.get(k)}
+        part._tids = self._tids
+        for key in ("paths", "languages", "c_path", "c_lines", "p_owner", "p_lines", "terms", "chunk_field",
+                    "piece_field", "graph", "trigrams", "symbols", "path_ids_of", "path_rows"):  # fmt: skip
+            if key in self.__dict__:
+                part.__dict__[key] = self.__dict__[key]
+        return part
+
+    # -- files -------------------------------------------------------------------------------------
+
+    def file(self, name: str) -> MappedFile:
+        f = self._files.get(name)
+        if f is None:
+            sums = self.entry.files.get(name)
+            if sums is None:
+                raise IndexCorrupt(f"index segment {self.name} lacks {name}; rebuilding")
+            f = self._files[name] = MappedFile(self.dir / name, sums, f"{self.name}/{name}")
+        return f
+
+    def array(self, name: str) -> MappedArray:
+        a = self._arrays.get(name)
+        if a is None:
+            a = self._arrays[name] = MappedArray(self.file(name))
+        return a
+
+    def _json(self, name: str) -> Any:
+        try:
+            return json.loads(bytes(self.file(name).view()))
+        except (ValueError, RecursionError, UnicodeDecodeError):
+            raise self.bad(f"{name} is not JSON") from None
+
+    # -- tables ------------------------------------------------------------------------------------
+
+    @cached_property
+    def paths(self) -> list[str]:
+        """The segment's files (``c_path`` indexes them)."""
+        got = self._json("paths.json")
+        if not isinstance(got, list) or not all(isinstance(p, str) for p in got):
+            raise self.bad("paths")
+        return got
+
+    @cached_property
+    def path_ids_of(self) -> dict[str, int]:
+        return {p: i for i, p in enumerate(self.paths)}
+
+    @cached_property
+    def languages(self) -> list[str]:
+        meta = self._json("meta.json")
+        langs = meta.get("languages") if isinstance(meta, dict) else None
+        if not isinstance(langs, list) or not all(isinstance(x, str) for x in langs):
+            raise self.bad("meta")
+        return langs
+
+    def _rows(self, name: str, n: int, width: int = 0) -> np.ndarray:
+        a = self.array(name).all()
+        if len(a) != n or (width and (a.ndim != 2 or a.shape[1] != width)):
+            raise self.bad(f"{name} has the wrong shape")
+        return a
+
+    @cached_property
+    def c_path(self) -> np.ndarray:
+        a = self._rows("c_path.npy", self.n_chunks)
+        if a.size and (int(a.min()) < 0 or int(a.max()) >= len(self.paths)):
+            raise self.bad("chunk paths")
+        return a
+
+    @cached_property
+    def c_lines(self) -> np.ndarray:
+        a = self._rows("c_lines.npy", self.n_chunks, 2)
+        if a.size and (int(a.min()) < 1 or bool(np.any(a[:, 1] < a[:, 0]))):
+            raise self.bad("chunk lines")
+        return a
+
+    @cached_property
+    def p_owner(self) -> np.ndarray:
+        a = self._rows("p_owner.npy", self.n_pieces)
+        if a.size and (int(a.min()) < 0 or int(a.max()) >= self.n_chunks):
+            raise self.bad("piece owners")
+        return a.astype(np.int64)
+
+    @cached_property
+    def p_lines(self) -> np.ndarray:
+        a = self._rows("p_lines.npy", self.n_pieces, 2)
+        if a.size:
+            own = self.c_lines[self.p_owner]
+            if bool(np.any(a[:, 0] < own[:, 0])) or bool(np.any(a[:, 1] > own[:, 1])):
+                raise self.bad("piece lines")
+        return a
+
+    @cached_property
+    def terms(self) -> TermDict:
+        return TermDict(self.file("terms.bin"), self.array("term_off.npy"), self.array("term_hash.npy"),
+                        self.array("term_hid.npy"))  # fmt: skip
+
+    @cached_property
+    def chunk_field(self) -> Field:
+        return Field(self, "c", self.n_chunks)
+
+    @cached_property
+    def piece_field(self) -> Field:
+        return Field(self, "p", self.n_pieces)
+
+    @cached_property
+    def graph(self) -> MappedGraph:
+        return MappedGraph(self.name, self.paths, self.array, self.file)
+
+    @cached_property
+    def trigrams(self) -> frozenset[str]:
+        got = self._json("trigrams.json")
+        if not isinstance(got, list):
+            raise self.bad("trigrams")
+        return frozenset(str(g) for g in got)
+
+    # -- rows --------------------------------------------------------------------------------------
+
+    @cached_property
+    def path_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows sorted by path and line, (paths + 1,) offsets): the chunk rows of each path."""
+        order = np.lexsort((self.c_lines[:, 0], self.c_path)) if self.n_chunks else np.zeros(0, np.int64)
+        ptr = np.zeros(len(self.paths) + 1, np.int64)
+        np.cumsum(np.bincount(self.c_path, minlength=len(self.paths))[: len(self.paths)], out=ptr[1:])
+        return order.astype(np.int64), ptr
+
+    def rows_of(self, path: str) -> np.ndarray:
+        """The chunk rows of one of the segment's files, in line order."""
+        pid = self.path_ids_of.get(path)
+        if pid is None:
+            return np.zeros(0, np.int64)
+        order, ptr = self.path_rows
+        return order[ptr[pid] : ptr[pid + 1]]
+
+    def path_of(self, i: int) -> str:
+        return self.paths[int(self.c_path[i])]
+
+    def _blob_row(self, blob: str, off: str, i: int, n: int) -> bytes:
+        offsets = self.array(off)
+        if len(offsets) != n + 1:
+            raise self.bad(f"{off} has the wrong size")
+        lo, hi = (int(x) for x in offsets.rows(i, i + 2))
+        f = self.file(blob)
+        if not 0 <= lo <= hi <= len(f):
+            raise self.bad(f"{off} points outside {blob}")
+        return bytes(f.view(lo, hi))
+
+    def chunk_meta(self, i: int) -> tuple[str | None, str, tuple[str, ...]]:
+        """(symbol, header, defines) of chunk ``i``."""
+        try:
+            sym, hdr, defines = json.loads(self._blob_row("c_meta.bin", "c_meta_off.npy", i, self.n_chunks))
+        except (ValueError, TypeError):
+            raise self.bad("chunk metadata") from None
+        if (
+            not (sym is None or isinstance(sym, str))
+            or not isinstance(hdr, str)
+            or not isinstance(defines, list)
+        ):
+            raise self.bad("chunk metadata")
+        return sym, hdr, tuple(str(d) for d in defines)
+
+    def text(self, i: int) -> str:
+        return self._blob_row("texts.bin", "text_off.npy", i, self.n_chunks).decode("utf-8", "surrogatepass")
+
+    def chunk(self, i: int) -> Chunk:
+        if not 0 <= i < self.n_chunks:
+            raise IndexError(i)
+        sym, hdr, defines = self.chunk_meta(i)
+        s, e = (int(x) for x in self.c_lines[i])
+        lang = int(self.array("c_lang.npy").rows(i, i + 1)[0])
+        if not 0 <= lang < len(self.languages):
+            raise self.bad("chunk language")
+        return Chunk(self.path_of(i), s, e, self.languages[lang], sym, hdr, self.text(i), defines)
+
+    def piece(self, j: int, owner: Chunk | None = None) -> Chunk:
+        """Piece ``j``: its lines of its owner chunk's text (``owner``: that chunk, when at hand)."""
+        o = int(self.p_owner[j])
+        c = owner if owner is not None else self.chunk(o)
+        try:
+            sym, hdr = json.loads(self._blob_row("p_meta.bin", "p_meta_off.npy", j, self.n_pieces))
+        except (ValueError, TypeError):
+            raise self.bad("piece metadata") from None
+        s, e = (int(x) for x in self.p_lines[j])
+        lines = c.text.split("\n")[s - c.start_line : e - c.start_line + 1]
+        return Chunk(c.path, s, e, c.language, sym, str(hdr), "\n".join(lines))
+
+    def pieces(self, rows: Sequence[int] | None = None) -> Iterator[tuple[int, Chunk]]:
+        """(row, piece) for ``rows`` (default: all), each owner chunk decoded once."""
+        owners = self.p_owner
+        cache: dict[int, Chunk] = {}
+        for j in range(self.n_pieces) if rows is None else rows:
+            o = int(owners[j])
+            if o not in cache:
+                cache.clear()
+                cache[o] = self.chunk(o)
+            yield j, self.piece(j, cache[o])
+
+    # -- lookups -----------------------------------------------------------------------------------
+
+    @cached_property
+    def symbols(self) -> tuple[TermDict, MappedArray, MappedArray]:
+        d = TermDict(self.file("sym.bin"), self.array("sym_off.npy"), self.array("sym_hash.npy"),
+                     self.array("sym_hid.npy"))  # fmt: skip
+        ptr, rows = self.array("sym_ptr.npy"), self.array("sym_rows.npy")
+        if len(ptr) != d.n + 1:
+            raise self.bad("symbol pointers")
+        return d, ptr, rows
+
+    def symbol_rows(self, lower: str) -> list[int]:
+        """Chunk rows defining a (lower-cased) name."""
+        d, ptr, rows = self.symbols
+        tid = int(d.ids([lower])[0])
+        if tid < 0:
+            return []
+        lo, hi = (int(x) for x in ptr.rows(tid, tid + 2))
+        got = rows.rows(lo, hi)
+        if got.size and (int(got.min()) < 0 or int(got.max()) >= self.n_chunks):
+            raise self.bad("symbol rows")
+        return [int(r) for r in got]
+
+    def names_from(self, prefix: str) -> list[str]:
+        """The (lower-cased) defined names that start with ``prefix``."""
+        d = self.symbols[0]
+        lo, hi = d.prefix_range(prefix)
+        return d.terms(lo, hi)
+
+    def defines(self, i: int) -> tuple[str, ...]:
+        return self.chunk_meta(i)[2]
+
+    # -- vectors -----------------------------------------------------------------------------------
+
+    @cached_property
+    def blocks(self) -> list[VectorBlock]:
+        """The transformer's vector blocks, oldest first."""
+        out = []
+        for b in self.entry.blocks:
+            rows = self.array(f"{b}.rows.npy").all().astype(np.int64)
+            vec = self.array(f"{b}.vec.npy")
+            if len(vec.shape) != 2 or len(rows) != vec.shape[0] or vec.dtype != np.float32:
+                raise self.bad(f"vector block {b} shape")
+            if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= self.n_pieces):
+                raise self.bad(f"vector block {b} rows")
+            out.append(VectorBlock(vec, rows))
+        return out
+
+    @cached_property
+    def static_block(self) -> VectorBlock | None:
+        """The static tier's vectors of every piece (None when the segment has none)."""
+        if not self.entry.static_file:
+            return None
+        a = self.array(self.entry.static_file)
+        if len(a.shape) != 2 or a.shape[0] != self.n_pieces or a.dtype != np.float16:
+            raise self.bad("static vectors shape")
+        return VectorBlock(a)
+
+    def has_vector(self) -> np.ndarray:
+        """(p,) bool: pieces with a transformer vector in some block."""
+        out = np.zeros(self.n_pieces, bool)
+        for b in self.blocks:
+            out[b.piece_rows()] = True
+        return out
+
+    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """(p, dim) transformer vectors and which pieces have one (what a merge carries over)."""
+        dim = self.entry.dim
+        vectors = np.zeros((self.n_pieces, dim), np.float32)
+        present = np.zeros(self.n_pieces, bool)
+        for b in self.blocks:
+            if b.width != dim:
+                raise self.bad("vector block dimension")
+            vectors[b.piece_rows()] = b.matrix
+            present[b.piece_rows()] = True
+        return vectors, present
+
+
+class PartChunks(Sequence[Chunk]):
+    """A part's chunks, decoded on access (and kept)."""
+
+    def __init__(self, part: Part) -> None:
+        self.part = part
+        self._built: dict[int, Chunk] = {}
+
+    def __len__(self) -> int:
+        return self.part.n_chunks
+
+    @overload
+    def __getitem__(self, i: int) -> Chunk: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Chunk]: ...
+    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        c = self._built.get(i)
+        if c is None:
+            c = self._built[i] = self.part.chunk(i)
+        return c

@@ -1,0 +1,112 @@
+"""A segment's term dictionary: its terms sorted (prefix lookups), and a hash index (exact lookups).
+
+On disk (files of the segment)::
+
+    terms.bin       the terms' UTF-8 bytes, sorted bytewise (the order of their code points)
+    term_off.npy    (t + 1,) int64: term i is terms.bin[off[i]:off[i + 1]]
+    term_hash.npy   (t,) uint32: the CRC-32 of each term's bytes, sorted
+    term_hid.npy    (t,) int32: the term id of each sorted hash
+
+A lookup of a query's terms is one ``searchsorted`` over the hashes, then a comparison of the few
+candidates' bytes (a CRC-32 collision costs one more comparison, never a wrong term). Nothing is read
+whole: a reader touches the hash array (4 bytes a term) and the probed terms only.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from aide_tui.core.store.mapped import MappedArray, MappedFile
+
+
+def term_bytes(term: str) -> bytes:
+    return term.encode("utf-8", "surrogatepass")
+
+
+def sort_terms(terms: Iterable[str]) -> list[str]:
+    """Distinct terms in the dictionary's order (by their UTF-8 bytes)."""
+    return sorted(set(terms), key=term_bytes)
+
+
+def encode_terms(terms: Sequence[str]) -> dict[str, bytes | np.ndarray]:
+    """The dictionary's files for ``terms`` (already in :func:`sort_terms` order)."""
+    raw = [term_bytes(t) for t in terms]
+    off = np.zeros(len(raw) + 1, np.int64)
+    np.cumsum([len(b) for b in raw], out=off[1:])
+    hashes = np.fromiter((zlib.crc32(b) for b in raw), np.uint32, len(raw))
+    order = np.argsort(hashes, kind="stable")
+    return {
+        "terms.bin": b"".join(raw),
+        "term_off.npy": off,
+        "term_hash.npy": hashes[order],
+        "term_hid.npy": order.astype(np.int32),
+    }
+
+
+class TermDict:
+    """The mapped dictionary of one segment."""
+
+    def __init__(self, blob: MappedFile, off: MappedArray, hashes: MappedArray, hid: MappedArray) -> None:
+        self.blob = blob
+        self.off = off
+        self.n = len(off) - 1
+        self._hashes = hashes
+        self._hid = hid
+        if len(hashes) != self.n or len(hid) != self.n:
+            from aide_tui.core.errors import IndexCorrupt
+
+            raise IndexCorrupt(f"index file {blob.where} disagrees with its hash index; rebuilding")
+
+    def term_at(self, i: int) -> bytes:
+        lo, hi = (int(x) for x in self.off.rows(i, i + 2))
+        return bytes(self.blob.view(lo, hi))
+
+    def term(self, i: int) -> str:
+        return self.term_at(i).decode("utf-8", "surrogatepass")
+
+    def terms(self, lo: int, hi: int) -> list[str]:
+        """Terms ``lo`` to ``hi`` (ids), decoded."""
+        if hi <= lo:
+            return []
+        off = self.off.rows(lo, hi + 1)
+        base = int(off[0])
+        blob = bytes(self.blob.view(base, int(off[-1])))
+        rel = (off - base).tolist()
+        return [blob[rel[k] : rel[k + 1]].decode("utf-8", "surrogatepass") for k in range(hi - lo)]
+
+    def ids(self, terms: Sequence[str]) -> np.ndarray:
+        """The id of each term (-1 when this segment does not hold it)."""
+        out = np.full(len(terms), -1, np.int64)
+        if not self.n or not terms:
+            return out
+        raw = [term_bytes(t) for t in terms]
+        want = np.fromiter((zlib.crc32(b) for b in raw), np.uint32, len(raw))
+        hashes, hid = self._hashes.all(), self._hid.all()
+        lo = np.searchsorted(hashes, want, "left")
+        hi = np.searchsorted(hashes, want, "right")
+        for k in np.flatnonzero(hi > lo).tolist():
+            for j in range(int(lo[k]), int(hi[k])):
+                tid = int(hid[j])
+                if 0 <= tid < self.n and self.term_at(tid) == raw[k]:
+                    out[k] = tid
+                    break
+        return out
+
+    def prefix_range(self, prefix: str) -> tuple[int, int]:
+        """Ids [lo, hi) of the terms that start with ``prefix``."""
+        p = term_bytes(prefix)
+        return self._bisect(p), self._bisect(p + b"\xff")
+
+    def _bisect(self, key: bytes) -> int:
+        """The first id whose term is not below ``key``."""
+        lo, hi = 0, self.n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.term_at(mid) < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
