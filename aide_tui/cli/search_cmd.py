@@ -190,7 +190,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return opened
     searcher, close = opened
     try:
-        code = _answer_all(searcher, args, root, settings, queries[done:], fmt, emit)
+        code = _answer_all(searcher, args, root, settings, queries[done:], fmt, emit, within)
     finally:
         close()
     return code or (2 if failed else 0)
@@ -204,8 +204,10 @@ def _answer_all(
     queries: list[str],
     fmt: str,
     emit: Callable[[dict[str, Any]], bool],
+    within: Within | None = None,
 ) -> int:
-    """Answer each query (one output each); an exit code when one cannot be answered, else 0.
+    """Answer each query (one output each); an exit code when one cannot be answered, else 0
+    (``within``: the part of ``root`` asked for, see :func:`_within_parent`).
 
     A damaged index file is found when a query first reads it: without ``--no-update`` the index is
     rebuilt once and the query answered; with it, the command says what to run."""

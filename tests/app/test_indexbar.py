@@ -17,7 +17,7 @@ from test_host import big_workspace, until
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.events import Committed, Progress
-from aide_tui.core.index.budget import bulk_slot
+from aide_tui.core.index.budget import BulkJob, bulk_slot
 from aide_tui.host.workspace import Workspace
 from aide_tui.tui.messages import IndexCommitted
 
@@ -92,7 +92,7 @@ async def test_an_attached_app_says_its_host_is_queued(tmp_path: Path, embedder:
     held, release = threading.Event(), threading.Event()
 
     def hold_the_slot() -> None:
-        with bulk_slot(1, lambda: True, lambda: None):
+        with bulk_slot(BulkJob("other-workspace", 100_000), lambda: True, lambda _wait: None):
             held.set()
             release.wait(120)
 

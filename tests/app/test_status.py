@@ -22,11 +22,10 @@ LABELS = {"select", "quit", "mode", "layout", "history", "write", "reindex", "as
 
 
 async def test_without_an_embedder_no_vectors_are_counted(workspace: Path) -> None:
-    app = make_app(workspace)  # --embedder none
+    app = make_app(workspace, start_index=False)  # --embedder none; no run whose reload would repaint
     async with app.run_test(size=(160, 40)) as pilot:
-        await indexed(pilot, app)
+        await wait_for(pilot, lambda: app.main_screen.ready, "the index opened")
         status(app).show_index(BUSY)  # an index built with an embedder, opened without one
-        await pilot.pause()
         line = status(app).plain
         assert "27324 chunks" in line and "vector" not in line and "embedded" not in line
 
