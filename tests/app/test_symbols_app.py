@@ -313,15 +313,17 @@ def _footer(app: AideApp) -> str:
     return screen_text(app)[-1]
 
 
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
 async def test_the_footer_names_what_d_and_r_take_and_r_takes_the_name_the_line_defines(
-    tmp_path: Path,
+    tmp_path: Path, size: tuple[int, int]
 ) -> None:
     """Issue 33 #6: on ``Session = scoped_session(sessionmaker(), ...)`` r listed ``scoped_session``'s
     references, not ``Session``'s, and nothing said which name a key would take. The footer names it
-    before the key is pressed, and r takes the name the line defines."""
+    before the key is pressed (at 80 columns too: other keys give way), and r takes the name the line
+    defines."""
     root = write_workspace(tmp_path / "ws", SESSIONS)
     app = make_app(root)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await indexed(pilot, app)
         await search(pilot, app, "thread_registry")
         await _settled(pilot, app)
