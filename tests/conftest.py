@@ -125,7 +125,8 @@ def workspace(tmp_path: Path) -> Path:
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One models folder for the session (``AIDE_MODELS_DIR``): the onnx graphs and the static tier's
     table are built once, not once per test (each takes tens of seconds). The static table is linked
-    from the user's own cache when it is there (it is checked against its sha256 when read)."""
+    from the user's own cache when it is there (it is checked against its sha256 when read), else
+    distilled here once, so that no test depends on which test distils it first."""
     from aide_tui.core.embed.static import StaticEmbedder
     from aide_tui.core.paths import models_dir as user_models
 
@@ -136,6 +137,12 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if mine.is_file() and mine.with_suffix(".json").is_file():
         for src in (mine, mine.with_suffix(".json")):
             (shared / src.name).symlink_to(src)
+    else:
+        os.environ["AIDE_MODELS_DIR"] = str(shared)
+        try:
+            StaticEmbedder().load()
+        finally:
+            os.environ.pop("AIDE_MODELS_DIR", None)
     return shared
 
 

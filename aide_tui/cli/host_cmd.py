@@ -25,7 +25,7 @@ def cmd_host(args: argparse.Namespace) -> int:
     from aide_tui.core.live import LiveEvent
     from aide_tui.core.paths import state_dir
     from aide_tui.core.priority import lower_priority
-    from aide_tui.host.lock import inherited_lock, try_host_lock
+    from aide_tui.host.lock import HostLockUnusable, inherited_lock, try_host_lock
     from aide_tui.host.workspace import Workspace
 
     ready = setup(args.root, args)
@@ -35,7 +35,11 @@ def cmd_host(args: argparse.Namespace) -> int:
     lower_priority()
     fd = inherited_lock()
     if fd is None:
-        fd = try_host_lock(state_dir(root))
+        try:
+            fd = try_host_lock(state_dir(root), root=root)
+        except HostLockUnusable as exc:
+            err(str(exc))
+            return 1
         if fd is None:
             return 0  # another process hosts it: nothing to do, nothing to write
     stop = threading.Event()

@@ -405,13 +405,18 @@ def _refresh(root: Path, settings: Any, query_embedder: Any, wait: bool, rebuild
     lock for its quick update (so of many searches at once one updates and the others search what it
     commits) and hands the lock to a background host when many vectors are missing."""
     from aide_tui.core.paths import state_dir
-    from aide_tui.host.lock import host_pid, release, try_host_lock
+    from aide_tui.host.lock import HostLockUnusable, host_pid, release, try_host_lock
 
     state = state_dir(root)
     while True:
         if not rebuild and host_pid(state) is not None and _readable_index(root):
             return 0  # a host keeps it fresh
-        fd = try_host_lock(state)
+        try:
+            fd = try_host_lock(state, root=root)
+        except HostLockUnusable as exc:  # nobody of ours can update it: answer from what is on disk
+            have = _readable_index(root)
+            err(f"{exc.strerror}: {'searching the index on disk' if have else 'no index to search'}")
+            return 0 if have else 1
         if fd is not None:
             break
         if _readable_index(root) and not rebuild:

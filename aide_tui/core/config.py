@@ -72,7 +72,7 @@ class SearchSettings:
     bm25_weight: float = 1.0
     dense_weight: float = 1.0
     static_weight: float = 1.0  # the static tier's list (every chunk, query encoded the same way)
-    static_with_dense: float = 1.0  # its weight when the transformer's list is complete (every piece)
+    static_with_dense: float = 0.0  # its weight once the transformer covers every piece (eval: none)
     symbol_weight: float = 2.0  # identifier-like queries; prose queries use 0.15 of it
     path_weight: float = 0.5
     piece_weight: float = 0.25  # BM25 over function-sized pieces, a chunk ranked by its best piece

@@ -246,7 +246,7 @@ class LiveWorkspace:
             self._set_embedder(embedder, None, emb_id)
         finally:
             if self.index_ready.is_set():
-                self.searcher.warm_typing()  # the app searches as one types (after the encoder is ready)
+                self.searcher.warm()  # the app searches as one types (after the encoder is ready)
 
     def _host_engine(self) -> IndexProblem | None:
         """A shared store: give the indexing process its settings (for a Lite file, the address of the
@@ -362,12 +362,22 @@ class LiveWorkspace:
     ) -> Event | None:
         """:meth:`reindex`, then wait for the run that covers it: its Done, Failed or Cancelled (None:
         not indexing here, or not finished within ``timeout``)."""
+        asked = self.request_reindex(rebuild, paths)
+        return None if asked is None else self.wait_reindex(asked, timeout)
+
+    def request_reindex(self, rebuild: bool = False, paths: Iterable[str] | None = None) -> int | None:
+        """:meth:`reindex` without waiting: the request's number for :meth:`wait_reindex` (None: not
+        indexing here)."""
         if not self.index_enabled or not self._hosted:
             return None
         changed = None if paths is None else list(paths)
-        asked = self.service.request(
+        return self.service.request(
             rebuild=rebuild, priority=[*(changed or ()), *self.priority()], paths=changed
         )
+
+    def wait_reindex(self, asked: int, timeout: float | None = None) -> Event | None:
+        """The outcome of the run that covered request ``asked`` once it ended (None: not within
+        ``timeout``, or the service closed)."""
         return self.service.wait_for(asked, timeout)
 
     def cancel(self) -> None:
@@ -417,7 +427,7 @@ class LiveWorkspace:
                 continue
             self.index_ready.set()
             self._emit(Reloaded(self.current_status(), self.searcher.version))
-            self.searcher.warm_typing()
+            self.searcher.warm()
 
     # -- watching ----------------------------------------------------------------------------------
 

@@ -61,15 +61,21 @@ def untrusted_folder(folder: Path) -> str | None:
 
 def prepare_socket_dir(sock: Path) -> None:
     """Make sure the socket's folder exists, is ours and is 0700 (raises OSError otherwise). The runtime
-    folder is refused when another user owns it or may write to it (created 0700 by us otherwise)."""
+    folder is refused when another user owns it or may write to it (created 0700 by us otherwise); a
+    state folder is never created here (it is gone only when its workspace was moved or deleted)."""
     folder = sock.parent
     if not trusted_dir(folder):
         raise OSError(f"{folder} is a symlink or belongs to another user")
-    if folder == runtime_dir() and os.path.lexists(folder):
-        why = untrusted_folder(folder)  # someone else's files may be in it: never chmod it into ours
-        if why is not None:
-            raise OSError(f"{why}: not using it for the server's socket; remove it")
-    private_dir(folder)
+    if folder == runtime_dir():
+        if os.path.lexists(folder):
+            why = untrusted_folder(folder)  # someone else's files may be in it: never chmod it into ours
+            if why is not None:
+                raise OSError(f"{why}: not using it for the server's socket; remove it")
+        private_dir(folder)
+    elif not folder.is_dir():  # a state folder exists while its host runs: never make it (or its root) again
+        raise FileNotFoundError(f"{folder} is gone (the workspace was moved or deleted)")
+    else:
+        private_dir(folder)
     why = untrusted_folder(folder)  # checked again after creating it: another user may have been first
     if why is not None:
         raise OSError(f"{why}: not using it for the server's socket")
@@ -97,7 +103,7 @@ def socket_candidates(root: Path) -> list[tuple[Path, Path]]:
 def lock_holder(lock: Path) -> int | None:
     """The PID written in a held lock file, 0 when held but unreadable, None when nobody holds it."""
     try:
-        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO: no hang
     except OSError:
         return None
     try:

@@ -16,7 +16,10 @@ indexer): a thin Starlette layer over the host's workspace.
                    the run's latest progress first (an attached app says "queued", not "ready")
 
 Every error is ``{"error": message}`` with its status; request bodies are read in pieces and refused past
-1 MB. Searches run in worker threads (LiveWorkspace.search is thread-safe and blocking).
+1 MB. Searches run in worker threads (LiveWorkspace.search is thread-safe and blocking). A reindex
+request that waits holds no worker thread while its run goes on: every waiting request is answered
+from one thread that follows the runs (:class:`RunWaits`), so any number of them leave the workers to
+``/search`` and ``/status``.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ MAX_SUBSCRIBERS = 64  # concurrent /events streams
 SUBSCRIBER_BACKLOG = 1000  # events kept for a slow /events reader (oldest progress dropped first)
 HEARTBEAT = 15.0  # seconds between SSE comments, so a vanished reader is noticed
 READY_TIMEOUT = 600.0  # seconds a search waits for the first index / the embedder
+RUN_POLL = 1.0  # seconds the waiting requests' one thread blocks at a time (then looks at them again)
 
 
 class ApiError(Exception):
@@ -154,6 +158,52 @@ class Hub:
                 pass
 
 
+class RunWaits:
+    """Reindex requests waiting for the runs that cover them (``live.request_reindex`` numbers them),
+    on the event loop: one worker thread at a time blocks on the lowest number still waited for, and
+    each run's end answers every request it covered."""
+
+    def __init__(self, live: Any) -> None:
+        self.live = live
+        self.waiting: dict[int, list[asyncio.Future[Any]]] = {}
+        self._drainer: asyncio.Task[None] | None = None
+
+    async def wait(self, asked: int, timeout: float) -> Any:
+        """The outcome event of the run that covers request ``asked``; None after ``timeout`` s."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.waiting.setdefault(asked, []).append(future)
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain())
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError:
+            return None
+        finally:
+            futures = self.waiting.get(asked, [])
+            if future in futures:
+                futures.remove(future)
+                if not futures:
+                    del self.waiting[asked]
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.waiting:
+            lowest = min(self.waiting)
+            started = loop.time()
+            outcome = await anyio.to_thread.run_sync(self.live.wait_reindex, lowest, RUN_POLL)
+            if outcome is None:
+                if loop.time() - started < RUN_POLL / 2:  # not indexing any more: no busy loop
+                    await asyncio.sleep(RUN_POLL)
+                continue
+            for asked in sorted(self.waiting):  # numbered in order: a run covers every one before it
+                got = outcome if asked == lowest else self.live.wait_reindex(asked, 0)
+                if got is None:
+                    break
+                for future in self.waiting.pop(asked):
+                    if not future.done():
+                        future.set_result(got)
+
+
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
@@ -236,6 +286,7 @@ class Service:
         self.settings = settings
         self.ready_timeout = ready_timeout
         self.on_release = on_release
+        self.runs = RunWaits(live)
 
     async def _wait(self, event: asyncio.Event, what: str) -> None:
         try:
@@ -298,9 +349,8 @@ class Service:
         if paths is not None and (not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)):
             raise ApiError(400, "paths must be a list of workspace-relative file paths")
         if _bool_field(body, "wait"):  # the CLI's `index` on a hosted workspace: the run's done event
-            outcome = await anyio.to_thread.run_sync(
-                lambda: self.live.reindex_and_wait(rebuild, paths, self.ready_timeout)
-            )
+            asked = await anyio.to_thread.run_sync(lambda: self.live.request_reindex(rebuild, paths))
+            outcome = None if asked is None else await self.runs.wait(asked, self.ready_timeout)
             if outcome is None:
                 raise ApiError(504, "the run did not finish in time (it goes on; see /events)")
             return JSONResponse(event_to_json(outcome))

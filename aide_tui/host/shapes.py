@@ -17,9 +17,11 @@ def trim(text: str, lines: int = TEXT_LINES, chars: int = TEXT_CHARS) -> tuple[s
 
 def search_json(resp: Any, with_text: bool) -> dict[str, Any]:
     """One ``search --json`` line (a SearchResponse's ``to_json``); ``with_text`` adds each result's chunk
-    text, trimmed, and ``truncated`` (an extension that only ``mcp`` asks for)."""
+    text, trimmed, and ``truncated`` (an extension that only ``mcp`` asks for): a trimmed row's
+    ``end_line`` is then the last line its text holds (all of it, or the part :func:`trim` kept)."""
     out: dict[str, Any] = resp.to_json()
     if with_text:
         for row, hit in zip(out["results"], resp.results, strict=True):
             row["text"], row["truncated"] = trim(hit.text)
+            row["end_line"] = min(hit.end_line, hit.start_line + row["text"].count("\n"))
     return out

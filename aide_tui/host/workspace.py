@@ -10,6 +10,12 @@ cancel, current_status, start, close) and chooses its role when it starts:
   reloads each version the host commits, shows the host's progress and sends it reindex requests. When
   the host goes away (its event stream ends) it takes over, or attaches to whoever did.
 
+A host checks every few seconds, and before each indexing run, that its workspace folder is still there
+and that its lock file is still the one it holds (see :mod:`aide_tui.host.lock`): a removed or replaced
+lock file is taken back when nobody else holds it; otherwise another process hosts now, and this one
+stops hosting (``serve`` and a background host exit; the app and ``mcp`` attach to it). A lock file
+this process cannot open leaves it searching the index on disk, with the reason in :attr:`problem`.
+
 Its events (the LiveWorkspace's, the host's progress, and :class:`Hosting` / :class:`Attached`) reach
 ``on_event`` from background threads.
 """
@@ -32,7 +38,8 @@ from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.symbols import MAX_LOCATIONS, LineSymbols, SymbolAnswer
 from aide_tui.core.status import IndexStatus
 from aide_tui.host.client import ServeUnavailable, connect
-from aide_tui.host.lock import host_pid, release, try_host_lock
+from aide_tui.host.locations import LOCK_NAME
+from aide_tui.host.lock import HostLockUnusable, host_pid, keep_host_lock, release, try_host_lock
 from aide_tui.host.routes import Hub
 from aide_tui.host.server import HostServer
 
@@ -40,7 +47,8 @@ WARM_WAIT = 30.0  # seconds a new host waits for its index and encoder before it
 ATTACH_WAIT = 10.0  # seconds an attaching front end waits for the host's socket to answer
 TAKEOVER_PAUSE = 0.2  # seconds between attempts to host or attach after a host went away
 WAIT_POLL = 0.5  # seconds between attempts to reach a host that did not answer within ATTACH_WAIT
-ROOT_CHECK = 2.0  # seconds between checks that the hosted workspace folder is still there
+ROOT_CHECK = 2.0  # seconds between checks that the hosted workspace folder and its lock are still there
+WARM_POLL = 0.2  # seconds between looks at whether a warming host was closed meanwhile
 
 
 class Workspace:
@@ -77,6 +85,9 @@ class Workspace:
         self._server: HostServer | None = None
         self._closed = threading.Event()
         self._mutex = threading.Lock()
+        self._lock_check = threading.Lock()  # one check of the host lock at a time
+        self._state: Path | None = None  # the state folder whose host lock this process holds
+        self.problem: str | None = None  # why this process cannot host (a lock file it cannot open)
         self._priority: Callable[[], Iterable[str]] = lambda: ()
         self._active = time.monotonic()  # the last search or reindex request
         self.live = LiveWorkspace(self.root, settings, self._event, watch=False, index=False)
@@ -157,6 +168,15 @@ class Workspace:
         self._active = time.monotonic()
         return self.live.reindex_and_wait(rebuild, paths, timeout) if self.hosting else None
 
+    def request_reindex(self, rebuild: bool = False, paths: Iterable[str] | None = None) -> int | None:
+        """Reindex here (hosting) without waiting: the request's number (None when not hosting)."""
+        self._active = time.monotonic()
+        return self.live.request_reindex(rebuild, paths) if self.hosting else None
+
+    def wait_reindex(self, asked: int, timeout: float | None = None) -> Any:
+        """The outcome of the run that covered request ``asked`` (None: not yet within ``timeout``)."""
+        return self.live.wait_reindex(asked, timeout)
+
     def cancel(self) -> None:
         if self.hosting:
             self.live.cancel()
@@ -177,13 +197,24 @@ class Workspace:
         fd = self._lock_fd
         self._lock_fd = None
         if fd is None and self.index_enabled:
-            fd = try_host_lock(state_dir(self.root))
+            fd = self._try_lock()
         if fd is not None:
             self._host(fd, fresh=True)
-        elif not self.index_enabled:
+        elif not self.index_enabled or self.problem is not None:
             self.live.start()
         else:
             self._attach(first=True)
+
+    def _try_lock(self) -> int | None:
+        """:func:`try_host_lock`; None also when the lock file cannot be opened (said once, in
+        :attr:`problem` and a Failed event: nobody of ours can host, so nobody is waited for)."""
+        try:
+            return try_host_lock(state_dir(self.root), root=self.root)
+        except HostLockUnusable as exc:
+            if self.problem is None:
+                self.problem = f"{exc.strerror}: searching the index on disk, not indexing"
+                self.on_event(Failed(self.problem))
+            return None
 
     def close(self) -> None:
         """Stop hosting (the lock is released: another front end takes over) or stop following the host."""
@@ -210,14 +241,21 @@ class Workspace:
         """Index and watch here, and answer on the socket once the index and the encoder are warm (the
         first search through a new host must not pay for loading them). ``fresh``: the workspace is not
         open yet (it opens as the indexing one; a front end that was attached turns indexing on)."""
+        try:
+            state: Path | None = state_dir(self.root)
+        except OSError:
+            state = None  # the folder went: the guard says so at once
         with self._mutex:
             self._lock_fd = fd
+            self._state = state
             self.hosting = True
         if fresh:
             self.live = LiveWorkspace(self.root, self.settings, self._event, watch=self.want_watch)
             self.live.priority = self._priority
+            self.live.service.may_run = self._lock_kept
             self.live.start()
         else:
+            self.live.service.may_run = self._lock_kept
             self.live.begin_indexing(self.want_watch)
         self.on_event(Hosting(self.role))
         threading.Thread(target=self._guard_root, name="aide-host-root", daemon=True).start()
@@ -229,15 +267,17 @@ class Workspace:
         load: its host answers once the first version lands)."""
         deadline = time.monotonic() + timeout
         for ready in (self.live.index_ready, self.live.embedder_ready):
-            ready.wait(max(0.0, deadline - time.monotonic()))
+            while not ready.wait(min(WARM_POLL, max(0.0, deadline - time.monotonic()))):
+                if self._closed.is_set() or not self.hosting or time.monotonic() >= deadline:
+                    return  # stopped hosting meanwhile (the folder was moved, the lock taken)
 
     def _open_socket(self) -> None:
         self.wait_warm()
-        if self._closed.is_set():
+        if self._closed.is_set() or not self.hosting:
             return
-        server = HostServer(self.root, state_dir(self.root), self.settings, self, self.hub,
-                            on_release=self._on_release)  # fmt: skip
         try:
+            server = HostServer(self.root, state_dir(self.root), self.settings, self, self.hub,
+                                on_release=self._on_release)  # fmt: skip
             server.open()
         except OSError as exc:  # the workspace is still indexed here; others cannot attach
             self.on_event(Failed(f"cannot answer on the workspace socket: {exc}"))
@@ -250,12 +290,13 @@ class Workspace:
         server.start()
 
     def _guard_root(self) -> None:
-        """Stop hosting when the workspace folder is deleted or moved away (say so; never recreate it)."""
+        """Stop hosting when the workspace folder is deleted or moved away (say so; never recreate it),
+        and keep the host lock (:meth:`_lock_kept`)."""
         try:
             first = os.stat(self.root)
         except OSError:
             first = None
-        while not self._closed.wait(ROOT_CHECK):
+        while not self._closed.wait(ROOT_CHECK) and self.hosting:
             try:
                 st = os.stat(self.root)
                 same = first is not None and (st.st_dev, st.st_ino) == (first.st_dev, first.st_ino)
@@ -268,6 +309,64 @@ class Workspace:
                 if self._on_lost is not None:
                     self._on_lost(why)
                 return
+            if not self._lock_kept():
+                return
+
+    def _lock_kept(self) -> bool:
+        """Whether this process still holds the host lock at its path (taken back when the file was
+        removed or replaced and nobody else holds the new one). When another process holds it, this one
+        stops hosting (in the background: this runs in the indexing service's thread too, before each
+        run) and the answer is False."""
+        with self._lock_check:
+            with self._mutex:
+                fd, state = self._lock_fd, self._state
+            if fd is None or state is None or not self.hosting:
+                return self.hosting
+            lock = state / LOCK_NAME
+            try:
+                kept = keep_host_lock(fd, state, self.root)
+                pid = host_pid(state) if kept is None else None
+                why = (
+                    f"was removed or replaced, and {f'PID {pid}' if pid else 'another process'} holds it now"
+                )
+            except HostLockUnusable as exc:
+                kept, why = None, f"was removed or replaced, and cannot be taken back ({exc.strerror})"
+            if kept is None:
+                with self._mutex:
+                    self.hosting = False  # no more runs, no socket opened from now on
+                why = f"the host lock {lock} {why}: no longer hosting this workspace here"
+                threading.Thread(target=self._give_up_hosting, args=(why,), name="aide-host-lost",
+                                 daemon=True).start()  # fmt: skip
+                return False
+            with self._mutex:
+                if self._lock_fd == fd:
+                    self._lock_fd = kept
+            return True
+
+    def _give_up_hosting(self, why: str) -> None:
+        """Another process hosts now: stop indexing and answering here (the lock file is not ours to
+        remove), say why, then stop (serve, a background host) or attach to it (the app, mcp)."""
+        self.on_event(Failed(why))
+        with self._mutex:
+            server, fd = self._server, self._lock_fd
+            self._server, self._lock_fd = None, None
+        if server is not None:
+            self.hub.close_threadsafe()
+            server.close()
+        if self._on_lost is not None:
+            self.close()
+            self._on_lost(why)
+        else:  # searches go on meanwhile: the reading workspace is open before it replaces this one
+            reader = LiveWorkspace(self.root, self.settings, self._event, watch=False, index=False)
+            reader.priority = self._priority
+            reader.start()
+            old, self.live = self.live, reader
+            self.hub = Hub()  # the closed one ended its streams; a later takeover answers afresh
+            old.close()
+        if fd is not None:
+            os.close(fd)  # its file was removed or replaced: the lock now at that path is the other host's
+        if self._on_lost is None and not self._closed.is_set():
+            self._attach()
 
     # -- attached ------------------------------------------------------------------------------------
 
@@ -293,7 +392,7 @@ class Workspace:
         seen = self._manifest_stamp()
         while not self._closed.is_set():
             if host_pid(state_dir(self.root)) is None:
-                fd = try_host_lock(state_dir(self.root))
+                fd = self._try_lock()
                 if fd is not None:
                     self._host(fd, fresh=first)
                     return None
@@ -360,14 +459,14 @@ class Workspace:
             self.live.close()  # it read the old host's engine: open the store afresh
             self.live = LiveWorkspace(self.root, self.settings, self._event, watch=False, index=False)
             self.live.priority = self._priority
-            fd = try_host_lock(state_dir(self.root))
+            fd = self._try_lock()
             if fd is not None:
                 self._host(fd, fresh=True)
                 return
             self.live.start()
             self._attach()
             return
-        fd = try_host_lock(state_dir(self.root))
+        fd = self._try_lock()
         if fd is not None:
             self.live.reload()
             self._host(fd)

@@ -9,9 +9,10 @@ one searches what that host commits. It is opened at start, so the first questio
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -25,7 +26,9 @@ from mcp.shared.message import SessionMessage
 from aide_tui.core.config import Settings
 from aide_tui.core.errors import IndexProblem
 from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
-from aide_tui.core.search.budget import budgeted_json
+from aide_tui.core.search.budget import Shape, budgeted_json
+from aide_tui.core.search.response import Hit
+from aide_tui.core.textsafe import printable
 from aide_tui.host.shapes import search_json
 from aide_tui.host.workspace import Workspace
 from aide_tui.serve.jail import SpanRefused, is_unicode, read_span
@@ -42,6 +45,22 @@ MAX_SYMBOL_LIMIT = 500
 DEFAULT_MAX_TOKENS = 2000  # search_code's default answer budget (estimated tokens)
 MIN_TOKENS, MAX_TOKENS = 50, 100_000
 HINT_DEPTH = 40  # search_code looks this deep: a file ranked 11-15 is the near-miss hint
+ROW_KEYS = ("path", "start_line", "end_line", "best_line", "symbol", "score", "text", "truncated", "columns")
+
+
+def row_keys(all_workspaces: bool) -> tuple[str, ...]:
+    """The keys of a ``search_code`` result row (``workspace`` too over every workspace)."""
+    return ("workspace", *ROW_KEYS) if all_workspaces else ROW_KEYS
+
+
+def _row_shape(all_workspaces: bool) -> Shape:
+    """A budgeted row as ``search_code`` sends it (so the budget counts what is sent)."""
+    keep = row_keys(all_workspaces)
+
+    def shape(hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
+        return {k: row[k] for k in keep if k in row}
+
+    return shape
 
 
 class Backend:
@@ -53,19 +72,26 @@ class Backend:
         self.settings = settings
         self.ws = Workspace(root, settings, self._on_event, watch=watch, role="mcp")
         self._index_ready = threading.Event()
+        self._opened = threading.Event()  # the first load ended, with an index or without
         self._embedder_ready = threading.Event()
 
     def start(self) -> None:
         self.ws.start()
+        if self.ws.problem is not None:  # one line; the tools answer from the index on disk, if any
+            print(f"aide-tui: {printable(self.ws.problem)}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         self.ws.close()
 
     @property
     def source(self) -> str:
+        if self.ws.problem is not None:
+            return f"in-process, not indexed: {self.ws.problem}"
         return "in-process" if self.ws.hosting else f"in-process, indexed by PID {self.ws.host_pid}"
 
     def _on_event(self, event: LiveEvent) -> None:
+        if isinstance(event, Opened):
+            self._opened.set()
         if isinstance(event, Opened) and event.error is None or isinstance(event, Reloaded):
             self._index_ready.set()
         elif isinstance(event, EmbedderReady):
@@ -84,8 +110,7 @@ class Backend:
         the index is not there or the query cannot be understood (an unknown ``lang:``: the error names
         the valid ones). The search looks a little deeper than ``limit`` so that its hints can name a
         near miss."""
-        if not self._index_ready.wait(READY_TIMEOUT):
-            raise ToolError("the index is still being built; try again shortly")
+        self._wait_index()
         if mode != "bm25" and self.settings.embedding.backend != "none":
             self._embedder_ready.wait(READY_TIMEOUT)
         try:
@@ -96,15 +121,14 @@ class Backend:
             raise ToolError(f"index unavailable: {exc}") from None
         if resp.error is not None:
             raise ToolError(resp.error)
-        if max_tokens:
-            return budgeted_json(resp, max_tokens, limit)
+        if max_tokens:  # counted as sent: search_code's row keys, in its UTF-8 JSON
+            return budgeted_json(resp, max_tokens, limit, _row_shape(all_workspaces), ascii=False)
         resp.results = resp.results[:limit]
         return search_json(resp, with_text=True)
 
     def symbol(self, what: str, name: str, limit: int) -> dict[str, Any]:
         """``find_definition`` / ``find_references``: the symbol graph's answer, or a ToolError."""
-        if not self._index_ready.wait(READY_TIMEOUT):
-            raise ToolError("the index is still being built; try again shortly")
+        self._wait_index()
         find = self.ws.definitions if what == "definitions" else self.ws.references
         try:
             answer = find(name, limit)
@@ -113,6 +137,18 @@ class Backend:
         if answer.error:
             raise ToolError(answer.error)
         return answer.to_json()
+
+    def _wait_index(self) -> None:
+        """Until an index is loaded; ToolError when none comes (nobody builds one when this process
+        cannot take the host lock: the error says why)."""
+        if (
+            self.ws.problem is not None
+            and self._opened.wait(READY_TIMEOUT)
+            and not self._index_ready.is_set()
+        ):
+            raise ToolError(f"no index: {self.ws.problem}")
+        if not self._index_ready.wait(READY_TIMEOUT):
+            raise ToolError("the index is still being built; try again shortly")
 
     def status(self) -> dict[str, Any]:
         return self.ws.current_status().to_json()
@@ -145,10 +181,7 @@ def _full_query(query: str, path: str | None, lang: str | None, prefix: bool) ->
 
 def _tool_answer(answer: dict[str, Any], all_workspaces: bool, max_tokens: int) -> dict[str, Any]:
     """What ``search_code`` returns of the search's JSON."""
-    keep: tuple[str, ...] = ("path", "start_line", "end_line", "best_line", "symbol", "score", "text",
-                             "truncated")  # fmt: skip
-    if all_workspaces:
-        keep = ("workspace", *keep)
+    keep = row_keys(all_workspaces)
     out = {k: answer.get(k) for k in ("query", "degraded", "degraded_reason", "confidence", "hints")}
     if max_tokens:
         out.update({k: answer[k] for k in ("max_tokens", "tokens_used", "left_out")})
@@ -172,11 +205,12 @@ def build_server(backend: Backend) -> MCPServer:
         all_workspaces: bool = False,
         prefix: bool = False,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-    ) -> dict[str, Any]:
+    ) -> Annotated[mcp_types.CallToolResult, dict[str, Any]]:
         """Search the workspace's code. Returns ranked results, each with its file path, the lines
         shown (around its best line), its best line, enclosing symbol, fused score and text; whole
-        results in rank order while they fit max_tokens (default 2000; the answer says tokens_used and
-        left_out; 0: up to limit results of at most 40 lines). Also "confidence" (high, medium or low:
+        results in rank order while they fit max_tokens (default 2000, a limit: the answer says
+        tokens_used and left_out; a result cut to part of one long line says its "columns"; 0: up to
+        limit results of at most 40 lines). Also "confidence" (high, medium or low:
         how sure the first result is) and up to three "hints" to refine the query (a sibling symbol of
         the first result, a near-miss file, an alternate term). Use read_span for more lines.
 
@@ -202,7 +236,7 @@ def build_server(backend: Backend) -> MCPServer:
         answer = await anyio.to_thread.run_sync(
             backend.search, full, limit, mode, all_workspaces, prefix, max_tokens
         )
-        return _tool_answer(answer, all_workspaces, max_tokens)
+        return _compact(_tool_answer(answer, all_workspaces, max_tokens))
 
     @server.tool()
     async def find_definition(name: str, limit: int = 20) -> dict[str, Any]:
@@ -242,6 +276,14 @@ def build_server(backend: Backend) -> MCPServer:
 
 
 _read_span = read_span  # the tool above shadows the name inside build_server
+
+
+def _compact(answer: dict[str, Any]) -> mcp_types.CallToolResult:
+    """A tool's answer as its structured result and, for the text block, its compact JSON (the SDK
+    would indent it, and the budget counts the rows as this JSON holds them)."""
+    text = json.dumps(answer, ensure_ascii=False)
+    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
+                                    structured_content=answer)  # fmt: skip
 
 
 async def _symbol_tool(backend: Backend, what: str, name: str, limit: int) -> dict[str, Any]:

@@ -33,18 +33,18 @@ def take_hosting(root: Path, settings: Settings, state: Path) -> int:
     """The host lock: free, or given over by a background host; AlreadyHosted when another front end
     hosts the workspace."""
     try:
-        return acquire_host_lock(state)
-    except AlreadyHosted:
+        return acquire_host_lock(state, root=root)
+    except AlreadyHosted as exc:
         client = connect(root, settings, any_settings=True)
         if client is None:
             raise
         try:
             client.release()
         except ServeUnavailable:
-            raise AlreadyHosted(host_pid(state) or 0) from None
+            raise AlreadyHosted(host_pid(state) or exc.pid) from None
         finally:
             client.close()
-    return acquire_host_lock(state, wait=HANDOVER_WAIT)
+    return acquire_host_lock(state, wait=HANDOVER_WAIT, root=root)
 
 
 async def _run(server: HostServer) -> None:
@@ -76,7 +76,7 @@ def serve(
     lost: list[str] = []
     server: HostServer | None = None
 
-    def on_lost(why: str) -> None:  # the workspace folder went away: stop serving it
+    def on_lost(why: str) -> None:  # the workspace folder went away, or another host took over: stop
         lost.append(why)
         if server is not None:
             server.stop()
@@ -87,6 +87,9 @@ def serve(
         ws.start()
         started = time.monotonic()
         ws.wait_warm()  # the first search through a new server must not pay for loading the index
+        if lost:  # while warming: never open the socket (its folder would be made again)
+            print(f"aide-tui: {printable(lost[0])}", file=sys.stderr)
+            return 1
         server = HostServer(root, state, settings, ws, ws.hub, port=port, host=host)
         server.open()
         print(f"aide-tui serve: {printable(str(root))} (PID {os.getpid()})", file=out)

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
     """The test process's environment without AIDE_* settings, with private config/cache dirs."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIDE_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIDE_") or k == "AIDE_MODELS_DIR"}
     env.update(
         PYTHONPATH=str(REPO),
         XDG_CONFIG_HOME=str(home / "xdg-config"),

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,6 +120,12 @@ def test_hints_name_a_sibling_a_near_miss_and_an_alternate_term(tmp_path: Path) 
     assert len(hints(files, "q", None, None)) <= 3
 
 
+def sent_tokens(rows: list[dict[str, Any]], ascii: bool = True) -> int:
+    """The rows' tokens by the project's rule, as sent: each row's compact JSON (``search --json``
+    prints ASCII only), one token per three characters."""
+    return sum(estimate_tokens(json.dumps(r, ensure_ascii=ascii)) for r in rows)
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "aide_tui", *args], capture_output=True, text=True,
@@ -133,8 +140,7 @@ def test_search_json_max_tokens(tmp_path: Path) -> None:
     got = json.loads(out.stdout)
     assert got["max_tokens"] == 400 and 0 < got["tokens_used"] <= 400
     assert got["left_out"] == 30 - len(got["results"]) > 0
-    shown = [{k: v for k, v in r.items() if k != "ranks"} for r in got["results"]]
-    assert got["tokens_used"] == sum(estimate_tokens(json.dumps(r, ensure_ascii=False)) for r in shown)
+    assert got["tokens_used"] == sent_tokens(got["results"])  # as printed: ranks included
     assert all(r["text"] and "best_line" in r for r in got["results"])
     assert got["confidence"] in ("high", "medium", "low") and isinstance(got["hints"], list)
     out = run_cli("search", "--path", str(root), "--embedder", "none", "--max-tokens", "400", "request")
@@ -162,3 +168,113 @@ async def test_mcp_search_code_fits_its_budget(tmp_path: Path, max_tokens: int |
         assert got["left_out"] == 30 - len(got["results"]) > 0
         err, msg = await call(s, "search_code", query="x", max_tokens=10)
         assert err and "max_tokens must be 0 or between" in msg
+
+
+LONG_LINE = "    data = [" + ", ".join(f'"item_{i}"' for i in range(2700)) + "]"  # about 32,000 characters
+
+
+def budget_workspace(root: Path) -> Path:
+    """The big workspace, a file with one 32,000-character line, a file of non-ASCII comments (escaped
+    six characters each by ``search --json``) and a function of 72 lines (one chunk)."""
+    big_workspace(root)
+    (root / "pkg/minified.py").write_text(f"def load_items():\n{LONG_LINE}\n    return data\n")
+    notes = "".join(
+        f"    # 请求处理步骤 {k}：检查请求的内容\n    step_{k} = request.part({k})\n" for k in range(8)
+    )
+    (root / "pkg/notes.py").write_text(f"def handle_request_notes(request):\n{notes}    return request\n")
+    body = "".join(f"    v_{k} = parse_part({k})\n" for k in range(70))  # one chunk of 72 lines
+    (root / "pkg/longfn.py").write_text(f"def parse_long_request(request):\n{body}    return request\n")
+    return root
+
+
+QUERIES = ["handle one request kind", "item_1234", "请求处理步骤 request", "parse the long request"]
+
+
+def shown_text(root: Path, row: dict[str, Any]) -> str:
+    """What the file holds at the row's lines (and columns, for a part of one line)."""
+    lines = (root / row["path"]).read_text().split("\n")
+    text = "\n".join(lines[row["start_line"] - 1 : row["end_line"]])
+    if "columns" in row:
+        assert row["start_line"] == row["end_line"] == row["best_line"] and row["truncated"] is True
+        first, last = row["columns"]
+        return text[first - 1 : last]
+    return text
+
+
+@pytest.mark.parametrize("max_tokens", [20, 50, 100, 400])
+def test_max_tokens_is_a_limit_on_the_rows_as_printed(tmp_path: Path, max_tokens: int) -> None:
+    root = budget_workspace(tmp_path / "ws")
+    batch = tmp_path / "queries.txt"
+    batch.write_text("\n".join(QUERIES) + "\n")
+    plain = run_cli("search", "--path", str(root), "--embedder", "none", "--json", "--limit", "20",
+                    "--batch", str(batch))  # fmt: skip
+    hits = [len(json.loads(line)["results"]) for line in plain.stdout.splitlines()]
+    out = run_cli("search", "--path", str(root), "--embedder", "none", "--json", "--max-tokens",
+                  str(max_tokens), "--limit", "20", "--batch", str(batch))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(answers) == len(QUERIES)
+    for got, found in zip(answers, hits, strict=True):
+        rows = got["results"]
+        assert got["tokens_used"] == sent_tokens(rows) <= max_tokens, (got["query"], got["tokens_used"])
+        assert got["left_out"] + len(rows) == found
+        for row in rows:
+            assert "ranks" in row and row["text"] == shown_text(root, row)
+    long_line = answers[1]["results"]
+    if max_tokens >= 100:  # the one hit of the minified file: a part of its line, around the match
+        assert long_line[0]["path"] == "pkg/minified.py" and '"item_1234"' in long_line[0]["text"]
+    if max_tokens == 20:  # not even one row fits: none is sent
+        assert all(a["results"] == [] and a["tokens_used"] == 0 for a in answers)
+
+
+def test_a_row_cut_to_fit_never_exceeds_the_budget() -> None:
+    text = f"def load_items():\n{LONG_LINE}\n    return data"
+    long = Hit("pkg/minified.py", 10, 12, 1.0, "load_items", "python", {"bm25": 1}, ["item_1234"], text)
+    other = Hit("pkg/other.py", 1, 1, 0.5, None, "python", {"bm25": 2}, ["item"], "item = 1")
+    for budget in (1, 20, 50, 51, 60, 100, 400, 2000, 10_000):
+        got = fit([long, other], budget, shape=lambda hit, row: {**row, "ranks": hit.ranks}, ascii=True)
+        assert got.tokens == sum(row_tokens(r, ascii=True) for r in got.rows) <= budget
+        assert got.left_out == 2 - len(got.rows)
+        if got.rows:
+            row = got.rows[0]
+            assert row["ranks"] == {"bm25": 1} and row["text"] in LONG_LINE and row["best_line"] == 11
+            assert row["text"] == LONG_LINE[row["columns"][0] - 1 : row["columns"][1]]
+            assert '"item_1234"' in row["text"] or budget < 100
+    assert not fit([long], 20).rows  # no room for the row's keys: left out, not sent over the budget
+    whole = fit([long], 20_000)
+    assert whole.rows[0]["text"] == text and "columns" not in whole.rows[0]
+
+
+@pytest.mark.parametrize("max_tokens", [50, 100, None, 0])
+async def test_mcp_max_tokens_is_a_limit_and_rows_say_the_lines_they_hold(
+    tmp_path: Path, max_tokens: int | None
+) -> None:
+    pytest.importorskip("mcp")
+    from test_mcp import session
+
+    root = budget_workspace(tmp_path / "ws")
+    found: dict[str, int] = {}
+    async with session(root, tmp_path) as s:
+        for query in QUERIES:
+            res = await s.call_tool("search_code", {"query": query, "limit": 20, "max_tokens": 0})
+            found[query] = len((res.structured_content or {})["results"])
+            args: dict[str, Any] = {"query": query, "limit": 20}
+            if max_tokens is not None:
+                args["max_tokens"] = max_tokens
+            res = await s.call_tool("search_code", args)
+            assert not res.is_error, res.content
+            got = res.structured_content
+            assert got is not None and json.loads(res.content[0].text) == got  # one answer, compact
+            rows = got["results"]
+            for row in rows:
+                if "columns" in row or not row["truncated"] or max_tokens != 0:
+                    assert row["text"] == shown_text(root, row)
+                else:  # max_tokens 0: at most 40 lines and 2,000 characters, the last line maybe cut
+                    held = shown_text(root, row)
+                    assert held.startswith(row["text"]) and row["text"].count("\n") == held.count("\n")
+            if max_tokens == 0:
+                assert "tokens_used" not in got and len(rows) == found[query]
+                continue
+            budget = max_tokens or 2000
+            assert got["tokens_used"] == sent_tokens(rows, ascii=False) <= budget, (query, got["tokens_used"])
+            assert len(rows) + got["left_out"] == found[query]

@@ -292,6 +292,8 @@ def test_loopback_urls(url: str) -> None:
         "http://192.0.2.1:8080",
         "http://128.0.0.1",
         "http://localhost.example.com",
+        "http://localhost.:8080",
+        "http://localhost.localdomain",
         "http://127.0.0.1.nip.io",
         "http://127.0.0.1@evil.example",
         "http://[::2]",

@@ -45,10 +45,11 @@ def generate_repo(root: Path, n_files: int, seed: int) -> None:
 def test_kill_9_at_random_points_never_corrupts(tmp_path: Path) -> None:
     """`aide-tui index` is SIGKILLed after seeded random delays; every time the index stays usable.
 
-    Rounds rotate over a delta commit, a delta commit followed by a merge (max_segments = 1) and a
-    rebuild; each round changes 10 files and the kill lands somewhere inside that round's work.
+    Rounds rotate over a delta commit, a delta commit followed by a merge (max_segments = 1), a rebuild
+    and a run that adds the static tier's vectors; each round changes 10 files and the kill lands
+    somewhere inside that round's work.
     """
-    rounds = int(os.environ.get("AIDE_KILL_ROUNDS", "6"))
+    rounds = int(os.environ.get("AIDE_KILL_ROUNDS", "8"))
     root = tmp_path / "repo"
     generate_repo(root, 120, seed=1)
     rng = random.Random(42)
@@ -57,6 +58,7 @@ def test_kill_9_at_random_points_never_corrupts(tmp_path: Path) -> None:
         "delta": ([], {}),
         "merge": ([], {"AIDE_INDEX_MAX_SEGMENTS": "1"}),
         "rebuild": (["--rebuild"], {}),
+        "static": (["--embedder", "static"], {}),  # the static tier's vectors are written too
     }
     took: dict[str, float] = {}
     for mode, (extra, env) in modes.items():  # how long each kind of run takes here, now

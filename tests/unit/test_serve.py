@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -440,3 +441,70 @@ def test_half_open_connections_from_another_user_do_not_starve_the_port(tmp_path
                 if pipe:
                     pipe.close()
         assert srv.stop() == 0
+
+
+def _post_raw(sock_path: Path, path: str, body: dict[str, object]) -> socket.socket:
+    """A POST written whole to the server's socket; its reply is read later (:func:`_reply`)."""
+    data = json.dumps(body).encode()
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(str(sock_path))
+    head = (f"POST {path} HTTP/1.1\r\nHost: aide\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n")  # fmt: skip
+    conn.sendall(head.encode() + data)
+    return conn
+
+
+def _answered(conn: socket.socket) -> bool:
+    """Whether the reply has begun (a byte, or the end of the stream) without waiting for it."""
+    try:
+        conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _reply(conn: socket.socket, timeout: float = 120) -> tuple[int, dict[str, object]]:
+    conn.settimeout(timeout)
+    raw = b""
+    while chunk := conn.recv(65536):
+        raw += chunk
+    conn.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def test_waiting_reindex_requests_leave_search_and_status_answering(tmp_path: Path) -> None:
+    """Issue 32 #5: 45 ``POST /reindex`` with wait during a bulk run held one worker thread each (the
+    server has 40): /search and /status waited for the run. They answer while every request waits."""
+    root = write_workspace(tmp_path / "ws")
+    with LoopbackServer(dim=8) as emb:
+        srv = Served(
+            root, env=clean_env(tmp_path, AIDE_EMBEDDING_BACKEND="openai", AIDE_EMBEDDING_URL=emb.url)
+        )
+        waiting: list[socket.socket] = []
+        try:
+            srv.wait_ready()
+            emb.set_mode("hang")  # the bulk run's embedding requests wait until released
+            seen = len(emb.requests)
+            for i in range(80):
+                (root / "bulk").mkdir(exist_ok=True)
+                (root / "bulk" / f"mod_{i}.py").write_text(
+                    f"def bulk_step_{i}(value):\n    return value + {i}\n"
+                )
+            deadline = time.monotonic() + 60
+            while len(emb.requests) == seen:  # the watcher's run is embedding: a bulk run in progress
+                assert time.monotonic() < deadline, "no bulk run started"
+                time.sleep(0.1)
+            waiting = [_post_raw(srv.sock, "/reindex", {"wait": True}) for _ in range(45)]
+            got = srv.search("parse_header", mode="bm25")
+            assert got["results"][0]["path"] == "src/httpclient/headers.py"
+            assert srv.http.get("/status").status_code == 200
+            assert not any(_answered(c) for c in waiting), "/search answered only once the run had ended"
+            emb.release()
+            replies = [_reply(c) for c in waiting]
+            assert all(code == 200 and body["event"] == "done" for code, body in replies), replies[:3]
+        finally:
+            emb.release()
+            for c in waiting:
+                c.close()
+            assert srv.stop() == 0

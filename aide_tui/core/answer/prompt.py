@@ -4,6 +4,14 @@ Deterministic: the same question and hits give the same messages. Tokens are est
 (the server's tokenizer is unknown here): one per :data:`CHARS_PER_TOKEN` characters, which
 over-counts code for the usual BPE vocabularies, so a budget is not exceeded in practice. Secrets
 are masked again in what is sent (the index already holds masked text; this also covers the question).
+
+Nothing from the workspace can write the prompt's structure (the excerpt headers, their fences, the
+question line, the chat template's turns): a path or symbol is shown on its header line with its
+control characters and line breaks escaped (``\n``, ``\r``, ``\u2028`` ...), code goes inside a fence
+longer than any run of backticks in it, a language name is kept only when it is a plain word, and the
+spellings chat templates give special meaning (``<|im_end|>``, ``<｜User｜>``, ``<start_of_turn>``,
+``[INST]`` ...) get a zero-width space after their first character wherever they occur, so a server
+that reads special tokens in message text does not end the turn or open a new one.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aide_tui.core.secrets import mask_secrets
+from aide_tui.core.textsafe import printable
 from aide_tui.core.tokens import CHARS_PER_TOKEN, estimate_tokens
 
 __all__ = ["CHARS_PER_TOKEN", "estimate_tokens", "build_prompt", "select_excerpts"]
@@ -79,6 +88,28 @@ class Prompt:
         return sum(estimate_tokens(m["content"]) for m in self.messages)
 
 
+_PLAIN_LANGUAGE = re.compile(r"[A-Za-z0-9_+#.-]{1,32}")
+# the first character of a chat template's control spelling: ChatML, Llama 3, Phi, Qwen and GPT-OSS
+# (<|...|>), DeepSeek (<｜...｜>), Gemma (<start_of_turn>, <end_of_turn>), Llama 2 and Mistral ([INST],
+# <<SYS>>, [SYSTEM_PROMPT], [AVAILABLE_TOOLS], [TOOL_CALLS]); a zero-width space goes after it
+_TEMPLATE_MARK = re.compile(
+    r"<(?=[|｜])|<(?=(?:start|end)_of_turn>)|<(?=<SYS>>)|<(?=/SYS>>)"
+    r"|\[(?=/?(?:INST|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS)\])"
+)
+ZWSP = "\u200b"
+
+
+def defused(text: str) -> str:
+    """``text`` with every chat template control spelling broken by a zero-width space (see above)."""
+    return _TEMPLATE_MARK.sub(lambda m: m.group() + ZWSP, text)
+
+
+def one_line(text: str) -> str:
+    """A name from the workspace (a path, a symbol) as one line of the prompt: control characters and
+    line breaks escaped, template spellings broken."""
+    return printable(defused(text))
+
+
 def _fence(text: str) -> str:
     """A code fence longer than any run of backticks inside ``text``."""
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
@@ -87,11 +118,13 @@ def _fence(text: str) -> str:
 
 def format_excerpt(n: int, path: str, start: int, end: int, symbol: str | None, language: str,
                    text: str) -> str:  # fmt: skip
-    """One numbered excerpt block: ``[n] path:start-end (symbol)`` and the fenced code."""
-    fence = _fence(text)
-    head = f"[{n}] {path}:{start}-{end}" + (f" ({symbol})" if symbol else "")
-    lang = language if language and language != "text" else ""
-    return f"{head}\n{fence}{lang}\n{text.rstrip(chr(10))}\n{fence}"
+    """One numbered excerpt block: ``[n] path:start-end (symbol)`` and the fenced code; nothing in the
+    path, symbol, language or code can end the block or start another line of the prompt."""
+    code = defused(text.rstrip("\n"))
+    fence = _fence(code)
+    head = f"[{n}] {one_line(path)}:{start}-{end}" + (f" ({one_line(symbol)})" if symbol else "")
+    lang = language if language != "text" and _PLAIN_LANGUAGE.fullmatch(language or "") else ""
+    return f"{head}\n{fence}{lang}\n{code}\n{fence}"
 
 
 def _trim(n: int, hit: HitLike, text: str, room: int) -> Excerpt | None:

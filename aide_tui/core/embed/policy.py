@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import ipaddress
 from urllib.parse import urlsplit, urlunsplit
 
 from aide_tui.core.errors import EmbedderError
+from aide_tui.core.loopback import is_loopback_host
 
 ALLOWED_SCHEMES = ("http", "https")
 
@@ -13,22 +13,6 @@ _REMOTE_HINT = (
     "your code would leave this machine; pass --allow-remote-embedder (or AIDE_ALLOW_REMOTE_EMBEDDER=1, "
     "or allow_remote = true under [embedding] in ~/.config/aide-tui/config.toml) to allow it"
 )
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost``, an IPv4 in 127.0.0.0/8 or ``::1`` (brackets allowed); never resolves DNS."""
-    host = host.strip().lower()
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if host in ("localhost", "localhost."):
-        return True
-    try:
-        addr = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
-    return addr.is_loopback
 
 
 def is_loopback_url(url: str) -> bool:

@@ -244,14 +244,25 @@ class StaticEmbedder:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
+    def _rows32(self) -> np.ndarray:
+        got = self.__dict__.get("_table32")
+        if got is None:
+            assert self._table is not None
+            got = self.__dict__["_table32"] = self._table.astype(np.float32)
+        return got
+
     def embed(self, texts: Sequence[str], kind: Kind = "document") -> np.ndarray:
         """L2-normalised float32 vectors of shape (len(texts), dim): the mean of each text's rows."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of strings, not a string")
         self.load()
-        table, tok = self._table, self._tokenizer
-        assert table is not None and tok is not None
+        table = self._table
+        assert table is not None
+        if len(texts) > 64:  # a batch: its rows add 4x faster in float32 (a 31 MB copy, made once)
+            table = self._rows32()
         out = np.zeros((len(texts), table.shape[1]), np.float32)
+        tok = self._tokenizer
+        assert tok is not None
         unk = tok.unk_id
         for i, text in enumerate(texts):
             ids = tok.tokenize_ids(split_camel(text), MAX_TOKENS)

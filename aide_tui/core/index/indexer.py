@@ -277,6 +277,9 @@ class _Run:
             self.embed_missing(emb)
         if not self.report.preempted:
             self.committed(self.writer.compact(self))
+        rank = getattr(self.writer, "rank", None)
+        if rank is not None and not self.report.preempted:
+            self.committed(rank(self))
 
     def build_here(
         self,

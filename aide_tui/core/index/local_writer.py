@@ -25,6 +25,7 @@ from aide_tui.core.events import Committed, Progress
 from aide_tui.core.index.built import Built, staging_dir
 from aide_tui.core.index.embcache import EmbeddingCache
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, RunHooks, index_settings_key
+from aide_tui.core.store.centrality import MAX_RANK_FILES, STALE_SHARE, file_rank
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.part import Part
 from aide_tui.core.store.segment_write import sorted_docs
@@ -36,9 +37,12 @@ from aide_tui.core.store.segments import (
     check_sizes,
     commit,
     consolidate,
+    load_view,
     parse_segment,
     read_manifest,
+    read_rank,
     write_block,
+    write_rank,
     write_segment,
     write_static,
 )
@@ -267,6 +271,9 @@ class LocalWriter:
             degraded_reason=emb.error if emb.embedder is None else report.degraded_reason,
             static=static,
         )
+        if prev is not None:  # the stored centrality carries over (an edit barely moves it)
+            pm = prev.meta
+            meta = replace(meta, rank_file=pm.rank_file, rank_size=pm.rank_size, rank_crc=pm.rank_crc)
         counts = counts_of(files, emb_id != "none")
         if static:
             lacking = {i for i, seg in enumerate(segments) if seg.static != static}
@@ -422,6 +429,31 @@ class LocalWriter:
         merged = Manifest(f"v{time.time_ns():x}", "", segments, files, counts, manifest.meta)
         run.report.merged = True
         return self._commit(merged, manifest)
+
+    def rank(self, run: RunHooks) -> Committed | None:
+        """Store the files' centrality with the version when it has none or a tenth of the files are new
+        to it (store/centrality.py): a reader then never walks the whole graph."""
+        manifest = self.manifest
+        if manifest is None or run.should_yield():
+            return None
+        view = load_view(self.idx_dir)
+        graph = view.graph
+        paths = graph.paths()
+        stored = read_rank(self.idx_dir, manifest.meta)
+        if stored is not None and sum(p in stored for p in paths) >= STALE_SHARE * len(paths):
+            return None
+        if len(paths) > MAX_RANK_FILES or not paths:
+            if not manifest.meta.rank_file:
+                return None
+            ranks: dict[str, float] = {}  # too big for a prior: none is stored
+        else:
+            run.emit(Progress("ranking", message=f"centrality of {len(paths)} files"))
+            ranks = file_rank(graph, view.path_parts, {})
+        run.check_cancel()
+        name, size, crc = write_rank(self.idx_dir, ranks) if ranks else ("", 0, 0)
+        meta = replace(manifest.meta, rank_file=name, rank_size=size, rank_crc=crc)
+        new = Manifest(f"v{time.time_ns():x}", "", manifest.segments, manifest.files, manifest.counts, meta)
+        return self._commit(new, manifest)
 
     def finish(self, emb: EmbedderState, run: RunHooks) -> Committed | None:
         manifest = self.manifest

@@ -84,6 +84,8 @@ class IndexService:
         self._answered = 0  # requests whose run has ended (runs cover every request made before they start)
         self._ended = threading.Condition(self._lock)
         self._outcome: Event | None = None
+        # asked before each run, in the service's thread: False skips it (a host that lost its lock)
+        self.may_run: Callable[[], bool] | None = None
 
     @property
     def running(self) -> bool:
@@ -188,6 +190,9 @@ class IndexService:
 
     def _run_once(self, rebuild: bool, priority: list[str], paths: list[str] | None = None) -> bool:
         """One run in the indexing process; True when it finished (Done)."""
+        if self.may_run is not None and not self.may_run():
+            self._outcome = Cancelled("not indexing: this process no longer hosts the workspace")
+            return False
         proc = self._ensure_process()
         if proc is None:
             return False

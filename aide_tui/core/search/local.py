@@ -20,7 +20,7 @@ from aide_tui.core.paths import MANIFEST, index_dir_for
 from aide_tui.core.search.filters import ParsedQuery
 from aide_tui.core.search.retriever import Candidate, DenseLists, IndexedFile
 from aide_tui.core.status import IndexStatus
-from aide_tui.core.store.segments import load_view
+from aide_tui.core.store.segments import load_view, read_rank
 from aide_tui.core.store.status import read_status
 from aide_tui.core.store.view import IndexView
 
@@ -136,6 +136,7 @@ class LocalGraph:
         self.references_in = g.references_in
         self.imports_of = g.imports_of
         self.called_names = g.called_names
+        self.definition_paths = g.definition_paths
         self.paths = g.paths
         self.line_text = ix.line_text
         self.memo = g.memo
@@ -212,13 +213,23 @@ class LocalRetriever:
             if key is not None and key == self._key and self._view is not None:
                 return False
             old = self._view
-            view = load_view(index_dir_for(self.root, create=False), old)
+            idx = index_dir_for(self.root, create=False)
+            view = load_view(idx, old)
             view.warm()
-            if old is not None and "graph" in old.__dict__ and "file_rank" in old.graph.memo:
+            stored = read_rank(idx, view.stamp.meta)
+            if stored is not None:  # the indexer's: never walk the whole graph here
+                view.graph.memo.update(file_rank=stored, file_rank_checked=True)
+            elif old is not None and "graph" in old.__dict__ and "file_rank" in old.graph.memo:
                 view.graph.memo["file_rank"] = old.graph.memo["file_rank"]  # an edit barely moves it
             self._view = view
             self._key = key
             return True
+
+    def warm_vectors(self, static_id: str = "") -> None:
+        """Build the dense prefilter's projections of the loaded version (a long-lived reader)."""
+        view = self._view
+        if view is not None:
+            view.warm_vectors(static_id)
 
     def files(self) -> list[IndexedFile]:
         return [IndexedFile(p) for p in self._loaded().files]

@@ -153,6 +153,10 @@ class SymbolGraph(Protocol):
         """The names a file calls, each once, in order of their first call."""
         ...
 
+    def definition_paths(self, names: Sequence[str]) -> dict[str, set[str]]:
+        """For each name that has a definition (exact case), the files defining it."""
+        ...
+
     def imports_of(self, path: str) -> list[str]:
         """The modules a file imports, as written."""
         ...

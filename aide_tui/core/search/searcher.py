@@ -17,6 +17,7 @@ import numpy as np
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.embed.factory import make_static
+from aide_tui.core.errors import EmbedderError
 from aide_tui.core.search import rerank
 from aide_tui.core.search.confidence import confidence, hints
 from aide_tui.core.search.filters import parse_query
@@ -78,14 +79,27 @@ class Searcher:
         """Load the index if it changed; returns True when (re)loaded. Raises IndexProblem."""
         return self.retriever.refresh()
 
-    def warm_typing(self) -> None:
-        """Build what search as you type reads (the loaded version's sorted vocabulary: a sort of the
-        whole vocabulary once, then grown by each delta) and its letter trigrams (a typed word that reads
-        as no word of the code: core/wordshape.py), so the first keystroke does not pay for them."""
-        stats = self.retriever.term_stats if self.retriever.loaded else None
+    def warm(self) -> None:
+        """Open what the first queries read (a long-lived searcher calls it after each load, off the query
+        path): the term dictionaries that search as you type completes over, the vocabulary's letter
+        trigrams (a typed word that reads as no word of the code: core/wordshape.py), the static tier's
+        table, and the dense prefilter's projections of a big index."""
+        if not self.retriever.loaded:
+            return
+        stats = self.retriever.term_stats
         if stats is not None:
-            stats.prefix_terms("a", 1)  # the first lookup builds the list
+            stats.prefix_terms("a", 1)
             stats.letter_trigrams()
+        static_id = ""
+        if self.static is not None and self.static.ready():
+            try:
+                self.static.load()
+                static_id = self.static.id
+            except EmbedderError:
+                pass
+        warm_vectors = getattr(self.retriever, "warm_vectors", None)
+        if warm_vectors is not None:
+            warm_vectors(static_id)
 
     def search(
         self, query: str, limit: int = 20, mode: str | None = None, prefix: bool = False

@@ -195,6 +195,64 @@ class MappedGraph:
         rows = self._defs.rows(lo, hi)
         return [self._definition(r, q) for r, q in zip(rows, self._quals(range(lo, hi)), strict=True)]
 
+    def definition_path_ids(self, names: Sequence[str]) -> dict[str, np.ndarray]:
+        """For each name this segment defines (exact case), the path ids of its definitions."""
+        ids = self.names.ids(list(names))
+        out: dict[str, np.ndarray] = {}
+        found = np.flatnonzero(ids >= 0)
+        if not found.size:
+            return out
+        ptr = self._array("g_def_ptr.npy")
+        if len(ptr) != self.names.n + 1:
+            raise self._bad("g_def_ptr.npy")
+        ptr_all = ptr.all()
+        defs = self._defs.all()
+        for k in found.tolist():
+            n = int(ids[k])
+            lo, hi = int(ptr_all[n]), int(ptr_all[n + 1])
+            if not 0 <= lo <= hi <= len(defs):
+                raise self._bad("definition pointers")
+            if hi > lo:
+                out[names[k]] = defs[lo:hi, 0]
+        return out
+
+    def all_definitions(self) -> np.ndarray:
+        """(d, 6) definition rows (path, name, kind, line, col, end_line), checked."""
+        defs = self._defs.all()
+        if len(defs) and (int(defs[:, 0].max()) >= len(self.paths) or int(defs[:, 1].max()) >= self.names.n
+                          or int(defs[:, :2].min()) < 0):  # fmt: skip
+            raise self._bad("definition rows")
+        return defs
+
+    def calls_by_path(self) -> np.ndarray:
+        """(c, 5) call references of every file, by path, line and column, checked."""
+        order = self._array("g_ref_bypath.npy").all()
+        refs = self._refs.all()
+        if len(order) != len(refs) or (
+            len(order) and (int(order.min()) < 0 or int(order.max()) >= len(refs))
+        ):
+            raise self._bad("references by path")
+        rows = refs[order]
+        rows = rows[rows[:, 2] == REF_KINDS.index("call")] if len(rows) else rows
+        if len(rows) and (int(rows[:, 0].max()) >= len(self.paths) or int(rows[:, 1].max()) >= self.names.n
+                          or int(rows[:, :2].min()) < 0):  # fmt: skip
+            raise self._bad("reference rows")
+        return np.asarray(rows)
+
+    def called_name_ids(self, path_id: int) -> list[str]:
+        """The names a file calls, each once, in order of their first call (decoded once each)."""
+        rows = self.references_in(path_id)
+        if not len(rows):
+            return []
+        calls = rows[rows[:, 2] == REF_KINDS.index("call")]
+        if not len(calls):
+            return []
+        uniq, first = np.unique(calls[:, 1], return_index=True)
+        order = uniq[np.argsort(first, kind="stable")]
+        if int(order.max()) >= self.names.n or int(order.min()) < 0:
+            raise self._bad("reference names")
+        return [self.names.term(int(n)) for n in order]
+
     def reference_rows(self, name_id: int) -> np.ndarray:
         """(k, 5) reference rows of a name, by path, line and column."""
         lo, hi = self._range("g_ref_ptr.npy", name_id, self.names.n)
@@ -211,10 +269,8 @@ class MappedGraph:
         rows = self._array("g_def_bypath.npy").rows(lo, hi)
         if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= len(self._defs)):
             raise self._bad("definitions by path")
-        picked = sorted(int(r) for r in rows)
-        quals = dict(zip(picked, self._quals(picked), strict=True))
-        out = [self._definition(self._defs.take([r])[0], quals[int(r)])[1] for r in rows.tolist()]
-        return out
+        defs = self._defs.take(rows)
+        return [self._definition(d, q)[1] for d, q in zip(defs, self._quals(rows.tolist()), strict=True)]
 
     def references_in(self, path_id: int) -> np.ndarray:
         """(k, 5) reference rows of one file, by line and column."""

@@ -94,6 +94,8 @@ class MappedFile:
         self.buffer = memoryview(self._mm)
         n_blocks = len(expect.blocks)
         self._checked = np.zeros(max(n_blocks, 1), bool)
+        self._unchecked = n_blocks
+        self._all_checked = not n_blocks
         if not n_blocks:  # a small file is checked whole, now
             if zlib.crc32(self.buffer) != expect.crc:
                 raise IndexCorrupt(f"index file {where} is damaged (checksum mismatch); rebuilding")
@@ -105,19 +107,26 @@ class MappedFile:
     def check(self, lo: int, hi: int) -> None:
         """Verify the blocks holding bytes [lo, hi) (IndexCorrupt when one does not match). A long pass
         drops the pages it read from the resident set as it goes (they stay in the page cache)."""
-        if hi <= lo or not self.sums.blocks:
+        if self._all_checked or hi <= lo:
             return
         first, last = lo // BLOCK, (hi - 1) // BLOCK
-        todo = np.flatnonzero(~self._checked[first : last + 1]) + first
+        if first == last:  # the common case: a few rows inside one block
+            if self._checked[first]:
+                return
+            todo = np.asarray([first])
+        else:
+            todo = np.flatnonzero(~self._checked[first : last + 1]) + first
         long_pass = len(todo) * BLOCK > RELEASE_BYTES
         for b in todo.tolist():
             if zlib.crc32(self.buffer[b * BLOCK : (b + 1) * BLOCK]) != self.sums.blocks[b]:
                 raise IndexCorrupt(f"index file {self.where} is damaged (checksum mismatch); rebuilding")
             self._checked[b] = True
+            self._unchecked -= 1
             if long_pass and (b + 1) * BLOCK % RELEASE_BYTES == 0:
                 self.release(b * BLOCK + BLOCK - RELEASE_BYTES, (b + 1) * BLOCK)
         if long_pass:
             self.release(lo, hi)
+        self._all_checked = self._unchecked <= 0
 
     def release(self, lo: int = 0, hi: int | None = None) -> None:
         """Drop the pages of bytes [lo, hi) from this process's resident set (a no-op when unmapped)."""

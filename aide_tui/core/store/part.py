@@ -9,6 +9,7 @@ damaged or hostile file gives IndexCorrupt, never a wrong row or a crash.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +21,7 @@ from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.model import Chunk
 from aide_tui.core.store.graphfiles import MappedGraph
 from aide_tui.core.store.mapped import MappedArray, MappedFile
+from aide_tui.core.store.quantize import SCALE_BYTES, unpack
 from aide_tui.core.store.segment_write import SegmentEntry
 from aide_tui.core.store.terms import TermDict
 
@@ -27,13 +29,16 @@ from aide_tui.core.store.terms import TermDict
 class VectorBlock:
     """Vectors of some pieces of one part: ``rows`` are the part's piece rows (None = all rows)."""
 
-    def __init__(self, source: MappedArray | np.ndarray, rows: np.ndarray | None = None) -> None:
+    def __init__(
+        self, source: MappedArray | np.ndarray, rows: np.ndarray | None = None, packed: bool = False
+    ) -> None:
         self._source = source
         self.rows = rows
+        self.packed = packed  # the static tier's int8 rows with their scales (quantize.py)
 
     @property
     def matrix(self) -> np.ndarray:
-        """(r, dim) vectors (float32, or float16 for the static tier), verified on first use."""
+        """(r, dim) float32 vectors, or packed int8 rows for the static tier; verified on first use."""
         src = self._source
         return src.all() if isinstance(src, MappedArray) else src
 
@@ -43,7 +48,11 @@ class VectorBlock:
     @property
     def width(self) -> int:
         src = self._source
-        return int(src.shape[1]) if len(src.shape) == 2 else 0
+        full = int(src.shape[1]) if len(src.shape) == 2 else 0
+        return full - SCALE_BYTES if self.packed and full else full
+
+    def _f32(self, rows: np.ndarray) -> np.ndarray:
+        return unpack(rows) if self.packed else np.asarray(rows, np.float32)
 
     def scan(self, q: np.ndarray) -> np.ndarray:
         """``matrix @ q`` in float32, a window of rows at a time; a mapped matrix drops each window's
@@ -54,14 +63,14 @@ class VectorBlock:
             return np.asarray(m @ q, np.float32)
         out = np.empty(len(m), np.float32)
         for lo in range(0, len(m), WINDOW_ROWS):
-            out[lo : lo + WINDOW_ROWS] = np.asarray(m[lo : lo + WINDOW_ROWS], np.float32) @ q
+            out[lo : lo + WINDOW_ROWS] = self._f32(m[lo : lo + WINDOW_ROWS]) @ q
             if isinstance(src, MappedArray):
                 src.release_rows(lo, lo + WINDOW_ROWS)
         return out
 
     def gather(self, rows: np.ndarray) -> np.ndarray:
         """``matrix[rows]`` as float32 (a few rows of a mapped matrix, not left resident)."""
-        got = np.asarray(self.matrix[rows], np.float32)
+        got = self._f32(self.matrix[rows])
         src = self._source
         if isinstance(src, MappedArray) and len(rows):
             src.release_rows(int(rows.min()), int(rows.max()) + 1)
@@ -79,7 +88,7 @@ class VectorBlock:
             src = self._source
             out = np.empty((len(m), projection.shape[1]), np.float32)
             for lo in range(0, len(m), WINDOW_ROWS):
-                out[lo : lo + WINDOW_ROWS] = np.asarray(m[lo : lo + WINDOW_ROWS], np.float32) @ projection
+                out[lo : lo + WINDOW_ROWS] = self._f32(m[lo : lo + WINDOW_ROWS]) @ projection
                 if isinstance(src, MappedArray):
                     src.release_rows(lo, lo + WINDOW_ROWS)
             cached = (projection, out)
@@ -112,7 +121,7 @@ class Field:
         docs = self._doc.rows(lo, hi)
         if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
             raise self.part.bad("postings point outside the segment")
-        return docs, self._tf.rows(lo, hi)
+        return docs, self._tf.rows(lo, hi).astype(np.float32)
 
     def postings_all(self) -> tuple[np.ndarray, np.ndarray]:
         """Every posting's (document, weighted tf), term by term (what a merge reads)."""
@@ -122,7 +131,7 @@ class Field:
         ptr = self.ptr.all()
         if ptr.size and (int(ptr[0]) != 0 or int(ptr[-1]) != len(docs) or bool(np.any(np.diff(ptr) < 0))):
             raise self.part.bad("postings pointers")
-        return docs, self._tf.all()
+        return docs, self._tf.all().astype(np.float32)
 
     def df(self, tids: np.ndarray) -> np.ndarray:
         """Stored document frequency of each term id (dead rows included)."""
@@ -153,6 +162,7 @@ class Part:
         self._arrays: dict[str, MappedArray] = {}
         self._files: dict[str, MappedFile] = {}
         self._tids: dict[str, int] = {}  # term -> id (-1: absent), for the terms queries asked
+        self._blocks: dict[str, VectorBlock] = {}  # transformer vector blocks opened, by name
 
     def term_ids(self, terms: Sequence[str]) -> list[int]:
         """The id of each term in this segment's dictionary (-1 when absent), remembered."""
@@ -176,6 +186,9 @@ class Part:
         }
         part._files = {k: v for k, v in self._files.items() if entry.files.get(k) == self.entry.files.get(k)}
         part._tids = self._tids
+        part._blocks = {k: v for k, v in self._blocks.items() if k in entry.blocks}  # their projections stay
+        if entry.static_file == self.entry.static_file and "static_block" in self.__dict__:
+            part.__dict__["static_block"] = self.__dict__["static_block"]
         for key in ("paths", "languages", "c_path", "c_lines", "p_owner", "p_lines", "terms", "chunk_field",
                     "piece_field", "graph", "trigrams", "symbols", "path_ids_of", "path_rows"):  # fmt: skip
             if key in self.__dict__:
@@ -333,7 +346,11 @@ class Part:
         return sym, hdr, tuple(str(d) for d in defines)
 
     def text(self, i: int) -> str:
-        return self._blob_row("texts.bin", "text_off.npy", i, self.n_chunks).decode("utf-8", "surrogatepass")
+        raw = self._blob_row("texts.bin", "text_off.npy", i, self.n_chunks)
+        try:
+            return zlib.decompress(raw).decode("utf-8", "surrogatepass")
+        except (zlib.error, UnicodeDecodeError):
+            raise self.bad("chunk text") from None
 
     def chunk(self, i: int) -> Chunk:
         if not 0 <= i < self.n_chunks:
@@ -407,13 +424,16 @@ class Part:
         """The transformer's vector blocks, oldest first."""
         out = []
         for b in self.entry.blocks:
-            rows = self.array(f"{b}.rows.npy").all().astype(np.int64)
-            vec = self.array(f"{b}.vec.npy")
-            if len(vec.shape) != 2 or len(rows) != vec.shape[0] or vec.dtype != np.float32:
-                raise self.bad(f"vector block {b} shape")
-            if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= self.n_pieces):
-                raise self.bad(f"vector block {b} rows")
-            out.append(VectorBlock(vec, rows))
+            block = self._blocks.get(b)
+            if block is None:
+                rows = self.array(f"{b}.rows.npy").all().astype(np.int64)
+                vec = self.array(f"{b}.vec.npy")
+                if len(vec.shape) != 2 or len(rows) != vec.shape[0] or vec.dtype != np.float32:
+                    raise self.bad(f"vector block {b} shape")
+                if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= self.n_pieces):
+                    raise self.bad(f"vector block {b} rows")
+                block = self._blocks[b] = VectorBlock(vec, rows)
+            out.append(block)
         return out
 
     @cached_property
@@ -422,9 +442,14 @@ class Part:
         if not self.entry.static_file:
             return None
         a = self.array(self.entry.static_file)
-        if len(a.shape) != 2 or a.shape[0] != self.n_pieces or a.dtype != np.float16:
+        if (
+            len(a.shape) != 2
+            or a.shape[0] != self.n_pieces
+            or a.dtype != np.int8
+            or a.shape[1] <= SCALE_BYTES
+        ):
             raise self.bad("static vectors shape")
-        return VectorBlock(a)
+        return VectorBlock(a, packed=True)
 
     def has_vector(self) -> np.ndarray:
         """(p,) bool: pieces with a transformer vector in some block."""

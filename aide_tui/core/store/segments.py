@@ -53,6 +53,7 @@ from aide_tui.core.store.segment_write import (
     fsync_dir,
     npy_bytes,
     write_block,
+    write_new_file,
     write_segment,
     write_static,
 )
@@ -63,8 +64,8 @@ __all__ = [
     "FORMAT_VERSION", "FileRecord", "IndexData", "Manifest", "SEGMENT_FILES", "SegmentData", "SegmentEntry",
     "atomic_write_bytes", "check_sizes", "commit", "consolidate", "encode_manifest", "load_view",
     "lock_holder", "lock_is_held", "npy_bytes", "parse_manifest", "parse_segment", "read_index",
-    "read_manifest", "read_segment", "referenced_bytes", "retire", "write_block", "write_segment",
-    "write_static", "writer_lock",
+    "read_manifest", "read_rank", "read_segment", "referenced_bytes", "retire", "write_block",
+    "write_rank", "write_segment", "write_static", "writer_lock",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -74,7 +75,8 @@ T = TypeVar("T")
 # 7: every segment holds the symbol graph of its files (graph.json, refs.npy).
 # 8: self-contained segments read in place (a term dictionary and term-major postings of their own,
 #    tables as arrays, per-block checksums), and the static tier's vectors.
-FORMAT_VERSION = 8
+# 9: static vectors as int8 rows with a scale, chunk texts compressed, whole-number tfs as uint16.
+FORMAT_VERSION = 9
 MAX_MANIFEST_BYTES = 512 << 20
 
 
@@ -288,12 +290,48 @@ def referenced_bytes(manifest: Manifest) -> int:
     return sum(f.size for s in manifest.segments for f in s.files.values())
 
 
+def write_rank(index_dir: Path, rank: dict[str, float]) -> tuple[str, int, int]:
+    """Write a version's file centrality as a new file; (its name, size, CRC-32) for the manifest."""
+    name = f"rank-{time.time_ns():x}-{os.getpid()}.json"
+    data = json.dumps({p: round(v, 6) for p, v in sorted(rank.items())}, ensure_ascii=True).encode()
+    sums = write_new_file(index_dir / name, data)
+    fsync_dir(index_dir)
+    return name, sums.size, sums.crc
+
+
+def read_rank(index_dir: Path, meta: IndexMeta) -> dict[str, float] | None:
+    """The version's stored file centrality (None when it has none); IndexCorrupt when it is damaged."""
+    if not meta.rank_file:
+        return None
+    try:
+        raw = read_bounded(index_dir / meta.rank_file, meta.rank_size, expect_size=meta.rank_size)
+    except FileNotFoundError:
+        raise IndexCorrupt(f"index file {meta.rank_file} is missing; rebuilding") from None
+    except (UnsafeFile, OSError) as exc:
+        raise IndexCorrupt(f"index file {meta.rank_file} cannot be read ({exc}); rebuilding") from None
+    if zlib.crc32(raw) != meta.rank_crc:
+        raise IndexCorrupt(f"index file {meta.rank_file} is damaged (checksum mismatch); rebuilding")
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict) or not all(isinstance(v, float | int) for v in obj.values()):
+        raise IndexCorrupt(f"index file {meta.rank_file} is malformed; rebuilding")
+    return {str(k): float(v) for k, v in obj.items()}
+
+
 def check_sizes(index_dir: Path, manifest: Manifest) -> str | None:
     """Why the version's files on disk do not match the manifest (None when every size matches).
 
     A stat per file: cheap enough for ``status``; contents are verified when a reader reads them. A
     segment lacking a file readers need (an older layout) counts as damaged, so writers rebuild it.
     """
+    if manifest.meta.rank_file:
+        try:
+            if os.lstat(index_dir / manifest.meta.rank_file).st_size != manifest.meta.rank_size:
+                return f"index file {manifest.meta.rank_file} has the wrong size; rebuilding"
+        except OSError:
+            return f"index file {manifest.meta.rank_file} is missing; rebuilding"
     for seg in manifest.segments:
         lacking = [n for n in SEGMENT_FILES if n not in seg.files]
         if lacking:
@@ -319,6 +357,7 @@ def commit(index_dir: Path, manifest: Manifest, previous: Manifest | None) -> No
         _parsed.clear()
         _parsed[str(path)] = ((st.st_ino, st.st_size, st.st_mtime_ns), manifest)
     keep = {s.name for s in manifest.segments} | ({s.name for s in previous.segments} if previous else set())
+    keep |= {m.meta.rank_file for m in (manifest, previous) if m is not None and m.meta.rank_file}
     retire(index_dir, keep, manifest)
 
 
@@ -331,6 +370,8 @@ def retire(index_dir: Path, keep: set[str], current: Manifest | None) -> None:
         for p in index_dir.iterdir():
             if p.name.startswith(".tmp-") or (p.name.startswith(".") and p.name.endswith(".tmp")):
                 _remove(p)  # our own temps are renamed before any commit: these are all stale
+            elif p.name.startswith("rank-") and p.name.endswith(".json") and p.name not in keep:
+                _remove(p)
             elif p.name.startswith(".staging-") and p.name != f".staging-{os.getpid()}":
                 _remove(p)  # a parallel build's helpers write here for the indexer that made it
             elif p.name.startswith(("s", "g")) and p.name[1:2].isalnum() and p.name not in keep:

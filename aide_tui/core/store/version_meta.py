@@ -30,6 +30,9 @@ class IndexMeta:
     skipped: int = 0  # files the scan skipped (binary, huge, unreadable)
     degraded_reason: str | None = None
     static: str = ""  # the static tier's model id ("" when the index has no static tier)
+    rank_file: str = ""  # the files' centrality (store/centrality.py), stored beside the manifest
+    rank_size: int = 0
+    rank_crc: int = 0
 
     @property
     def has_vectors(self) -> bool:
@@ -50,6 +53,9 @@ class IndexMeta:
             skipped=obj.get("skipped", 0),
             degraded_reason=obj.get("degraded_reason"),
             static=obj.get("static", ""),
+            rank_file=obj.get("rank_file", ""),
+            rank_size=obj.get("rank_size", 0),
+            rank_crc=obj.get("rank_crc", 0),
         )
         ok = (
             isinstance(meta.settings, dict)
@@ -58,6 +64,10 @@ class IndexMeta:
             and _count(meta.skipped)
             and (meta.degraded_reason is None or isinstance(meta.degraded_reason, str))
             and isinstance(meta.static, str)
+            and isinstance(meta.rank_file, str)
+            and (not meta.rank_file or (meta.rank_file.startswith("rank-") and "/" not in meta.rank_file))
+            and _count(meta.rank_size)
+            and _count(meta.rank_crc)
         )
         if not ok:
             raise _bad("meta.settings/embedder/dim/skipped/degraded_reason")

@@ -99,6 +99,7 @@ class IndexView:
         self.piece_offsets: list[int] = np.cumsum([0] + [p.n_pieces for p in parts]).tolist()
         self.chunks: Sequence[Chunk] = ConcatChunks([PartChunks(p) for p in parts], self.offsets)
         self.vocab = Vocabulary(self)
+        self.prefilter = False  # set by a long-lived reader (warm_vectors): queries may prefilter
 
     def warm(self) -> None:
         """Open what the first query would otherwise pay for (call it where loading happens)."""
@@ -481,7 +482,7 @@ class IndexView:
             )
         total = sum(len(ids) for _, _, ids in blocks)
         cand = None
-        if total >= PREFILTER_MIN:
+        if total >= PREFILTER_MIN and (self.prefilter or self._projected(blocks, q.shape[0])):
             proj = self._projection(blocks, q.shape[0])
             qp = q @ proj
             coarse = np.concatenate([(b.projected(proj)[keep] if not keep.all() else b.projected(proj)) @ qp
@@ -510,6 +511,26 @@ class IndexView:
             sims = np.where(allowed[self.owners[all_ids]], sims, 0.0)
         top = float(sims.max()) if sims.size else None  # rows outside ``allowed`` count as 0
         return self._best_owners(sims, all_ids, n), top
+
+    def _projected(self, blocks: list[tuple[VectorBlock, np.ndarray, np.ndarray]], dim: int) -> bool:
+        """Whether the prefilter's projections are at hand (a long-lived reader made them: a one-shot
+        search scans exactly, which costs less than projecting every vector once)."""
+        base = max(blocks, key=lambda b: len(b[0]))[0]
+        proj = base.__dict__.get("_projection")
+        if proj is None or proj.shape[0] != dim:
+            return False
+        return all("_projected" in b.__dict__ for b, _, _ in blocks)
+
+    def warm_vectors(self, static_id: str = "") -> None:
+        """Build the prefilter's projections of the transformer's vectors and the static tier's (what a
+        long-lived reader calls after loading, off the query path)."""
+        self.prefilter = True
+        for tier in ("", static_id) if static_id else ("",):
+            blocks = self._live_blocks(tier)
+            if sum(len(ids) for _, _, ids in blocks) >= PREFILTER_MIN:
+                proj = self._projection(blocks, blocks[0][0].width)
+                for b, _, _ in blocks:
+                    b.projected(proj)
 
     def _projection(self, blocks: list[tuple[VectorBlock, np.ndarray, np.ndarray]], dim: int) -> np.ndarray:
         """The prefilter's projection, learnt once from a sample of the biggest block's vectors (kept with

@@ -1,0 +1,179 @@
+"""The static embedding tier and the cold build: vectors in the same commit as the lexical rows, a list
+of their own in the ranking, coverage that every front end reports, and a build on every core that
+answers like one in a single process."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.embed.static import StaticEmbedder, split_camel
+from aide_tui.core.index import parallel
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.paths import index_dir_for
+from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.store.segments import read_index, read_manifest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "aide_tui", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)  # fmt: skip
+
+
+def static(root: Path, **over: object) -> object:
+    return load_settings(root, {"embedding": {"backend": "static"}, **over})
+
+
+def test_the_static_tier_alone_covers_every_chunk_in_the_lexical_commit(workspace: Path) -> None:
+    out = cli("index", str(workspace), "--embedder", "static", "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.splitlines()[-1])
+    assert summary["static_missing"] == 0 and summary["static"].startswith("static:all-MiniLM-L6-v2:")
+    manifest = read_manifest(index_dir_for(workspace))
+    assert manifest.counts.static_missing == 0 and manifest.meta.static == summary["static"]
+    # one commit: the segment was written with its static vectors (static.npy), not given them later
+    assert [s.static_file for s in manifest.segments] == ["static.npy"]
+    st = json.loads(cli("status", str(workspace), "--json", "--embedder", "static").stdout)
+    assert st["state"] == "ready" and st["static_missing"] == 0 and not st["degraded"]
+    got = json.loads(cli("search", "--path", str(workspace), "--embedder", "static", "--json",
+                         "--no-update", "wait longer after every failure").stdout)  # fmt: skip
+    assert got["static_missing"] == 0 and not got["degraded"]
+    assert got["results"][0]["path"] == "src/httpclient/retry.py"
+    assert any(r["ranks"].get("static") for r in got["results"])
+
+
+def test_static_vectors_rank_by_meaning_where_no_word_matches(workspace: Path) -> None:
+    """No word of the query is in the code: only the static list can find the function."""
+    Indexer(workspace, static(workspace)).run()
+    s = Searcher(workspace, static(workspace))
+    resp = s.search("pause between attempts", limit=5)
+    ranks = {h.path: h.ranks for h in resp.results}
+    assert resp.results and not resp.degraded
+    assert ranks.get("src/httpclient/retry.py", {}).get("static") is not None
+    assert resp.results[0].path == "src/httpclient/retry.py"
+
+
+def test_an_index_without_the_tier_gets_it_later_without_a_rebuild(workspace: Path) -> None:
+    Indexer(workspace, load_settings(workspace, {"embedding": {"backend": "none"}})).run()
+    before = read_manifest(index_dir_for(workspace))
+    assert before.meta.static == "" and before.segments[0].static_file == ""
+    rep = Indexer(workspace, static(workspace)).run()
+    after = read_manifest(index_dir_for(workspace))
+    assert rep.changed == 0 and after.counts.static_missing == 0  # nothing was read or chunked again
+    assert [s.name for s in after.segments] == [s.name for s in before.segments]
+    assert after.segments[0].static_file.startswith("st") and after.segments[0].static == after.meta.static
+    # an edit while the tier is off: that segment is counted as missing, the next run with it fills it
+    (workspace / "src" / "extra.py").write_text("def extra_helper():\n    return 1\n")
+    Indexer(workspace, load_settings(workspace, {"embedding": {"backend": "none"}})).run()
+    assert read_manifest(index_dir_for(workspace)).counts.static_missing == 1
+    Indexer(workspace, static(workspace)).run()
+    assert read_manifest(index_dir_for(workspace)).counts.static_missing == 0
+
+
+def test_the_table_is_read_only_when_its_checksum_matches(tmp_path: Path) -> None:
+    table = np.arange(12, dtype=np.float16).reshape(4, 3)
+    path = tmp_path / "t.npy"
+    np.save(path, table)
+    import hashlib
+
+    path.with_suffix(".json").write_text(
+        json.dumps({"sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+    )
+    assert np.array_equal(StaticEmbedder._read(path), table)
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 1
+    path.write_bytes(bytes(raw))
+    assert StaticEmbedder._read(path) is None  # damaged: distilled again, never used
+    path.with_suffix(".json").unlink()
+    assert StaticEmbedder._read(path) is None
+
+
+def test_identifiers_are_read_as_their_words() -> None:
+    assert split_camel("parseHeader HTTPClient getURLPath x") == "parse Header HTTP Client get URL Path x"
+    tier = StaticEmbedder()
+    a, b, c = tier.embed(["parseHeader", "parse header", "render the table"])
+    assert float(a @ b) > 0.99 and float(a @ c) < 0.9
+
+
+def _big_repo(root: Path, n_files: int, seed: int) -> None:
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "parse", "render", "fetch", "store", "retry", "token"]
+    for i in range(n_files):
+        p = root / f"pkg{i % 9}" / f"mod_{i}.py"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        funcs = []
+        for j in range(rng.randint(4, 10)):
+            name = f"{rng.choice(words)}_{rng.choice(words)}_{i}_{j}"
+            body = "\n".join(
+                f"    x{k} = {rng.choice(words)}_{k}(x{k - 1})" for k in range(1, rng.randint(4, 30))
+            )
+            funcs.append(
+                f"def {name}(x0):\n    '''Do {rng.choice(words)} things.'''\n{body}\n    return x0\n"
+            )
+        p.write_text("import os\n\n\n" + "\n\n".join(funcs))
+
+
+def test_a_build_on_every_core_answers_like_one_in_a_single_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, many = tmp_path / "one", tmp_path / "many"
+    _big_repo(one, 60, seed=3)
+    _big_repo(many, 60, seed=3)
+    Indexer(one, static(one, index={"build_workers": 1})).run()
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "MIN_BATCH_BYTES", 20_000)
+    rep = Indexer(many, static(many, index={"build_workers": 2})).run()
+    assert rep.files == 60 and rep.changed == 60
+    m1, m2 = read_manifest(index_dir_for(one)), read_manifest(index_dir_for(many))
+    assert len(m1.segments) == 1 and len(m2.segments) > 2  # each batch a segment of its own
+    assert m2.counts == m1.counts and m2.counts.static_missing == 0
+    assert not any(p.name.startswith(".staging-") for p in index_dir_for(many).iterdir())
+    a, b = read_index(index_dir_for(one)), read_index(index_dir_for(many))
+    assert sorted((c.path, c.start_line, c.text) for c in a.chunks) == sorted(
+        (c.path, c.start_line, c.text) for c in b.chunks
+    )
+    for q in ("parse alpha things", "render_token", "retry fetch store", "delta_gamma_7_2"):
+        r1 = Searcher(one, static(one)).search(q, limit=10)
+        r2 = Searcher(many, static(many)).search(q, limit=10)
+        assert [(h.path, h.start_line) for h in r1.results] == [(h.path, h.start_line) for h in r2.results], q
+
+
+def test_kill_9_during_a_build_on_every_core_leaves_a_usable_index(tmp_path: Path) -> None:
+    """A big backlog is built by helper processes; SIGKILL of the indexer at random points leaves the
+    last committed version, never a half-written one, and the next run finishes and cleans up."""
+    root = tmp_path / "repo"
+    _big_repo(root, 700, seed=5)  # about 4.5 MB: past the size a build goes parallel at
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AIDE_INDEX_BUILD_WORKERS": "2"}
+    cmd = [sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "static"]
+    rng = random.Random(11)
+    for _ in range(3):
+        subprocess.run(["rm", "-rf", str(root / ".aide")], check=True)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)  # fmt: skip
+        time.sleep(rng.uniform(0.5, 4.0))
+        os.killpg(proc.pid, signal.SIGKILL)  # the indexer and its helpers
+        proc.wait()
+        st = subprocess.run(
+            [*cmd[:3], "status", str(root), "--json"], env=env, capture_output=True, text=True
+        )
+        assert st.returncode == 0, st.stderr
+        assert json.loads(st.stdout)["state"] in ("missing", "ready", "partial"), st.stdout
+    done = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.splitlines()[-1])
+    assert summary["files"] == 700 and summary["static_missing"] == 0
+    names = {p.name for p in index_dir_for(root).iterdir()}
+    assert not [n for n in names if n.startswith(".")], names  # no staging folder or temp left behind
