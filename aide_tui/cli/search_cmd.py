@@ -41,9 +41,9 @@ def _shown_path(root: Path, rel: str) -> str:
         return str(full)
 
 
-def _write_locations(out: Any, root: Path, resp: Any, fmt: str, limit: int) -> None:
+def _write_locations(out: Any, root: Path, resp: Any, fmt: str, limit: int, within: Any = None) -> None:
     """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: the first ``limit`` distinct
-    files in rank order.
+    files in rank order (``within``: only its files; paths are shown from the current folder anyway).
     A hit of another workspace (``--all-workspaces``) is shown under the root it was indexed from.
     Control characters in names are escaped and in line text shown (␛), as the text format does."""
     from aide_tui.core.search.hitlines import vimgrep_line
@@ -56,6 +56,8 @@ def _write_locations(out: Any, root: Path, resp: Any, fmt: str, limit: int) -> N
         err(f"degraded (BM25 only): {resp.degraded_reason}")
     if resp.no_results:
         err(resp.no_results)
+    if within is not None:
+        resp = replace(resp, results=[h for h in resp.results if within.inside(h.path)])
     if fmt == "paths":
         files = dict.fromkeys(printable(_shown_path(base(h), h.path)) for h in resp.results)
         for shown in list(files)[:limit]:
@@ -65,8 +67,9 @@ def _write_locations(out: Any, root: Path, resp: Any, fmt: str, limit: int) -> N
         out.write(visible(vimgrep_line(printable(_shown_path(base(h), h.path)), h)) + "\n")
 
 
-def _queries(args: argparse.Namespace) -> list[str] | None:
-    """The query, or the batch file's lines (None after saying why there are none)."""
+def _queries(args: argparse.Namespace, within: Within | None = None) -> list[str] | None:
+    """The query, or the batch file's lines (None after saying why there are none); ``within``: kept to
+    that part of the root."""
     if args.batch is None and not args.query:
         err("search needs a QUERY or --batch FILE")
         return None
@@ -74,10 +77,75 @@ def _queries(args: argparse.Namespace) -> list[str] | None:
         err("search needs a QUERY: the one given is empty")
         return None
     try:
-        return _read_batch(args.batch) if args.batch is not None else [" ".join(args.query)]
+        queries = _read_batch(args.batch) if args.batch is not None else [" ".join(args.query)]
+        return [within.query(q) for q in queries] if within is not None else queries
     except OSError as exc:
         err(f"cannot read batch file: {exc}")
         return None
+
+
+def _indexed(root: Path) -> bool:
+    """Whether ``root`` has an index of its own (readable, or being built by its host)."""
+    from aide_tui.core.paths import state_dir
+    from aide_tui.host.lock import host_pid
+
+    return _readable_index(root) or host_pid(state_dir(root, create=False)) is not None
+
+
+def enclosing_workspace(root: Path) -> tuple[Path, str] | None:
+    """The indexed workspace ``root`` sits inside, and ``root``'s path in it, when ``root`` has no index
+    of its own (``search --path ..`` from deep in a checkout); None otherwise."""
+    if _indexed(root):
+        return None
+    for outer in root.parents:
+        if _indexed(outer):
+            return outer, root.relative_to(outer).as_posix()
+    return None
+
+
+class Within:
+    """Answers from an enclosing workspace's index kept to ``rel``'s files, with their paths relative to
+    the root that was asked for (as its own index would give them)."""
+
+    def __init__(self, rel: str) -> None:
+        self.prefix = rel.rstrip("/") + "/"
+
+    def query(self, q: str) -> str:
+        return f"{q} path:{self.prefix}*" if q.strip() else q
+
+    def inside(self, path: str) -> bool:
+        return path.startswith(self.prefix)
+
+    def answer(self, answer: dict[str, Any]) -> dict[str, Any]:
+        kept = [dict(h, path=h["path"][len(self.prefix) :]) for h in answer.get("results", [])
+                if self.inside(str(h.get("path", "")))]  # fmt: skip
+        return {**answer, "results": kept}
+
+
+def _within_parent(args: argparse.Namespace, root: Path) -> tuple[Path, Any, Within] | None:
+    """``search --path ROOT`` where ROOT is inside an indexed workspace and has no index of its own: that
+    workspace's index answers, kept to ROOT's files (no second index of the same files, no second
+    background host), and stderr says so once. None: ROOT is searched as it is."""
+    if getattr(args, "all_workspaces", False) or getattr(args, "store", None) == "milvus":
+        return None
+    found = enclosing_workspace(root)
+    if found is None:
+        return None
+    outer, rel = found
+    ready = setup(str(outer), args)
+    if ready is None or ready[1].store.backend != "local":
+        return None
+    shown = printable(str(root))
+    err(f"note: {shown} is inside {printable(str(outer))}, which is indexed: searching its index, "
+        f"{printable(rel)}/ only (`aide-tui index {shown}` indexes it on its own)")  # fmt: skip
+    return ready[0], ready[1], Within(rel)
+
+
+def _scope(args: argparse.Namespace, root: Path, settings: Any) -> tuple[Path, Any, Within | None]:
+    """The root and settings to search, and the part of that root asked for (see :func:`_within_parent`)."""
+    if settings.store.backend == "local" and (inside := _within_parent(args, root)) is not None:
+        return inside
+    return root, settings, None
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -85,9 +153,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     ready = setup(args.path, args)
     if ready is None:
         return 2
-    root, settings = ready
+    root, settings, within = _scope(args, *ready)
     mode = settings.search.mode
-    queries = _queries(args)
+    queries = _queries(args, within)
     if queries is None:
         return 2
     fmt = args.format or ("json" if args.json else "text")
@@ -105,7 +173,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             failed = True
             if args.batch is None or fmt != "json":
                 return args.batch is not None
-        _write(answer, fmt == "json")
+        _write(within.answer(answer) if within is not None else answer, fmt == "json")
         return True
 
     everywhere = bool(getattr(args, "all_workspaces", False))
@@ -122,7 +190,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return opened
     searcher, close = opened
     try:
-        code = _answer_all(searcher, args, root, settings, queries[done:], fmt, emit)
+        code = _answer_all(searcher, args, root, settings, queries[done:], fmt, emit, within)
     finally:
         close()
     return code or (2 if failed else 0)
@@ -136,8 +204,10 @@ def _answer_all(
     queries: list[str],
     fmt: str,
     emit: Callable[[dict[str, Any]], bool],
+    within: Within | None = None,
 ) -> int:
-    """Answer each query (one output each); an exit code when one cannot be answered, else 0.
+    """Answer each query (one output each); an exit code when one cannot be answered, else 0
+    (``within``: the part of ``root`` asked for, see :func:`_within_parent`).
 
     A damaged index file is found when a query first reads it: without ``--no-update`` the index is
     rebuilt once and the query answered; with it, the command says what to run."""
@@ -167,7 +237,7 @@ def _answer_all(
                     searcher.refresh()
                     resp = searcher.search(q, limit=depth, mode=mode, prefix=prefix)
             if fmt in ("vimgrep", "paths") and resp.error is None:
-                _write_locations(sys.stdout, root, resp, fmt, args.limit)
+                _write_locations(sys.stdout, root, resp, fmt, args.limit, within)
                 sys.stdout.flush()
             elif not emit(_answer_json(resp, args)):
                 return 2
