@@ -22,9 +22,10 @@ the app's own CLI (``python -m aide_tui`` from this checkout, or ``--app``), wit
   max over the queries, the peak RSS, and the search's own ``took_ms``.
 - ``symbols``: ``aide-tui defs``/``refs --no-update`` for a few names: wall, RSS, locations found.
 - ``serve``: ``aide-tui serve`` (watcher on): seconds until its socket, warm ``POST /search`` p50/p95
-  per mode over ``--serve-rounds`` passes of the list, one-file edit → searchable through it (write to
-  the first search that returns the new name), RSS after ``--idle`` seconds idle, peak RSS; it also
-  records the top hit of every prefix typed in ``app`` (as ``bench_tmux.py`` does with the CLI).
+  per mode over ``--serve-rounds`` passes of the list (after ``--serve-warmup`` untimed ones), one-file
+  edit → searchable through it (write to the first search that returns the new name), RSS after
+  ``--idle`` seconds idle, peak RSS; it also records the top hit of every prefix typed in ``app`` (as
+  ``bench_tmux.py`` does with the CLI).
 - ``app``: the app in tmux (its own server socket), hosting the workspace: keystroke → first result row
   painted (p50/p95, ``bench_tmux.py``'s method), one-file edit → searchable through its host socket,
   RSS while idle, peak RSS; then ctrl+q.
@@ -60,6 +61,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.append(str(REPO))  # host_pid and the scanner, when this interpreter has no aide_tui installed
 
 import bench_tmux  # noqa: E402  (tmux helpers: control-mode client, screen, send, wait)
 
@@ -228,20 +230,26 @@ def run(
         r.start()
     timed_out = False
     stopping_since: float | None = None
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        now = time.perf_counter() - t0
-        if stopping_since is None and (now > timeout or (stop_when is not None and stop_when(out))):
-            timed_out = now > timeout
-            stopping_since = now
-            with suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        elif stopping_since is not None and now - stopping_since > 20:
-            with suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        time.sleep(0.005 if now < 1 else 0.02)
+    try:
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            now = time.perf_counter() - t0
+            if stopping_since is None and (now > timeout or (stop_when is not None and stop_when(out))):
+                timed_out = now > timeout
+                stopping_since = now
+                with suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+            elif stopping_since is not None and now - stopping_since > 20:
+                with suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            time.sleep(0.005 if now < 1 else 0.02)
+    except BaseException:  # the benchmark is stopped (ctrl+c, SIGTERM): so is the command
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        raise
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     for r in readers:
@@ -343,6 +351,7 @@ class Bench:
         self.rows: list[tuple[str, str]] = []
         self.cleanups: list[Callable[[], None]] = []
         self.original: bytes | None = None
+        self.chosen = [s for s in SECTIONS if (not args.only or s in args.only) and s not in args.skip]
 
     # -- plumbing
 
@@ -429,7 +438,8 @@ class Bench:
         if self.original is None:
             self.original = path.read_bytes()
             self.cleanups.append(self.restore)
-        token = f"zqbench{time.time_ns()}"
+        # letters only: one term that shares no part with an earlier edit's name (digits would split off)
+        token = "zqbench" + "".join(chr(ord("a") + int(c)) for c in str(time.time_ns()))
         tmp = path.with_name(path.name + ".benchtmp")
         tmp.write_bytes(self.original + f"\n\ndef {token}(value):\n    return value\n".encode())
         os.replace(tmp, path)  # one event for a watcher, as an editor's atomic save
@@ -597,6 +607,8 @@ class Bench:
                     e["took_ms"].append(obj.get("took_ms"))
                     e["results"] = len(obj.get("results", []))
                     e["degraded"] = obj.get("degraded")
+                    if p.wall > 5:  # a long run says where it is
+                        print(f"    {mode}: {p.wall:.1f} s for {q[:50]!r}", flush=True)
                     if p.rc != 0 or p.timed_out:
                         e.setdefault("errors", []).append(
                             f"rc={p.rc} timeout={p.timed_out} {p.stderr[-300:]}"
@@ -675,12 +687,18 @@ class Bench:
             )
             d["rss_after_start_mb"] = tree_memory(proc.pid)["rss_mb"]
             self.row("serve: socket after", f"{d['socket_s']} s, RSS {d['rss_after_start_mb']} MB")
+            queries, left_out = self.serve_queries()
+            if left_out:
+                d["left_out"] = left_out
+                self.row("serve: queries left out", f"{len(left_out)}, one-shot search time over "
+                         f"{self.args.serve_skip_over_ms:.0f} ms in {self.args.serve_skip_from}")  # fmt: skip
             for mode in self.args.modes.split(","):
-                for q in self.qs.queries:  # warm
-                    http.post("/search", json={"query": q, "mode": mode, "limit": 20})
+                for _ in range(self.args.serve_warmup):  # warm: caches filled, the encoder loaded
+                    for q in queries:
+                        http.post("/search", json={"query": q, "mode": mode, "limit": 20})
                 times, took = [], []
                 for _ in range(self.args.serve_rounds):
-                    for q in self.qs.queries:
+                    for q in queries:
                         t1 = time.perf_counter()
                         resp = http.post("/search", json={"query": q, "mode": mode, "limit": 20})
                         times.append((time.perf_counter() - t1) * 1000)
@@ -689,7 +707,7 @@ class Bench:
                 d[mode] = {
                     "p50_ms": r(pct(times, 0.5), 1),
                     "p95_ms": r(pct(times, 0.95), 1),
-                    "max_ms": r(max(times), 1),
+                    "max_ms": r(max(times, default=None), 1),
                     "took_ms_p50": r(pct(took, 0.5), 1),
                     "n": len(times),
                 }
@@ -702,7 +720,8 @@ class Bench:
                 "serve: edit -> searchable",
                 f"{d['edit_visible_s']} s (median {r(med(d['edit_visible_s']), 2)})",
             )
-            d["expected_rows"] = self.expected_rows(http)
+            if "app" in self.chosen:  # the rows the app must paint, from the same index
+                d["expected_rows"] = self.expected_rows(http)
             time.sleep(self.args.idle)
             d["idle"] = tree_memory(proc.pid)
             self.row(
@@ -715,6 +734,20 @@ class Bench:
             d["stop"] = stopper()
             self.cleanups.remove(stopper)
             self.restore()
+
+    def serve_queries(self) -> tuple[list[str], dict[str, float]]:
+        """The queries sent to ``serve``: all, or with ``--serve-skip-from`` (an earlier run's JSON) those
+        whose one-shot ``took_ms`` (in any mode) was at most ``--serve-skip-over-ms``; and those left out."""
+        if not self.args.serve_skip_from:
+            return list(self.qs.queries), {}
+        oneshot = json.loads(Path(self.args.serve_skip_from).read_text())["sections"]["oneshot"]
+        slow: dict[str, float] = {}
+        for mode in ("bm25", "hybrid", "dense"):
+            for q, v in oneshot.get(mode, {}).get("per_query", {}).items():
+                took = max((t for t in v["took_ms"] if t is not None), default=0.0)
+                if took > self.args.serve_skip_over_ms:
+                    slow[q] = max(slow.get(q, 0.0), took)
+        return [q for q in self.qs.queries if q not in slow], {q[:80]: t for q, t in slow.items()}
 
     def edit_visible(self, http: Any) -> list[float | None]:
         """Seconds from writing the edited file to the first search (through ``http``) that finds it."""
@@ -934,9 +967,7 @@ class Bench:
     # -- driver
 
     def run(self) -> None:
-        chosen = [
-            s for s in SECTIONS if (not self.args.only or s in self.args.only) and s not in self.args.skip
-        ]
+        chosen = self.chosen
         if "cold" not in chosen:
             self.embedder = self.args.embedders.split(",")[-1]
         if not (self.root / ".aide").exists() and "cold" not in chosen:
@@ -1094,6 +1125,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=3, help="repetitions for the medians (no-op, edit, defs/refs)")
     p.add_argument("--oneshot-rounds", type=int, default=3, help="passes over the query list, one-shot")
     p.add_argument("--serve-rounds", type=int, default=5, help="passes over the query list, serve")
+    p.add_argument("--serve-warmup", type=int, default=1, help="untimed passes first, serve")
+    p.add_argument(
+        "--serve-skip-from", help="an earlier run's JSON: serve leaves out its slow one-shot queries"
+    )
+    p.add_argument("--serve-skip-over-ms", type=float, default=10_000, help="what slow means there (took_ms)")
     p.add_argument("--cold-cap", type=float, default=3600, help="seconds a cold index may take")
     p.add_argument("--timeout", type=float, default=900, help="seconds any other command may take")
     p.add_argument("--edit-timeout", type=float, default=120, help="seconds an edit may take to show")
