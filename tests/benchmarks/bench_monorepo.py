@@ -41,6 +41,7 @@ Query sets: ``monorepo`` (the assembled workspace: MONOREPO.json at its root) an
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -1138,6 +1139,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--app", help="command that runs the app (default: python -m aide_tui of this checkout)")
     p.add_argument("--app-mode", default="bm25", choices=["bm25", "hybrid"], help="the app's search mode")
     p.add_argument("--size", default="120x40", help="the tmux window")
+    p.add_argument("--typed", help="queries typed in the app, comma-separated (default: the query set's)")
     p.add_argument("--pause", type=float, default=0.05, help="seconds between a key's paint and the next key")
     p.add_argument("--isolate-cache", action="store_true", help="a fresh XDG_CACHE_HOME (models built again)")
     p.add_argument("--json", help="where the figures go (default ./bench_monorepo-ROOTNAME.json)")
@@ -1164,6 +1166,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copytree(root, dest, ignore=shutil.ignore_patterns(".aide"), symlinks=True)
         root = dest
     qs = QUERY_SETS[args.queries]
+    if args.typed:
+        qs = dataclasses.replace(qs, typed=tuple(t for t in args.typed.split(",") if t))
     if not (root / qs.edit).is_file():
         print(f"{root / qs.edit}: the file the edit sections change is missing", file=sys.stderr)
         return 2
