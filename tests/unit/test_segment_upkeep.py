@@ -15,7 +15,6 @@ from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.store.segments import read_manifest
 
-
 WORDS = ("zebra", "walrus", "narwhal")
 
 
