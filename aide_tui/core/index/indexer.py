@@ -38,6 +38,7 @@ from aide_tui.core.events import Done, Event, Progress
 from aide_tui.core.index.budget import BULK_PIECES, BulkJob, Wait, bulk_slot
 from aide_tui.core.index.built import Built, staging_dir
 from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
+from aide_tui.core.index.gcpause import gc_paused
 from aide_tui.core.index.parallel import Job, batch_bytes, helpers_for, prev_of, run_batches
 from aide_tui.core.index.reading import BatchNotes, read_batch
 from aide_tui.core.index.scan import FileEntry, Scanner
@@ -297,13 +298,14 @@ class _Run:
         first = True
         for batch in batches(to_read, self.writer.batch_files, getattr(self.writer, "batch_bytes", None)):
             self.check_cancel()
-            delta = self.read(batch, prev, self._done, len(to_read))
-            self._done += len(batch)
-            if first:
-                delta.gone |= removed
-                first = False
-            self.vectors(delta, emb)
-            self.committed(self.writer.commit(delta, emb))
+            with gc_paused():
+                delta = self.read(batch, prev, self._done, len(to_read))
+                self._done += len(batch)
+                if first:
+                    delta.gone |= removed
+                    first = False
+                self.vectors(delta, emb)
+                self.committed(self.writer.commit(delta, emb))
             self.report.changed += len(delta.records)
 
     def build_parallel(
@@ -330,7 +332,8 @@ class _Run:
             nonlocal gone, done
             self.report.skipped_files.update(built.notes.skipped)
             self.report.warnings.extend(built.notes.warnings)
-            self.committed(self.writer.commit_built(built, gone, emb, cache))  # type: ignore[attr-defined]
+            with gc_paused():
+                self.committed(self.writer.commit_built(built, gone, emb, cache))  # type: ignore[attr-defined]
             gone = set()
             done += len(built.records) + len(built.same) + len(built.gone) + len(built.notes.skipped)
             self.report.changed += len(built.records)
