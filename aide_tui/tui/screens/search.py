@@ -330,7 +330,8 @@ class SearchScreen(Screen[None]):
     def action_ask(self) -> None:
         """Ask the code (F7): the ask screen, the query as its question (F7 there: back here)."""
         if not self.app.is_screen_installed("ask"):
-            self.app.install_screen(AskScreen(self.live, self.settings.answer), "ask")
+            ask = AskScreen(self.live, self.settings.answer, show_timing=self.show_timing)
+            self.app.install_screen(ask, "ask")
         screen = self.app.get_screen("ask")
         if isinstance(screen, AskScreen):
             screen.ask_about(self.query_box.value)

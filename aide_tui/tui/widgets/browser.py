@@ -115,7 +115,7 @@ class Browser(Horizontal):
         if results.back:
             base = results.back[0]
             if answer.labels is not None and base.hits is answer.response.results:
-                base.labels = answer.labels
+                base.labels, base.labelled = answer.labels, True
         elif answer.labels is not None:
             results.set_labels(answer.response.results, answer.labels)
         else:

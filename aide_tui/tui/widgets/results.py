@@ -223,6 +223,7 @@ class SavedList:
     message: str
     status: tuple[int | None, float | None, str | None] = (None, None, None)
     line: int | None = None
+    labelled: bool = False
 
 
 class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
@@ -356,7 +357,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
     def saved(self, status: tuple[int | None, float | None, str | None], line: int | None) -> SavedList:
         """This list as the back key would restore it (``status``, ``line``: see :class:`SavedList`)."""
         return SavedList(self.hits, self.labels, self.places, self.cursor, self.shown_query, self.message,
-                         status, line)  # fmt: skip
+                         status, line, self.labelled)  # fmt: skip
 
     def show_places(self, hits: list[Hit], labels: list[str | None], query: str, saved: SavedList) -> None:
         """Replace the rows by the places ``d``/``r`` found; ``saved`` (this list) goes on :attr:`back`."""
@@ -373,6 +374,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         self.lookup += 1
         self.set_hits(saved.hits, saved.cursor, saved.message, query=saved.query, labels=saved.labels,
                       places=saved.places)  # fmt: skip
+        self.labelled = saved.labelled
         return saved
 
     def forget_places(self) -> None:
