@@ -105,8 +105,10 @@ def run_index(
     as_json: bool = False,
     priority: tuple[str, ...] = (),
     embed: bool = True,
+    merge_cap: int | None = None,
 ) -> Any:
-    """Run the indexer; progress goes to stderr on a terminal, or as JSON event lines with ``as_json``."""
+    """Run the indexer; progress goes to stderr on a terminal, or as JSON event lines with ``as_json``
+    (``merge_cap``: see Indexer.run)."""
     from aide_tui.core.events import Event, Progress, event_to_json
     from aide_tui.core.index.indexer import Indexer
 
@@ -132,7 +134,7 @@ def run_index(
 
     try:
         report = Indexer(root, settings, embedder, emb_err).run(
-            on_progress=progress, rebuild=rebuild, priority=priority, embed=embed
+            on_progress=progress, rebuild=rebuild, priority=priority, embed=embed, merge_cap=merge_cap
         )
     finally:
         if hasattr(embedder, "close"):

@@ -22,6 +22,7 @@ from typing import Any
 from aide_tui.cli.common import err, make_embedder, printable, run_index, setup
 
 INLINE_VECTORS = 64  # missing vectors computed inline before answering (about a second or two)
+QUICK_MERGE_CHUNKS = 5_000  # live chunks a search's own update may merge (a second or so; more waits)
 FILES_DEPTH = 20  # --format paths: hits ranked per file asked for (--limit counts files there)
 
 
@@ -471,11 +472,13 @@ def _refresh_here(
     idx_embedder, idx_err = make_embedder(settings, for_indexing=wait, root=root)
     quick = replace(settings, index=replace(settings.index, lock_timeout=0.0)) if have else settings
     try:
-        report = run_index(root, quick, idx_embedder, idx_err, rebuild=rebuild, embed=wait)
+        report = run_index(
+            root, quick, idx_embedder, idx_err, rebuild=rebuild, embed=wait, merge_cap=QUICK_MERGE_CHUNKS
+        )
         missing = report.vectors_missing if idx_embedder is not None and not report.degraded else 0
         if missing and missing <= INLINE_VECTORS:
             emb = query_embedder if query_embedder is not None else idx_embedder
-            run_index(root, quick, emb, None, embed=True)
+            run_index(root, quick, emb, None, embed=True, merge_cap=QUICK_MERGE_CHUNKS)
         elif missing:
             started = _start_background_host(root, settings, fd)
             if started and sys.stderr.isatty():

@@ -225,3 +225,30 @@ def test_a_models_folder_the_user_cannot_read_leaves_the_static_tier_out_not_the
         )
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_merge_gives_way_to_newer_work_between_segments(tmp_path: Path) -> None:
+    """A merge reads its segments one at a time and stops when newer work waits: it commits nothing, the
+    index stays as it was (every segment, every answer), and a later run merges."""
+    root = tmp_path / "ws"
+    _big_repo(root, 12, seed=9)
+    settings = static(root, index={"max_segments": 1})
+    for i in range(3):  # three more segments, one per edit
+        Indexer(root, static(root, index={"max_segments": 100})).run()
+        (root / f"pkg{i}" / "mod_0.py").write_text(f"def edit_{i}():\n    return {i}\n")
+    Indexer(root, static(root, index={"max_segments": 100})).run()
+    before = read_manifest(index_dir_for(root))
+    assert len(before.segments) >= 3
+    asked: list[int] = []
+
+    def newer_work_after_one_segment() -> bool:
+        asked.append(1)
+        return len(asked) > 2  # the check before the merge, then one segment read, then newer work
+
+    rep = Indexer(root, settings).run(should_yield=newer_work_after_one_segment)
+    assert not rep.merged and read_manifest(index_dir_for(root)).segments == before.segments
+    hits = Searcher(root, settings).search("edit_2", limit=3).results
+    assert hits and hits[0].path == "pkg2/mod_0.py"
+    rep = Indexer(root, settings).run()
+    assert rep.merged and len(read_manifest(index_dir_for(root)).segments) == 1
+    assert Searcher(root, settings).search("edit_2", limit=3).results[0].path == "pkg2/mod_0.py"

@@ -101,6 +101,7 @@ class Indexer:
         embed: bool = True,
         should_yield: Callable[[], bool] | None = None,
         paths: Iterable[str] | None = None,
+        merge_cap: int | None = None,
     ) -> Done:
         """Update the index; returns what happened. Raises LockTimeout if another writer holds it,
         IndexProblem when the store cannot be written.
@@ -108,10 +109,13 @@ class Indexer:
         ``embed=False`` stops after the lexical commit (vectors already cached are still reused);
         ``should_yield`` is asked between embedding batches whether newer work is waiting; ``paths``
         (workspace-relative, from a file watcher) limits the run to those files: no walk of the tree,
-        unless a folder, a link or an ignore file changed.
+        unless a folder, a link or an ignore file changed. ``merge_cap`` bounds the live chunks a merge
+        may read in this run (a one-shot search keeps its merges small; the next ``index`` or host does
+        the rest).
         """
         run = _Run(self, on_progress or (lambda e: None), cancel, set(priority), should_yield)
         run.paths = None if paths is None else set(paths)
+        run.merge_cap = merge_cap
         started = time.monotonic()
         state = state_dir(self.root)
         with writer_lock(state / "index", timeout=self.settings.index.lock_timeout):
@@ -154,6 +158,7 @@ class _Run:
         self.content_rule: Callable[[str, str], str | None] | None = None  # generated output, by content
         self.turn_over: Callable[[int, int], bool] = _no_turns  # the bulk budget's turn (budget.py)
         self.targeted = False
+        self.merge_cap: int | None = None
         self._done = 0
         self.report = Done()
         self.state = Path()

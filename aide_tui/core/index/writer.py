@@ -101,6 +101,7 @@ class RunHooks(Protocol):
 
     report: Done
     targeted: bool  # the run looked at the files a watcher named, not the whole tree
+    merge_cap: int | None  # live chunks a merge may read in this run (None: the writer's own bound)
 
     def emit(self, event: Event) -> None: ...
 
