@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from itertools import chain
 from pathlib import Path
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -53,6 +54,20 @@ def load_vocab(path: str | Path) -> dict[str, int]:
     return vocab
 
 
+class _WordCache(dict[str, list[int]]):
+    """word -> ids, computed on a miss (kept while there is room): hits cost no Python call."""
+
+    def __init__(self, compute: Callable[[str], list[int]]) -> None:
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, word: str) -> list[int]:
+        ids = self._compute(word)
+        if len(self) < _MAX_CACHE:
+            self[word] = ids
+        return ids
+
+
 class WordPieceTokenizer:
     """Greedy longest-match-first WordPiece with BERT basic tokenization; caches word -> ids."""
 
@@ -77,7 +92,7 @@ class WordPieceTokenizer:
             raise ValueError(f"vocabulary lacks the special token {exc.args[0]}") from None
         self.pad_id = vocab.get("[PAD]", 0)
         self._specials = {t: vocab[t] for t in SPECIAL_TOKENS if t in vocab}
-        self._word_cache: dict[str, list[int]] = {}
+        self._word_cache = _WordCache(self._wordpiece)
         self._char_cache: dict[str, str] = {}
         self._ascii_re = _ASCII_WORD_RE if lowercase else _ASCII_WORD_CASED_RE
 
@@ -121,40 +136,39 @@ class WordPieceTokenizer:
 
     # -- wordpiece --------------------------------------------------------------------------------
     def _word_ids(self, word: str) -> list[int]:
-        ids = self._word_cache.get(word)
-        if ids is not None:
-            return ids
+        return self._word_cache[word]
+
+    def _wordpiece(self, word: str) -> list[int]:
+        """Greedy longest-match-first pieces of one word ([UNK] alone when none or too long)."""
         vocab = self.vocab
         n = len(word)
         if n > self.max_chars:
-            ids = [self.unk_id]
-        else:
-            ids = []
-            start = 0
-            while start < n:
-                end = n
-                found = None
-                while start < end:
-                    piece = word[start:end] if start == 0 else "##" + word[start:end]
-                    found = vocab.get(piece)
-                    if found is not None:
-                        break
-                    end -= 1
-                if found is None:
-                    ids = [self.unk_id]
+            return [self.unk_id]
+        ids: list[int] = []
+        start = 0
+        while start < n:
+            end = n
+            found = None
+            while start < end:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                found = vocab.get(piece)
+                if found is not None:
                     break
-                ids.append(found)
-                start = end
-        if len(self._word_cache) < _MAX_CACHE:
-            self._word_cache[word] = ids
+                end -= 1
+            if found is None:
+                return [self.unk_id]
+            ids.append(found)
+            start = end
         return ids
 
     def _segment_ids(self, text: str, out: list[int], limit: int) -> None:
-        word_ids = self._word_ids
-        for word in self._words(text):
-            out.extend(word_ids(word))
-            if len(out) >= limit:
-                return
+        """Append the ids of ``text``'s words; at least the first ``limit - len(out)`` of them (each word
+        gives one id or more, so the words past that many cannot count)."""
+        words = self._words(text)
+        room = limit - len(out)
+        if len(words) > room:
+            del words[max(0, room) :]
+        out.extend(chain.from_iterable(map(self._word_cache.__getitem__, words)))
 
     def tokenize_ids(self, text: str, limit: int | None = None) -> list[int]:
         """Word-piece ids of ``text`` without [CLS]/[SEP], stopping once ``limit`` ids are reached."""
