@@ -6,6 +6,7 @@ or files the query points at is decided here, the store only looks them up.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 
@@ -17,6 +18,9 @@ MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file 
 MAX_SYMBOL_DEFS = 8  # a name defined in more chunks than this says little about where to look
 QUOTED = re.compile(r'"([^"]{2,200})"')
 _FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
+_BACKTICKED = re.compile(r"`([^`]{1,80})`")
+_COMMIT_SCOPE = re.compile(r"^\s*\w+\(([\w./-]{2,40})\)!?:")
+MAX_MODULE_FILES = 3  # a module named in backticks or a commit scope that names more files is vague
 
 Frames = list[tuple[str | None, int]]
 
@@ -63,10 +67,11 @@ def symbol_list(r: Retrieval[K], text: str, parts: QueryParts, limit: int) -> li
         keys = defs.get(name.lower(), [])
         if parts.long and (not keys or len(keys) > MAX_SYMBOL_DEFS):
             continue
+        split = float(os.environ.get("X_SYM_SPLIT", "0"))
         for k in keys:
             exact = name in r.chunk(k).defines
             if parts.long:
-                scored[k] = scored.get(k, 0.0) + weight * (1.0 if exact else 0.5)
+                scored[k] = scored.get(k, 0.0) + weight * (1.0 if exact else 0.5) / len(keys) ** split
             else:
                 scored[k] = max(scored.get(k, 0.0), 2.0 if exact else 1.0)
     return sorted(scored, key=lambda k: (-scored[k], -r.score(k), r.order(k)))[:limit]
@@ -75,15 +80,40 @@ def symbol_list(r: Retrieval[K], text: str, parts: QueryParts, limit: int) -> li
 # -- files ----------------------------------------------------------------------------------------------
 
 
+def module_mentions(text: str) -> set[str]:
+    """Lower-cased words a short text sets apart as code: inside backticks (```utils```), and a
+    conventional commit's scope (``fix(console): ...``), which usually names the module changed."""
+    words = {w for span in _BACKTICKED.findall(text) for w in identifiers(span)}
+    m = _COMMIT_SCOPE.match(text)
+    if m:
+        words.update(identifiers(m.group(1)))
+    return words
+
+
+def _module_files(path_parts: Mapping[str, Iterable[str]], word: str) -> set[str]:
+    """The files whose stem or a folder is ``word`` as written (case too: ```Segment``` is a class,
+    not ``segment.py``); empty when more than MAX_MODULE_FILES."""
+    found = {
+        p for p in path_parts.get(word.lower(), ())
+        if word in p.split("/")[:-1] or p.rsplit("/", 1)[-1].rsplit(".", 1)[0] == word
+    }  # fmt: skip
+    return found if len(found) <= MAX_MODULE_FILES else set()
+
+
 def named_files(
     text: str, path_parts: Mapping[str, Iterable[str]], bare_words: bool
 ) -> tuple[dict[str, int], bool]:
-    """Indexed files the query names, each with a weight (2 per explicit path or file name, 1 per bare
-    word when ``bare_words``), and whether any was explicit; empty when none or more than 50 match.
-    ``path_parts`` maps a lower-cased path component to the files having it."""
+    """Indexed files the query names, each with a weight (2 per explicit path or file name, or a module
+    set apart as code that names at most MAX_MODULE_FILES files; 1 per bare word when ``bare_words``),
+    and whether any was explicit; empty when none or more than 50 match. ``path_parts`` maps a
+    lower-cased path component (or file stem) to the files having it."""
     hits: dict[str, int] = {}
     explicit = False
     words = dict.fromkeys(raw.lower().strip("./-") for raw in re.findall(r"[\w./-]+", text))
+    for module in module_mentions(text):
+        for p in _module_files(path_parts, module) if len(module) >= 3 else ():
+            hits[p] = hits.get(p, 0) + 2
+            explicit = True
     for word in list(words)[:MAX_PATH_WORDS]:
         if len(word) < 3 or word in STOPWORDS:
             continue

@@ -9,6 +9,7 @@ here knows which store answers.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,11 +24,11 @@ from aide_tui.core.errors import EmbedderError
 from aide_tui.core.search import graphrank as G
 from aide_tui.core.search import lists as L
 from aide_tui.core.search.filters import ParsedQuery
-from aide_tui.core.search.fuse import Fused, rrf
+from aide_tui.core.search.fuse import Fused, file_votes, rrf
 from aide_tui.core.search.query import CODE_LIKE, LONG_QUERY_TERMS, QueryParts, analyze
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import Key, Retrieval, Retriever, SymbolGraph, TermStats
-from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
+from aide_tui.core.tokens import identifiers, prefix_forms, term_counts, tokenize
 from aide_tui.core.wordshape import NONSENSE_CEILING, reads_as_nonsense
 
 T = TypeVar("T")
@@ -51,7 +52,7 @@ LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase")
 CALIBRATED_MODELS = ("all-MiniLM-L6-v2",)
 FILTER_WORD = re.compile(r"^(path|lang):")
 TEST_PATH = re.compile(
-    r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
+    r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
 )
 
 
@@ -256,8 +257,10 @@ def rank(
         list_w["static"] *= s.static_with_dense
     lists = {name: found[name] for name in LIST_ORDER if name in found}
     fused = _fuse(q, lists, list_w, parsed.text, parts, code_like, s)
-    if graph is not None:
-        fused = _graph_hops(q, retriever, graph, fused, lists, list_w, parsed.text, parts, s)
+    prf_w = float(os.environ.get("X_PRF", "0"))
+    if prf_w > 0 and parts.long and mode in ("hybrid", "bm25") and retriever.term_stats is not None:
+        fused = _feedback(q, retriever, parsed, fused, lists, list_w, terms, weights, name_weight, s, prf_w)
+    fused = _file_evidence(q, retriever, graph, fused, lists, list_w, parsed.text, parts, code_like, s)
     if s.per_file_cap > 0:
         fused = diversify(fused, [q.file_of(f.doc) for f in fused], s.per_file_cap, limit)
     top = fused[:limit]
@@ -303,8 +306,15 @@ def _graph_hops(
     centrality prior scales each file by its PageRank in the import and call graph."""
     hop_weight = s.long_hop_weight if parts.long else s.hop_weight
     centrality = s.long_centrality if parts.long else s.centrality
-    if hop_weight <= 0 and centrality <= 0:
+    source_weight = s.long_source_weight if parts.long else s.source_weight
+    if hop_weight <= 0 and centrality <= 0 and source_weight <= 0:
         return fused
+    if source_weight > 0:
+        src = _source_list(q, retriever, graph, fused, parts.title if parts.long else text, s)
+        if src:
+            lists["source"] = src
+            weights["source"] = source_weight * (s.source_with_dense if "dense" in lists else 1.0)
+            fused = _fuse(q, lists, weights, text, parts, False, s)
     if hop_weight > 0:
         top: list[str] = []
         for f in fused:
@@ -315,13 +325,156 @@ def _graph_hops(
         near = G.neighbours(graph, retriever.path_parts, top)
         hop = G.hop_list(q, near, s.top_n)
         if hop:
-            fused = _fuse(q, {**lists, "hop": hop}, {**weights, "hop": hop_weight}, text, parts, False, s)
+            lists["hop"], weights["hop"] = hop, hop_weight
+            fused = _fuse(q, lists, weights, text, parts, False, s)
     if centrality > 0:
         ranks = G.file_rank(graph, retriever.path_parts, graph.memo)
         for f in fused:
             f.score *= 1.0 + centrality * ranks.get(q.path(f.doc), 0.0)
         _in_rank_order(q, fused)
     return fused
+
+
+def _file_evidence(
+    q: Retrieval[Any],
+    retriever: Retriever,
+    graph: SymbolGraph | None,
+    fused: list[Fused],
+    lists: dict[str, list[Key]],
+    list_w: dict[str, float],
+    text: str,
+    parts: QueryParts,
+    code_like: bool,
+    s: SearchSettings,
+) -> list[Fused]:
+    """What the files around the first hits add: the graph's lists and prior, file-level fusion."""
+    if graph is not None:
+        fused = _graph_hops(q, retriever, graph, fused, lists, list_w, text, parts, s)
+    votes = s.long_file_fusion if parts.long else (0.0 if code_like else s.file_fusion)
+    if votes > 0:
+        _file_fusion(q, fused, lists, list_w, votes, s.rrf_k)
+    return fused
+
+
+def _feedback(
+    q: Retrieval[Any],
+    retriever: Retriever,
+    parsed: ParsedQuery,
+    fused: list[Fused],
+    lists: dict[str, list[Key]],
+    list_w: dict[str, float],
+    terms: list[str],
+    weights: dict[str, float] | None,
+    name_weight: float,
+    s: SearchSettings,
+    prf_w: float,
+) -> list[Fused]:
+    """Fuse again with the pseudo-relevance feedback list (see :func:`_feedback_list`)."""
+    prf = _feedback_list(q, retriever, parsed, fused, terms, weights, name_weight, s)
+    if not prf:
+        return fused
+    lists["prf"], list_w["prf"] = prf, prf_w
+    parts = analyze(parsed.text)
+    return _fuse(q, lists, list_w, parsed.text, parts, False, s)
+
+
+def _feedback_list(
+    q: Retrieval[Any],
+    retriever: Retriever,
+    parsed: ParsedQuery,
+    fused: list[Fused],
+    terms: list[str],
+    weights: dict[str, float] | None,
+    name_weight: float,
+    s: SearchSettings,
+) -> list[Key]:
+    """Pseudo-relevance feedback (RM3-like): the BM25 ranking of the query expanded by the terms that
+    weigh most in its first chunks (term frequency x idf, each chunk by its rank)."""
+    stats = retriever.term_stats
+    assert stats is not None
+    n_docs = int(os.environ.get("X_PRF_DOCS", "3"))
+    n_terms = int(os.environ.get("X_PRF_TERMS", "10"))
+    beta = float(os.environ.get("X_PRF_BETA", "0.5"))
+    top = [f.doc for f in fused[:n_docs]]
+    q.fetch(top)
+    have = set(terms)
+    score: dict[str, float] = {}
+    for i, k in enumerate(top, start=1):
+        counts = term_counts(q.chunk(k).text)
+        total = sum(counts.values()) or 1
+        for t, n in counts.items():
+            if t in have or len(t) < 3:
+                continue
+            idf = stats.idf(t) or 0.0
+            if idf > 0:
+                score[t] = score.get(t, 0.0) + (n / total) * idf / i
+    best = sorted(score, key=lambda t: (-score[t], t))[:n_terms]
+    if not best:
+        return []
+    peak = score[best[0]]
+    w = dict(weights) if weights else {t: 1.0 for t in terms}
+    for t in best:
+        w[t] = beta * score[t] / peak
+    q2 = retriever.begin(parsed, *field_query([*terms, *best], w, name_weight))
+    return q2.bm25(s.top_n)
+
+
+def is_source(path: str) -> bool:
+    """Whether ``path`` is a source file (not docs, config, data, examples... nor a test)."""
+    return filekinds.kind_of(path) == filekinds.SOURCE and not TEST_PATH.search(path)
+
+
+def _source_list(
+    q: Retrieval[Any],
+    retriever: Retriever,
+    graph: SymbolGraph,
+    fused: list[Fused],
+    about: str,
+    s: SearchSettings,
+) -> list[Key]:
+    """The source files the docs pages, changelogs, examples and tests among the first ``source_from``
+    files describe (see :func:`graphrank.described_files`), each by its best BM25 chunk. A kind the
+    query is about (``about``: tests, docs...) is an answer, not a pointer."""
+    low = about.lower()
+    exempt = filekinds.kinds_asked_about(set(re.findall(r"[\w.-]+", low)))
+    tests_asked = "test" in low
+    pointers: list[tuple[int, str, str, bool]] = []
+    seen: set[str] = set()
+    for f in fused:
+        p = q.path(f.doc)
+        if p in seen:
+            continue
+        seen.add(p)
+        if len(seen) > s.source_from:
+            break
+        is_test = bool(TEST_PATH.search(p))
+        if is_source(p) or (is_test and tests_asked) or filekinds.kind_of(p) in exempt:
+            continue
+        pointers.append((len(seen), p, q.chunk(f.doc).text, is_test))
+    if not pointers:
+        return []
+    described = G.described_files(graph, retriever.path_parts, pointers, is_source)
+    return G.hop_list(q, described, s.top_n)
+
+
+def _file_fusion(
+    q: Retrieval[Any],
+    fused: list[Fused],
+    lists: dict[str, list[Key]],
+    weights: dict[str, float],
+    strength: float,
+    k: float,
+) -> None:
+    """File-level fusion: each file's best chunk gains ``strength`` times the file's RRF over the lists
+    (see :func:`fuse.file_votes`), so a file several lists find at different chunks rises."""
+    votes = file_votes(lists, q.file_of, k, weights)
+    seen: set[str] = set()
+    for f in fused:
+        p = q.file_of(f.doc)
+        if p not in seen:
+            seen.add(p)
+            f.score += strength * votes.get(p, 0.0)
+    _in_rank_order(q, fused)
 
 
 def _lexical_lists(
@@ -469,7 +622,7 @@ def _hit(q: Retrieval[Any], f: Fused, terms: list[str], span: tuple[int, int] | 
     """The result row of fused item ``f``."""
     c = q.chunk(f.doc)
     ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-    for extra in ("symbol", "path", "piece", "phrase", "hop", "static"):
+    for extra in ("symbol", "path", "piece", "phrase", "hop", "source", "static"):
         if extra in f.ranks:
             ranks[extra] = f.ranks[extra]
     return Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text,
