@@ -92,7 +92,7 @@ class SearchSettings:
     long_symbol_weight: float = 0.3  # chunks defining the names the text is about
     long_name_weight: float = 0.0  # the BM25 name field (see name_weight) for pasted texts
     mention_weight: float = 1.0  # files the text names (traceback frames, written paths)
-    kind_prior: float = 1.0  # demote docs, changelogs, CI config... (exponent of the factors: 0 = off)
+    kind_prior: float = 2.0  # demote docs, changelogs, CI config... (exponent of the factors: 0 = off)
     file_agg: float = 0.0  # a file's best chunk gains this times its other chunks' damped sum
     title_weight: float = 0.0  # BM25 weight of the title's words (0 = the title is not singled out)
     dense_segments: bool = True  # embed the title, the prose and the code separately too
@@ -110,9 +110,6 @@ class SearchSettings:
     long_source_weight: float = 0.0  # pasted texts
     source_with_dense: float = 0.0  # its factor when a dense list takes part (it finds the source itself)
     source_from: int = 5  # the first files read for such pointers
-    # file-level fusion: a file's best chunk gains this times the file's RRF over the lists
-    file_fusion: float = 0.0  # short prose
-    long_file_fusion: float = 0.0  # pasted texts
     # opt-in reranking of the top fused hits by a local server (llama.cpp --reranking: POST /v1/rerank)
     rerank: str = "off"  # off | http
     rerank_url: str = ""  # empty: http://127.0.0.1:8080
@@ -278,8 +275,6 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
             "source_weight",
             "long_source_weight",
             "source_with_dense",
-            "file_fusion",
-            "long_file_fusion",
         )
     },  # fmt: skip
     ("search", "hop_files"): (1, 100, True),

@@ -175,3 +175,40 @@ def test_testdata_is_test_input() -> None:
     assert TEST_PATH.search("testdata/expected-fish-full.fish")
     assert not TEST_PATH.search("pkg/data.py")
     assert not is_source("internal/testdata/expected-help.txt") and is_source("pkg/proxy.py")
+
+
+ISSUE = (
+    "Environment proxies ignored for https addresses since the upgrade. After upgrading, requests to "
+    "https addresses no longer go through the proxy configured in the environment. I set HTTPS_PROXY "
+    "in my shell and in the CI template, and the project metadata pins the version. Steps: "
+    "export HTTPS_PROXY, create a client, send a request to an https address. Expected: the proxy "
+    "is used. Observed: a direct connection. Version 0.3, Python 3.11, Linux. Thanks for the library!"
+)
+
+
+def test_a_pasted_issue_puts_source_before_templates_and_config(tmp_path: Path) -> None:
+    template, config = ".github/ISSUE_TEMPLATE/bug.md", "setup.cfg"
+    write_workspace(
+        tmp_path / "ws",
+        {
+            template: "Describe the bug: proxies, environment, https, upgrade, version, steps, expected, "
+            "observed, Python, Linux, shell, client, request.\n",
+            config: "[metadata]\nname = pkg\nversion = 0.3\n[proxy]\nhttps_proxy = environment\n",
+        },
+    )
+    s = make(tmp_path / "ws")
+    ranked, score = {}, {}
+    for exponent in (0, 1, 2):
+        s.settings = load_settings(s.root, {**NO_EMBED, "search": {"kind_prior": exponent}})
+        hits = s.search(ISSUE, mode="bm25").results
+        ranked[exponent] = list(dict.fromkeys(h.path for h in hits))
+        score[exponent] = {h.path: h.score for h in hits}
+    assert ranked[0][0] == template  # the template repeats the issue's words
+    # the factors squared for a pasted text (issue templates x0.09, config x0.49), source untouched
+    assert abs(score[2][template] - 0.09 * score[0][template]) < 1e-6
+    assert abs(score[2][config] - 0.49 * score[0][config]) < 1e-6
+    assert score[2]["pkg/proxy.py"] == score[0]["pkg/proxy.py"]
+    # every source file the issue finds comes before the config and the template (not so at exponent 1)
+    source = [p for p in ranked[2] if p.startswith("pkg/")]
+    assert ranked[2][: len(source)] == source
+    assert ranked[1].index(config) < ranked[1].index("pkg/__init__.py")

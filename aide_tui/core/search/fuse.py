@@ -43,27 +43,3 @@ def rrf(
     if order is None:
         return sorted(items.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.doc))  # type: ignore[operator]
     return sorted(items.values(), key=lambda f: (-f.score, min(f.ranks.values()), order(f.doc)))
-
-
-def file_votes(
-    lists: Mapping[str, Sequence[Hashable]],
-    file_of: Callable[[Hashable], str],
-    k: float = DEFAULT_K,
-    weights: Mapping[str, float] | None = None,
-) -> dict[str, float]:
-    """RRF over files: each list ranks the files by their first item in it, and a file scores
-    Σ weight_list / (k + its rank there), so a file that several lists find (at any of its chunks)
-    scores above one that a single list puts first."""
-    out: dict[str, float] = {}
-    for name, docs in lists.items():
-        w = 1.0 if weights is None else float(weights.get(name, 1.0))
-        if w <= 0:
-            continue
-        seen: set[str] = set()
-        for doc in docs:
-            f = file_of(doc)
-            if f in seen:
-                continue
-            seen.add(f)
-            out[f] = out.get(f, 0.0) + w / (k + len(seen))
-    return out

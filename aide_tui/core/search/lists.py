@@ -6,7 +6,6 @@ or files the query points at is decided here, the store only looks them up.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 
@@ -67,11 +66,10 @@ def symbol_list(r: Retrieval[K], text: str, parts: QueryParts, limit: int) -> li
         keys = defs.get(name.lower(), [])
         if parts.long and (not keys or len(keys) > MAX_SYMBOL_DEFS):
             continue
-        split = float(os.environ.get("X_SYM_SPLIT", "0"))
         for k in keys:
             exact = name in r.chunk(k).defines
             if parts.long:
-                scored[k] = scored.get(k, 0.0) + weight * (1.0 if exact else 0.5) / len(keys) ** split
+                scored[k] = scored.get(k, 0.0) + weight * (1.0 if exact else 0.5)
             else:
                 scored[k] = max(scored.get(k, 0.0), 2.0 if exact else 1.0)
     return sorted(scored, key=lambda k: (-scored[k], -r.score(k), r.order(k)))[:limit]

@@ -9,7 +9,6 @@ here knows which store answers.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,11 +23,11 @@ from aide_tui.core.errors import EmbedderError
 from aide_tui.core.search import graphrank as G
 from aide_tui.core.search import lists as L
 from aide_tui.core.search.filters import ParsedQuery
-from aide_tui.core.search.fuse import Fused, file_votes, rrf
+from aide_tui.core.search.fuse import Fused, rrf
 from aide_tui.core.search.query import CODE_LIKE, LONG_QUERY_TERMS, QueryParts, analyze
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import Key, Retrieval, Retriever, SymbolGraph, TermStats
-from aide_tui.core.tokens import identifiers, prefix_forms, term_counts, tokenize
+from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
 from aide_tui.core.wordshape import NONSENSE_CEILING, reads_as_nonsense
 
 T = TypeVar("T")
@@ -257,10 +256,8 @@ def rank(
         list_w["static"] *= s.static_with_dense
     lists = {name: found[name] for name in LIST_ORDER if name in found}
     fused = _fuse(q, lists, list_w, parsed.text, parts, code_like, s)
-    prf_w = float(os.environ.get("X_PRF", "0"))
-    if prf_w > 0 and parts.long and mode in ("hybrid", "bm25") and retriever.term_stats is not None:
-        fused = _feedback(q, retriever, parsed, fused, lists, list_w, terms, weights, name_weight, s, prf_w)
-    fused = _file_evidence(q, retriever, graph, fused, lists, list_w, parsed.text, parts, code_like, s)
+    if graph is not None:
+        fused = _graph_hops(q, retriever, graph, fused, lists, list_w, parsed.text, parts, s)
     if s.per_file_cap > 0:
         fused = diversify(fused, [q.file_of(f.doc) for f in fused], s.per_file_cap, limit)
     top = fused[:limit]
@@ -335,90 +332,6 @@ def _graph_hops(
     return fused
 
 
-def _file_evidence(
-    q: Retrieval[Any],
-    retriever: Retriever,
-    graph: SymbolGraph | None,
-    fused: list[Fused],
-    lists: dict[str, list[Key]],
-    list_w: dict[str, float],
-    text: str,
-    parts: QueryParts,
-    code_like: bool,
-    s: SearchSettings,
-) -> list[Fused]:
-    """What the files around the first hits add: the graph's lists and prior, file-level fusion."""
-    if graph is not None:
-        fused = _graph_hops(q, retriever, graph, fused, lists, list_w, text, parts, s)
-    votes = s.long_file_fusion if parts.long else (0.0 if code_like else s.file_fusion)
-    if votes > 0:
-        _file_fusion(q, fused, lists, list_w, votes, s.rrf_k)
-    return fused
-
-
-def _feedback(
-    q: Retrieval[Any],
-    retriever: Retriever,
-    parsed: ParsedQuery,
-    fused: list[Fused],
-    lists: dict[str, list[Key]],
-    list_w: dict[str, float],
-    terms: list[str],
-    weights: dict[str, float] | None,
-    name_weight: float,
-    s: SearchSettings,
-    prf_w: float,
-) -> list[Fused]:
-    """Fuse again with the pseudo-relevance feedback list (see :func:`_feedback_list`)."""
-    prf = _feedback_list(q, retriever, parsed, fused, terms, weights, name_weight, s)
-    if not prf:
-        return fused
-    lists["prf"], list_w["prf"] = prf, prf_w
-    parts = analyze(parsed.text)
-    return _fuse(q, lists, list_w, parsed.text, parts, False, s)
-
-
-def _feedback_list(
-    q: Retrieval[Any],
-    retriever: Retriever,
-    parsed: ParsedQuery,
-    fused: list[Fused],
-    terms: list[str],
-    weights: dict[str, float] | None,
-    name_weight: float,
-    s: SearchSettings,
-) -> list[Key]:
-    """Pseudo-relevance feedback (RM3-like): the BM25 ranking of the query expanded by the terms that
-    weigh most in its first chunks (term frequency x idf, each chunk by its rank)."""
-    stats = retriever.term_stats
-    assert stats is not None
-    n_docs = int(os.environ.get("X_PRF_DOCS", "3"))
-    n_terms = int(os.environ.get("X_PRF_TERMS", "10"))
-    beta = float(os.environ.get("X_PRF_BETA", "0.5"))
-    top = [f.doc for f in fused[:n_docs]]
-    q.fetch(top)
-    have = set(terms)
-    score: dict[str, float] = {}
-    for i, k in enumerate(top, start=1):
-        counts = term_counts(q.chunk(k).text)
-        total = sum(counts.values()) or 1
-        for t, n in counts.items():
-            if t in have or len(t) < 3:
-                continue
-            idf = stats.idf(t) or 0.0
-            if idf > 0:
-                score[t] = score.get(t, 0.0) + (n / total) * idf / i
-    best = sorted(score, key=lambda t: (-score[t], t))[:n_terms]
-    if not best:
-        return []
-    peak = score[best[0]]
-    w = dict(weights) if weights else {t: 1.0 for t in terms}
-    for t in best:
-        w[t] = beta * score[t] / peak
-    q2 = retriever.begin(parsed, *field_query([*terms, *best], w, name_weight))
-    return q2.bm25(s.top_n)
-
-
 def is_source(path: str) -> bool:
     """Whether ``path`` is a source file (not docs, config, data, examples... nor a test)."""
     return filekinds.kind_of(path) == filekinds.SOURCE and not TEST_PATH.search(path)
@@ -455,26 +368,6 @@ def _source_list(
         return []
     described = G.described_files(graph, retriever.path_parts, pointers, is_source)
     return G.hop_list(q, described, s.top_n)
-
-
-def _file_fusion(
-    q: Retrieval[Any],
-    fused: list[Fused],
-    lists: dict[str, list[Key]],
-    weights: dict[str, float],
-    strength: float,
-    k: float,
-) -> None:
-    """File-level fusion: each file's best chunk gains ``strength`` times the file's RRF over the lists
-    (see :func:`fuse.file_votes`), so a file several lists find at different chunks rises."""
-    votes = file_votes(lists, q.file_of, k, weights)
-    seen: set[str] = set()
-    for f in fused:
-        p = q.file_of(f.doc)
-        if p not in seen:
-            seen.add(p)
-            f.score += strength * votes.get(p, 0.0)
-    _in_rank_order(q, fused)
 
 
 def _lexical_lists(
