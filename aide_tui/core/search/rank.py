@@ -304,13 +304,14 @@ def _graph_hops(
     hop_weight = s.long_hop_weight if parts.long else s.hop_weight
     centrality = s.long_centrality if parts.long else s.centrality
     source_weight = s.long_source_weight if parts.long else s.source_weight
+    if "dense" in lists:  # the dense side finds the source a page describes by itself
+        source_weight *= s.source_with_dense
     if hop_weight <= 0 and centrality <= 0 and source_weight <= 0:
         return fused
     if source_weight > 0:
         src = _source_list(q, retriever, graph, fused, parts.title if parts.long else text, s)
         if src:
-            lists["source"] = src
-            weights["source"] = source_weight * (s.source_with_dense if "dense" in lists else 1.0)
+            lists["source"], weights["source"] = src, source_weight
             fused = _fuse(q, lists, weights, text, parts, False, s)
     if hop_weight > 0:
         top: list[str] = []
