@@ -14,6 +14,7 @@ from conftest import write_workspace
 from aide_tui.core.config import load_settings
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.search import graphrank as G
+from aide_tui.core.search.lists import looks_like_code
 from aide_tui.core.search.rank import TEST_PATH, is_source
 from aide_tui.core.search.searcher import Searcher
 
@@ -212,3 +213,15 @@ def test_a_pasted_issue_puts_source_before_templates_and_config(tmp_path: Path) 
     source = [p for p in ranked[2] if p.startswith("pkg/")]
     assert ranked[2][: len(source)] == source
     assert ranked[1].index(config) < ranked[1].index("pkg/__init__.py")
+
+
+def test_a_commit_subject_of_three_plain_words_is_prose(tmp_path: Path) -> None:
+    assert not looks_like_code("Fix environment proxies") and not looks_like_code("Remove dead code")
+    assert looks_like_code("routing") and looks_like_code("proxies_from_env")
+    assert looks_like_code("Proxy proxies_from_env") and looks_like_code("`Parameter` typing improvements")
+    s = make(tmp_path / "ws")
+    # read as prose, it gets the file-kind factors: the source before the changelog that repeats it
+    files = files_of(s, "Fix environment proxies")
+    assert files[0] == "pkg/proxy.py" and files.index("pkg/proxy.py") < files.index("CHANGELOG.md")
+    # an identifier query is left alone: the definition first
+    assert s.search("proxies_from_env", mode="bm25").results[0].path == "pkg/proxy.py"

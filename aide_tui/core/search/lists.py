@@ -25,9 +25,14 @@ Frames = list[tuple[str | None, int]]
 
 
 def looks_like_code(text: str) -> bool:
-    """A short query made of identifiers (``parse_header``, ``Client.send``) rather than prose."""
+    """A short query made of identifiers (``parse_header``, ``Client.send``, ``routing``) rather than
+    prose. Two or three plain words with no code-like one and nothing in backticks are prose: a
+    commit subject ("Fix environment proxies", "Remove dead code")."""
     words = text.split()
-    return 0 < len(words) <= 3 or sum(bool(CODE_LIKE.search(w)) for w in words) * 2 >= len(words) > 0
+    code = sum(bool(CODE_LIKE.search(w)) for w in words)
+    if 2 <= len(words) <= 3 and not code and "`" not in text:
+        return False
+    return 0 < len(words) <= 3 or code * 2 >= len(words) > 0
 
 
 # -- names ----------------------------------------------------------------------------------------------
