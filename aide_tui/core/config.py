@@ -92,12 +92,12 @@ class SearchSettings:
     long_symbol_weight: float = 0.3  # chunks defining the names the text is about
     long_name_weight: float = 0.0  # the BM25 name field (see name_weight) for pasted texts
     mention_weight: float = 1.0  # files the text names (traceback frames, written paths)
-    kind_prior: float = 1.0  # demote docs, changelogs, CI config... (0 = off, 1 = full factors)
+    kind_prior: float = 2.0  # demote docs, changelogs, CI config... (exponent of the factors: 0 = off)
     file_agg: float = 0.0  # a file's best chunk gains this times its other chunks' damped sum
     title_weight: float = 0.0  # BM25 weight of the title's words (0 = the title is not singled out)
     dense_segments: bool = True  # embed the title, the prose and the code separately too
     # short prose queries ("where are redirects followed", a commit message)
-    prose_kind_prior: float = 1.0  # the same file-kind priors (identifier queries never get them)
+    prose_kind_prior: float = 2.0  # the same file-kind priors, squared (identifier queries never get them)
     prose_file_agg: float = 0.0  # the same file aggregation
     # the symbol graph (prose and pasted texts; identifier queries never use it)
     hop_weight: float = 0.15  # short prose: files one import/call hop from the best files (RRF weight)
@@ -105,6 +105,11 @@ class SearchSettings:
     hop_files: int = 3  # the best files whose neighbours are followed
     centrality: float = 0.1  # short prose: score factor 1 + this x the file's PageRank (imports, calls)
     long_centrality: float = 0.0  # pasted texts: the same (measured mixed on swe_dev)
+    # the source files that docs pages, changelogs, examples and tests among the first hits describe
+    source_weight: float = 0.15  # short prose (RRF weight of their list)
+    long_source_weight: float = 0.0  # pasted texts
+    source_with_dense: float = 0.0  # its factor when a dense list takes part (it finds the source itself)
+    source_from: int = 5  # the first files read for such pointers
     # opt-in reranking of the top fused hits by a local server (llama.cpp --reranking: POST /v1/rerank)
     rerank: str = "off"  # off | http
     rerank_url: str = ""  # empty: http://127.0.0.1:8080
@@ -267,11 +272,15 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
             "long_hop_weight",
             "centrality",
             "long_centrality",
+            "source_weight",
+            "long_source_weight",
+            "source_with_dense",
         )
     },  # fmt: skip
     ("search", "hop_files"): (1, 100, True),
-    ("search", "kind_prior"): (0.0, 1.0, True),
-    ("search", "prose_kind_prior"): (0.0, 1.0, True),
+    ("search", "source_from"): (1, 100, True),
+    ("search", "kind_prior"): (0.0, 4.0, True),
+    ("search", "prose_kind_prior"): (0.0, 4.0, True),
     ("search", "rerank_top"): (1, 1000, True),
     ("search", "rerank_timeout"): (0.0, 600.0, False),
     ("answer", "limit"): (1, 100, True),

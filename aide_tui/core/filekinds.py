@@ -114,13 +114,13 @@ def kinds_asked_about(words: set[str]) -> set[str]:
 def prior(path: str, exempt: set[str] | frozenset[str] = frozenset(), strength: float = 1.0) -> float:
     """Score factor for ``path`` under an issue-like query; 1.0 for source and for ``exempt`` kinds.
 
-    ``strength`` scales the demotion (0 = none, 1 = the full factor).
+    ``strength`` is the factor's exponent (0 = none, 1 = the factor, 2 = its square).
     """
     kind = kind_of(path)
     factor = ISSUE_PRIORS.get(kind)
     if factor is None or kind in exempt:
         return 1.0
-    return 1.0 - strength * (1.0 - factor)
+    return float(factor**strength)
 
 
 def not_indexed_reason(rel: str) -> str | None:

@@ -17,14 +17,22 @@ MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file 
 MAX_SYMBOL_DEFS = 8  # a name defined in more chunks than this says little about where to look
 QUOTED = re.compile(r'"([^"]{2,200})"')
 _FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
+_BACKTICKED = re.compile(r"`([^`]{1,80})`")
+_COMMIT_SCOPE = re.compile(r"^\s*\w+\(([\w./-]{2,40})\)!?:")
+MAX_MODULE_FILES = 3  # a module named in backticks or a commit scope that names more files is vague
 
 Frames = list[tuple[str | None, int]]
 
 
 def looks_like_code(text: str) -> bool:
-    """A short query made of identifiers (``parse_header``, ``Client.send``) rather than prose."""
+    """A short query made of identifiers (``parse_header``, ``Client.send``, ``routing``) rather than
+    prose. Two or three plain words with no code-like one and nothing in backticks are prose: a
+    commit subject ("Fix environment proxies", "Remove dead code")."""
     words = text.split()
-    return 0 < len(words) <= 3 or sum(bool(CODE_LIKE.search(w)) for w in words) * 2 >= len(words) > 0
+    code = sum(bool(CODE_LIKE.search(w)) for w in words)
+    if 2 <= len(words) <= 3 and not code and "`" not in text:
+        return False
+    return 0 < len(words) <= 3 or code * 2 >= len(words) > 0
 
 
 # -- names ----------------------------------------------------------------------------------------------
@@ -75,15 +83,40 @@ def symbol_list(r: Retrieval[K], text: str, parts: QueryParts, limit: int) -> li
 # -- files ----------------------------------------------------------------------------------------------
 
 
+def module_mentions(text: str) -> set[str]:
+    """Lower-cased words a short text sets apart as code: inside backticks (```utils```), and a
+    conventional commit's scope (``fix(console): ...``), which usually names the module changed."""
+    words = {w for span in _BACKTICKED.findall(text) for w in identifiers(span)}
+    m = _COMMIT_SCOPE.match(text)
+    if m:
+        words.update(identifiers(m.group(1)))
+    return words
+
+
+def _module_files(path_parts: Mapping[str, Iterable[str]], word: str) -> set[str]:
+    """The files whose stem or a folder is ``word`` as written (case too: ```Segment``` is a class,
+    not ``segment.py``); empty when more than MAX_MODULE_FILES."""
+    found = {
+        p for p in path_parts.get(word.lower(), ())
+        if word in p.split("/")[:-1] or p.rsplit("/", 1)[-1].rsplit(".", 1)[0] == word
+    }  # fmt: skip
+    return found if len(found) <= MAX_MODULE_FILES else set()
+
+
 def named_files(
     text: str, path_parts: Mapping[str, Iterable[str]], bare_words: bool
 ) -> tuple[dict[str, int], bool]:
-    """Indexed files the query names, each with a weight (2 per explicit path or file name, 1 per bare
-    word when ``bare_words``), and whether any was explicit; empty when none or more than 50 match.
-    ``path_parts`` maps a lower-cased path component to the files having it."""
+    """Indexed files the query names, each with a weight (2 per explicit path or file name, or a module
+    set apart as code that names at most MAX_MODULE_FILES files; 1 per bare word when ``bare_words``),
+    and whether any was explicit; empty when none or more than 50 match. ``path_parts`` maps a
+    lower-cased path component (or file stem) to the files having it."""
     hits: dict[str, int] = {}
     explicit = False
     words = dict.fromkeys(raw.lower().strip("./-") for raw in re.findall(r"[\w./-]+", text))
+    for module in module_mentions(text):
+        for p in _module_files(path_parts, module) if len(module) >= 3 else ():
+            hits[p] = hits.get(p, 0) + 2
+            explicit = True
     for word in list(words)[:MAX_PATH_WORDS]:
         if len(word) < 3 or word in STOPWORDS:
             continue

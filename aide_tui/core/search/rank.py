@@ -51,7 +51,7 @@ LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase")
 CALIBRATED_MODELS = ("all-MiniLM-L6-v2",)
 FILTER_WORD = re.compile(r"^(path|lang):")
 TEST_PATH = re.compile(
-    r"(^|/)(tests?|specs?|__tests__|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
+    r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
 )
 
 
@@ -303,8 +303,16 @@ def _graph_hops(
     centrality prior scales each file by its PageRank in the import and call graph."""
     hop_weight = s.long_hop_weight if parts.long else s.hop_weight
     centrality = s.long_centrality if parts.long else s.centrality
-    if hop_weight <= 0 and centrality <= 0:
+    source_weight = s.long_source_weight if parts.long else s.source_weight
+    if "dense" in lists:  # the dense side finds the source a page describes by itself
+        source_weight *= s.source_with_dense
+    if hop_weight <= 0 and centrality <= 0 and source_weight <= 0:
         return fused
+    if source_weight > 0:
+        src = _source_list(q, retriever, graph, fused, parts.title if parts.long else text, s)
+        if src:
+            lists["source"], weights["source"] = src, source_weight
+            fused = _fuse(q, lists, weights, text, parts, False, s)
     if hop_weight > 0:
         top: list[str] = []
         for f in fused:
@@ -315,13 +323,52 @@ def _graph_hops(
         near = G.neighbours(graph, retriever.path_parts, top)
         hop = G.hop_list(q, near, s.top_n)
         if hop:
-            fused = _fuse(q, {**lists, "hop": hop}, {**weights, "hop": hop_weight}, text, parts, False, s)
+            lists["hop"], weights["hop"] = hop, hop_weight
+            fused = _fuse(q, lists, weights, text, parts, False, s)
     if centrality > 0:
         ranks = G.file_rank(graph, retriever.path_parts, graph.memo)
         for f in fused:
             f.score *= 1.0 + centrality * ranks.get(q.path(f.doc), 0.0)
         _in_rank_order(q, fused)
     return fused
+
+
+def is_source(path: str) -> bool:
+    """Whether ``path`` is a source file (not docs, config, data, examples... nor a test)."""
+    return filekinds.kind_of(path) == filekinds.SOURCE and not TEST_PATH.search(path)
+
+
+def _source_list(
+    q: Retrieval[Any],
+    retriever: Retriever,
+    graph: SymbolGraph,
+    fused: list[Fused],
+    about: str,
+    s: SearchSettings,
+) -> list[Key]:
+    """The source files the docs pages, changelogs, examples and tests among the first ``source_from``
+    files describe (see :func:`graphrank.described_files`), each by its best BM25 chunk. A kind the
+    query is about (``about``: tests, docs...) is an answer, not a pointer."""
+    low = about.lower()
+    exempt = filekinds.kinds_asked_about(set(re.findall(r"[\w.-]+", low)))
+    tests_asked = "test" in low
+    pointers: list[tuple[int, str, str, bool]] = []
+    seen: set[str] = set()
+    for f in fused:
+        p = q.path(f.doc)
+        if p in seen:
+            continue
+        seen.add(p)
+        if len(seen) > s.source_from:
+            break
+        is_test = bool(TEST_PATH.search(p))
+        if is_source(p) or (is_test and tests_asked) or filekinds.kind_of(p) in exempt:
+            continue
+        pointers.append((len(seen), p, q.chunk(f.doc).text, is_test))
+    if not pointers:
+        return []
+    described = G.described_files(graph, retriever.path_parts, pointers, is_source)
+    return G.hop_list(q, described, s.top_n)
 
 
 def _lexical_lists(
@@ -470,7 +517,7 @@ def _hit(q: Retrieval[Any], f: Fused, terms: list[str], span: tuple[int, int] | 
     """The result row of fused item ``f``."""
     c = q.chunk(f.doc)
     ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-    for extra in ("symbol", "path", "piece", "phrase", "hop", "static"):
+    for extra in ("symbol", "path", "piece", "phrase", "hop", "source", "static"):
         if extra in f.ranks:
             ranks[extra] = f.ranks[extra]
     return Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text,
