@@ -10,13 +10,22 @@ from typing import Any
 
 from aide_tui.core.textsafe import printable
 
-__all__ = ["err", "make_embedder", "printable", "root_arg", "setup"]
+__all__ = ["err", "make_embedder", "path_from_cwd", "printable", "root_arg", "setup"]
 
 
 def err(message: str) -> None:
     """One line on stderr, prefixed with the program name (control characters escaped: messages
     quote file names, ignore-file paths and server replies)."""
     print(f"aide-tui: {printable(message)}", file=sys.stderr)
+
+
+def path_from_cwd(root: Path, rel: str) -> str:
+    """A workspace path as the user's shell sees it: relative to the current folder when under it."""
+    full = root / rel
+    try:
+        return str(full.relative_to(Path.cwd()))
+    except ValueError:
+        return str(full)
 
 
 def root_arg(args: argparse.Namespace) -> str | None:

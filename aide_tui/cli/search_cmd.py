@@ -19,7 +19,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from aide_tui.cli.common import err, make_embedder, printable, run_index, setup
+from aide_tui.cli.common import err, make_embedder, path_from_cwd, printable, run_index, setup
 
 INLINE_VECTORS = 64  # missing vectors computed inline before answering (about a second or two)
 FILES_DEPTH = 20  # --format paths: hits ranked per file asked for (--limit counts files there)
@@ -30,15 +30,6 @@ def _read_batch(path: str) -> list[str]:
         return sys.stdin.read().splitlines()
     with open(path, encoding="utf-8", errors="replace") as fh:
         return fh.read().splitlines()
-
-
-def _shown_path(root: Path, rel: str) -> str:
-    """A hit's path as the user's shell sees it: relative to the current folder when under it."""
-    full = root / rel
-    try:
-        return str(full.relative_to(Path.cwd()))
-    except ValueError:
-        return str(full)
 
 
 def _write_locations(out: Any, root: Path, resp: Any, fmt: str, limit: int) -> None:
@@ -57,12 +48,12 @@ def _write_locations(out: Any, root: Path, resp: Any, fmt: str, limit: int) -> N
     if resp.no_results:
         err(resp.no_results)
     if fmt == "paths":
-        files = dict.fromkeys(printable(_shown_path(base(h), h.path)) for h in resp.results)
+        files = dict.fromkeys(printable(path_from_cwd(base(h), h.path)) for h in resp.results)
         for shown in list(files)[:limit]:
             out.write(shown + "\n")
         return
     for h in resp.results:
-        out.write(visible(vimgrep_line(printable(_shown_path(base(h), h.path)), h)) + "\n")
+        out.write(visible(vimgrep_line(printable(path_from_cwd(base(h), h.path)), h)) + "\n")
 
 
 def _queries(args: argparse.Namespace) -> list[str] | None:

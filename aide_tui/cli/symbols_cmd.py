@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from aide_tui.cli.common import err, printable, setup
+from aide_tui.cli.common import err, path_from_cwd, printable, setup
 
 
 def cmd_defs(args: argparse.Namespace) -> int:
@@ -61,7 +61,6 @@ def _answer(args: argparse.Namespace, what: str) -> int:
 
 
 def _write(answer: Any, root: Any, as_json: bool) -> None:
-    from aide_tui.cli.search_cmd import _shown_path
     from aide_tui.core.textsafe import visible
 
     out = sys.stdout
@@ -73,7 +72,7 @@ def _write(answer: Any, root: Any, as_json: bool) -> None:
     if note and (answer.ambiguous or not answer.total):
         err(f"note: {note}")
     for loc in answer.locations:
-        shown = printable(_shown_path(root, loc.path))
+        shown = printable(path_from_cwd(root, loc.path))
         out.write(visible(f"{shown}:{loc.line}:{loc.col}:{loc.text.strip()}") + "\n")
     if answer.left_out:
         err(f"{answer.left_out} more not listed (--limit)")

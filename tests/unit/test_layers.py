@@ -3,10 +3,11 @@ statement counts, inside functions too (a rule that holds only at run time is no
 
 from __future__ import annotations
 
+import ast
 import re
 
 import pytest
-from import_graph import graph, reachable
+from import_graph import graph, modules, reachable
 
 G = graph()
 CORE = "aide_tui.core."
@@ -106,3 +107,28 @@ def test_no_import_cycles() -> None:
         if v not in index:
             visit(v)
     assert cycles == []
+
+
+def _imported_names() -> list[tuple[str, str, str]]:
+    """(importing module, imported module, name) of every ``from aide_tui... import name``."""
+    out = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("aide_tui"):
+                out += [(name, node.module or "", a.name) for a in node.names]
+    return out
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    private = [(m, src, n) for m, src, n in _imported_names() if n.startswith("_") and not n.startswith("__")]
+    bad = [f"{m} <- {src}.{n}" for m, src, n in private]
+    assert bad == []
+
+
+def test_file_records_and_the_writer_lock_come_from_their_own_module() -> None:
+    """Both stores and the indexer share store/records.py; the local format's segments.py is not a way in."""
+    shared = {"FileRecord", "writer_lock", "lock_holder", "lock_is_held"}
+    home = "aide_tui.core.store.records"
+    bad = [f"{m} <- {src}.{n}" for m, src, n in _imported_names()
+           if n in shared and src.startswith("aide_tui.core.") and src != home]  # fmt: skip
+    assert bad == []

@@ -28,9 +28,9 @@ from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, RunHo
 from aide_tui.core.store.centrality import MAX_RANK_FILES, STALE_SHARE, file_rank
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.part import Part
+from aide_tui.core.store.records import FileRecord
 from aide_tui.core.store.segment_write import sorted_docs
 from aide_tui.core.store.segments import (
-    FileRecord,
     Manifest,
     SegmentData,
     SegmentEntry,
