@@ -78,14 +78,13 @@ def _not_a_folder(given: str, root: Path) -> str:
 
 
 def _checked(root: Path, settings: Any) -> tuple[Path, Any] | None:
-    """The milvus store needs its extra installed: else one line with the install command (exit 2)."""
-    if settings.store.backend == "milvus":
-        from aide_tui.core.milvus.connection import milvus_missing
+    """A store needs its extra installed (milvus): else one line with the install command (exit 2)."""
+    from aide_tui.core.search.stores import store_missing
 
-        missing = milvus_missing(settings)
-        if missing:
-            err(missing)
-            return None
+    missing = store_missing(settings)
+    if missing:
+        err(missing)
+        return None
     return root, settings
 
 

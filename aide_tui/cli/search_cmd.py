@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from aide_tui.cli.common import err, make_embedder, path_from_cwd, printable, run_index, setup
+from aide_tui.core.storekind import SHARED_STORE, NeedsSharedStore, store_kind
 
 INLINE_VECTORS = 64  # missing vectors computed inline before answering (about a second or two)
 FILES_DEPTH = 20  # --format paths: hits ranked per file asked for (--limit counts files there)
@@ -100,9 +101,14 @@ def cmd_search(args: argparse.Namespace) -> int:
         return True
 
     everywhere = bool(getattr(args, "all_workspaces", False))
-    if everywhere and settings.store.backend != "milvus":
-        err('--all-workspaces needs a shared store: set store.backend = "milvus" (see the README)')
-        return 2
+    if everywhere:
+        try:
+            store_kind(settings).require_all_workspaces(
+                "--all-workspaces", f"set {SHARED_STORE} (see the README)"
+            )
+        except NeedsSharedStore as exc:
+            err(str(exc))
+            return 2
     # a running `aide-tui serve` answers from its warm index (vimgrep/paths need the chunk text: local);
     # with a Milvus Lite store it is the only way in while the server holds the store
     done = _served(args, root, settings, queries, fmt, mode, emit, everywhere)
@@ -148,7 +154,7 @@ def _answer_all(
                 try:
                     resp = searcher.search(q, limit=depth, mode=mode, prefix=prefix)
                 except IndexCorrupt as exc:
-                    if repaired or args.no_update or settings.store.backend == "milvus":
+                    if repaired or args.no_update or store_kind(settings).shared:
                         raise
                     repaired = True
                     err(str(exc))
@@ -220,10 +226,10 @@ def _open_searcher(
     from aide_tui.core.search.searcher import Searcher
 
     searcher = Searcher(root, settings, embedder, emb_err, all_workspaces=everywhere)
-    shared = settings.store.backend == "milvus"
+    shared = store_kind(settings).shared
     try:
         if shared:
-            if not settings.store.read_only and (
+            if store_kind(settings).writable and (
                 not args.no_update or searcher.retriever.version_key() is None
             ):
                 _refresh_shared(root, settings, settings.search.mode)

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from aide_tui.cli.common import printable, root_arg, setup
+from aide_tui.core.storekind import store_kind
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -19,7 +20,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     root, settings = ready
     served = None
     # a running `aide-tui serve` answers with the same object (it serves the local store)
-    if not args.no_server and settings.store.backend == "local":
+    if not args.no_server and not store_kind(settings).shared:
         from aide_tui.cli.served import served_status
 
         served = served_status(root, settings)

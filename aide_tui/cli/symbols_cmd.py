@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from aide_tui.cli.common import err, path_from_cwd, printable, setup
+from aide_tui.core.storekind import store_kind
 
 
 def cmd_defs(args: argparse.Namespace) -> int:
@@ -38,7 +39,7 @@ def _answer(args: argparse.Namespace, what: str) -> int:
     if split_name(args.name) is None:
         err(f"not an identifier: {args.name!r}")
         return 2
-    if settings.store.backend != "local":
+    if not store_kind(settings).symbol_graph:
         err(NO_GRAPH)
         return 2
     opened = open_searcher(args, root, settings, "bm25")

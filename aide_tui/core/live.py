@@ -27,6 +27,7 @@ from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.search.stores import open_retriever
 from aide_tui.core.search.symbols import MAX_LOCATIONS, SymbolAnswer
 from aide_tui.core.status import IndexStatus
+from aide_tui.core.storekind import store_kind
 
 
 @dataclass
@@ -116,8 +117,8 @@ class LiveWorkspace:
         self.settings = settings
         self.on_event = on_event
         self.watch_enabled = watch
-        self.shared = settings.store.backend == "milvus"
-        self.index_enabled = index and not (self.shared and settings.store.read_only)
+        self.store = store_kind(settings)
+        self.index_enabled = index and self.store.writable
         self.searcher = Searcher(self.root, settings)
         self._everywhere: Searcher | None = None  # the searcher over every workspace of a shared collection
         self.embedder: Any = None
@@ -132,7 +133,7 @@ class LiveWorkspace:
         self._lock = threading.Lock()
         # A shared store is indexed only once its engine is reachable (a Lite file: hosted here); until
         # then requests are queued, and after a failed attempt the next request tries again.
-        self._hosted = not self.shared
+        self._hosted = not self.store.needs_engine_host
         self._hosting = False
         self._host_tried = False
         self._queued_rebuild = False
@@ -147,7 +148,7 @@ class LiveWorkspace:
         """Open the index and load the embedder (in the background), start indexing and watching."""
         self._spawn(self._open, "aide-open")
         self._spawn(self._reloader, "aide-reload")
-        if self.index_enabled and not self.shared:  # a shared store asks once its engine is reachable
+        if self.index_enabled and not self.store.needs_engine_host:  # else once its engine is reachable
             self.service.request(priority=self.priority())
         if self.watch_enabled:
             self._spawn(self._watch, "aide-watch")
@@ -155,12 +156,12 @@ class LiveWorkspace:
     def begin_indexing(self, watch: bool) -> None:
         """Start indexing (and, with ``watch``, watching) a workspace opened without: this process now
         hosts it (another host went away)."""
-        if self._stop.is_set() or (self.shared and self.settings.store.read_only):
+        if self._stop.is_set() or not self.store.writable:
             return
         with self._lock:
             started, self.index_enabled = self.index_enabled, True
         if not started:
-            if self.shared:
+            if self.store.needs_engine_host:
                 self._spawn(self._host_again, "aide-host")
             else:
                 self.service.request(priority=self.priority())
@@ -185,7 +186,7 @@ class LiveWorkspace:
             t.join(timeout=2.0)
         if hasattr(self.embedder, "close"):
             self.embedder.close()
-        if self.shared:
+        if self.store.needs_engine_host:
             self.searcher.retriever.close()
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
@@ -386,7 +387,7 @@ class LiveWorkspace:
             self._reload_wanted.set()
         if isinstance(event, Done):
             self._retry_delay = 0.0
-        elif isinstance(event, Failed) and self.shared and self.index_enabled:
+        elif isinstance(event, Failed) and self.store.needs_engine_host and self.index_enabled:
             self._retry_later()
 
     def _retry_later(self) -> None:

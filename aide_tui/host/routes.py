@@ -41,17 +41,17 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aide_tui.core.config import Settings
+from aide_tui.core.config import MODES, Settings
 from aide_tui.core.errors import IndexMissing, IndexProblem
 from aide_tui.core.events import Cancelled, Committed, Done, Failed, Progress, event_to_json
 from aide_tui.core.events import Event as IndexEvent
 from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
+from aide_tui.core.storekind import NeedsSharedStore, store_kind
 from aide_tui.host.client import PID_HEADER, SETTINGS_HEADER
 from aide_tui.host.shapes import search_json
 
 MAX_BODY = 1 << 20  # bytes of a request body
 MAX_LIMIT = 1000  # results per query
-MODES = ("hybrid", "bm25", "dense")
 MAX_SUBSCRIBERS = 64  # concurrent /events streams
 SUBSCRIBER_BACKLOG = 1000  # events kept for a slow /events reader (oldest progress dropped first)
 HEARTBEAT = 15.0  # seconds between SSE comments, so a vanished reader is noticed
@@ -313,8 +313,11 @@ class Service:
 
     async def search(self, request: Request) -> Response:
         req = parse_search(await read_json(request), self.settings.search.mode)
-        if req.all_workspaces and self.settings.store.backend != "milvus":
-            raise ApiError(400, 'all_workspaces needs a shared store: store.backend = "milvus"')
+        if req.all_workspaces:
+            try:
+                store_kind(self.settings).require_all_workspaces("all_workspaces")
+            except NeedsSharedStore as exc:
+                raise ApiError(400, str(exc)) from None
         await self._wait_index()
         if req.mode != "bm25" and self.settings.embedding.backend != "none":
             await self._wait(self.hub.embedder_ready, "the embedder")

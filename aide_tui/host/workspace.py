@@ -37,6 +37,7 @@ from aide_tui.core.paths import MANIFEST, index_dir_for, state_dir
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.symbols import MAX_LOCATIONS, SymbolAnswer
 from aide_tui.core.status import IndexStatus
+from aide_tui.core.storekind import store_kind
 from aide_tui.host.client import ServeUnavailable, connect
 from aide_tui.host.locations import LOCK_NAME
 from aide_tui.host.lock import HostLockUnusable, host_pid, keep_host_lock, release, try_host_lock
@@ -73,8 +74,8 @@ class Workspace:
         self.on_event = on_event
         self.role = role
         self.want_watch = watch
-        self.shared = settings.store.backend == "milvus"
-        self.index_enabled = index and not (self.shared and settings.store.read_only)
+        self.store = store_kind(settings)
+        self.index_enabled = index and self.store.writable
         self.hub = Hub()
         self.hosting = False
         self.host_pid: int | None = None
@@ -181,7 +182,7 @@ class Workspace:
         front end that attaches reads the store through it)."""
         info: dict[str, Any] = {"pid": os.getpid(), "role": self.role}
         st = self.live.service.settings.store
-        if self.shared and is_network_uri(st.uri) and not is_network_uri(self.settings.store.uri):
+        if self.store.embedded_engine and is_network_uri(st.uri):
             info["store_uri"] = st.uri
         return info
 
@@ -422,7 +423,9 @@ class Workspace:
         self.host_pid = int(info.get("pid") or 0)
         if first:
             store_uri = info.get("store_uri")
-            if self.shared and isinstance(store_uri, str):  # a Lite file: read it through the host's engine
+            if self.store.shared and isinstance(
+                store_uri, str
+            ):  # a Lite file: read it through the host's engine
                 self.live = LiveWorkspace(self.root, replace(self.settings, store=replace(self.settings.store,
                                           uri=store_uri)), self._event, watch=False, index=False)  # fmt: skip
                 self.live.priority = self._priority
@@ -450,7 +453,7 @@ class Workspace:
         if self._closed.is_set():
             return
         time.sleep(TAKEOVER_PAUSE)
-        if self.shared and self.live.settings.store.uri != self.settings.store.uri:
+        if self.store.shared and self.live.settings.store.uri != self.settings.store.uri:
             self.live.close()  # it read the old host's engine: open the store afresh
             self.live = LiveWorkspace(self.root, self.settings, self._event, watch=False, index=False)
             self.live.priority = self._priority

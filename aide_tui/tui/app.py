@@ -157,7 +157,9 @@ class AideApp(App[None]):
         main = self.main_screen
         live = keys.live_keys(self.keymap)
         for command in keys.COMMANDS:
-            if not command.palette or (command.action in keys.SHARED_STORE_ACTIONS and not self.live.shared):
+            if not command.palette or (
+                command.action in keys.SHARED_STORE_ACTIONS and not self.live.store.all_workspaces
+            ):
                 continue
             shown = keys.keys_display(live[command.id])
             action = command.action

@@ -15,7 +15,7 @@ CORE = "aide_tui.core."
 # Leaf modules of core: any layer may use them, they use nothing but each other.
 LEAVES = {
     "appstate", "config", "errors", "events", "filekinds", "languages", "model", "paths", "priority",
-    "safeio", "secrets", "status", "textsafe", "tokens", "bm25", "watchdog", "httpclient",
+    "safeio", "secrets", "status", "storekind", "textsafe", "tokens", "bm25", "watchdog", "httpclient",
 }  # fmt: skip
 
 # Per layer of core, the modules it must never import (regular expressions over names below core).
@@ -132,3 +132,32 @@ def test_file_records_and_the_writer_lock_come_from_their_own_module() -> None:
     bad = [f"{m} <- {src}.{n}" for m, src, n in _imported_names()
            if n in shared and src.startswith("aide_tui.core.") and src != home]  # fmt: skip
     assert bad == []
+
+
+def _attribute_reads(attr: str, owner: str) -> list[str]:
+    """Where ``<...>.owner.attr`` is read in the package (``settings.store.backend``, ...)."""
+    out = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == attr:
+                inner = node.value
+                if isinstance(inner, ast.Attribute) and inner.attr == owner:
+                    out.append(f"{name}:{node.lineno}")
+    return out
+
+
+def test_the_store_kind_is_asked_never_the_store_name() -> None:
+    """Only core/storekind.py reads ``store.backend`` (config.py loads and checks it)."""
+    readers = {r.split(":")[0] for r in _attribute_reads("backend", "store")}
+    assert readers <= {"aide_tui.core.storekind", "aide_tui.core.config"}
+
+
+def test_search_modes_are_defined_once() -> None:
+    defined = []
+    for name, path in modules().items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "MODES" for t in node.targets
+            ):
+                defined.append(name)
+    assert defined == ["aide_tui.core.config"]

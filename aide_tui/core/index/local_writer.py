@@ -48,6 +48,7 @@ from aide_tui.core.store.segments import (
 )
 from aide_tui.core.store.terms import sort_terms
 from aide_tui.core.store.version_meta import Counts, IndexMeta
+from aide_tui.core.storekind import LOCAL
 
 MAX_BLOCKS = 12  # more vector blocks in one segment than this are compacted into one
 MAX_DEAD_SHARE = 0.3  # a segment is rewritten when this share of its chunk rows is dead
@@ -110,7 +111,7 @@ class LocalWriter:
     batch_files: int | None = BATCH_FILES
     batch_bytes: int | None = BATCH_BYTES
     inline_vectors = False
-    stores_static = True
+    stores_static = LOCAL.static_tier
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings

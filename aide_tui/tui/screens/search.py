@@ -37,8 +37,9 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from aide_tui.core.appstate import AppState
-from aide_tui.core.config import Settings
+from aide_tui.core.config import MODES, Settings
 from aide_tui.core.search.response import Hit, SearchResponse
+from aide_tui.core.storekind import SHARED_STORE, NeedsSharedStore
 from aide_tui.host.workspace import Workspace
 from aide_tui.tui import keys
 from aide_tui.tui.hitactions import (
@@ -66,7 +67,6 @@ from aide_tui.tui.widgets import (
 from aide_tui.tui.widgets.footer import FittingFooter
 from aide_tui.tui.widgets.preview import preview_key
 
-MODES = ("hybrid", "bm25", "dense")
 EMPTY_NOTE = "Type to search; results update as you type."
 
 
@@ -137,7 +137,7 @@ class SearchScreen(Screen[None]):
         live = self.live
         clock = self.clock if self.show_timing else None
         yield IndexBar(
-            live.root, shared=live.shared, index_enabled=live.index_enabled, clock=clock, id="indexbar"
+            live.root, shared=live.store.shared, index_enabled=live.index_enabled, clock=clock, id="indexbar"
         )
         yield StatusLine(self.settings.embedding.backend, show_timing=self.show_timing, id="status")
         yield FittingFooter()
@@ -194,7 +194,7 @@ class SearchScreen(Screen[None]):
         go back to (else each is a key for the query: backspace then deletes a letter)."""
         if action == "back":
             return bool(self._back)
-        return not (action == "toggle_scope" and parameters and not self.live.shared)
+        return not (action == "toggle_scope" and parameters and not self.live.store.all_workspaces)
 
     def _zone(self) -> str:
         focused = self.focused
@@ -479,7 +479,7 @@ class SearchScreen(Screen[None]):
             status.say("the index is not loaded yet")
         elif hit is None:
             status.say(f"nothing selected: {what} of which name?")
-        elif self.live.shared:
+        elif not self.live.store.symbol_graph:
             status.say(NO_GRAPH_SHORT)
         else:
             preview = self.query_one(Preview)
@@ -558,9 +558,10 @@ class SearchScreen(Screen[None]):
 
     def action_toggle_scope(self, letter: bool = False) -> None:
         """Search this workspace or every workspace of the shared collection (Milvus store)."""
-        if not self.live.shared:
-            self.notify('all workspaces needs a shared store: store.backend = "milvus" (see the README)',
-                        severity="warning")  # fmt: skip
+        try:
+            self.live.store.require_all_workspaces("all workspaces", f"{SHARED_STORE} (see the README)")
+        except NeedsSharedStore as exc:
+            self.notify(str(exc), severity="warning")
             return
         self.everywhere = not self.everywhere
         self.notify("searching all workspaces" if self.everywhere else "searching this workspace", timeout=2)
