@@ -70,7 +70,7 @@ class Backend:
     def __init__(self, root: Path, settings: Settings, watch: bool = True) -> None:
         self.root = root
         self.settings = settings
-        self.ws = Workspace(root, settings, self._on_event, watch=watch, role="mcp")
+        self.ws = Workspace(root, settings, self._on_event, watch=watch, front_end="mcp")
         self._index_ready = threading.Event()
         self._opened = threading.Event()  # the first load ended, with an index or without
         self._embedder_ready = threading.Event()

@@ -92,7 +92,7 @@ class AideApp(App[None]):
         self.settings = settings
         self.app_state = AppState(self.root)
         self.live = Workspace(
-            self.root, settings, self._live_event, watch=watch, index=start_index, role="app"
+            self.root, settings, self._live_event, watch=watch, index=start_index, front_end="app"
         )
         self.main_screen = SearchScreen(
             self.live, settings, self.app_state, limit=limit, show_timing=show_timing, clock=clock
