@@ -161,3 +161,14 @@ def test_search_modes_are_defined_once() -> None:
             ):
                 defined.append(name)
     assert defined == ["aide_tui.core.config"]
+
+
+def test_commands_parse_call_one_function_and_print() -> None:
+    """A command (cli/*_cmd.py) never reads the index files, takes the host lock, talks to a host or
+    starts a process itself: the host's and the core's functions do."""
+    banned = re.compile(
+        r"subprocess|aide_tui\.core\.(store|index|milvus|live)\b.*|aide_tui\.host\.(lock|tenure|locations|client|workspace)"
+    )
+    bad = [(m, d) for m, ds in G.items() if re.fullmatch(r"aide_tui\.cli\.\w+_cmd", m) for d in ds
+           if banned.fullmatch(d)]  # fmt: skip
+    assert bad == []

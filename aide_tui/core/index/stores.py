@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aide_tui.core.config import Settings
+from aide_tui.core.embed.base import Embedder
 from aide_tui.core.index.writer import StoreWriter
 from aide_tui.core.storekind import LOCAL, MILVUS, store_kind
 
@@ -29,3 +30,21 @@ def recorded_embedder(root: Path, settings: Settings) -> str | None:
 
     emb = read_status(root).embedder
     return None if emb == "none" else emb
+
+
+def embedder_for(
+    settings: Settings, root: Path | None = None, *, for_indexing: bool = False, for_queries: bool = False
+) -> tuple[Embedder | None, str | None]:
+    """(embedder or None, why it is unusable or None); with ``root``, the runtime of the vectors the
+    workspace's index holds when the settings leave it to ``auto`` (``for_indexing``, ``for_queries``:
+    see the factory)."""
+    from aide_tui.core.embed.factory import make_embedder
+    from aide_tui.core.errors import EmbedderError
+
+    try:
+        recorded = recorded_embedder(root, settings) if root is not None else None
+        return make_embedder(
+            settings, for_indexing=for_indexing, recorded=recorded, for_queries=for_queries
+        ), None
+    except EmbedderError as exc:
+        return None, str(exc)
