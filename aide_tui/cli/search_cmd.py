@@ -18,7 +18,8 @@ from aide_tui.core.storekind import SHARED_STORE, NeedsSharedStore, store_kind
 from aide_tui.host.served import served_search
 
 if TYPE_CHECKING:
-    from aide_tui.core.search.response import SearchResponse
+    from aide_tui.core.config import Settings
+    from aide_tui.core.search.response import Hit, SearchResponse
 
 FILES_DEPTH = 20  # --format paths: hits ranked per file asked for (--limit counts files there)
 
@@ -74,7 +75,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def _answer_here(
     args: argparse.Namespace,
     root: Path,
-    settings: Any,
+    settings: Settings,
     queries: list[str],
     fmt: str,
     emit: Callable[[dict[str, Any]], bool],
@@ -172,7 +173,7 @@ def _write_locations(out: TextIO, root: Path, resp: SearchResponse, fmt: str, li
     from aide_tui.core.search.hitlines import vimgrep_line
     from aide_tui.core.textsafe import visible
 
-    def shown(h: Any) -> str:
+    def shown(h: Hit) -> str:
         return printable(path_from_cwd(Path(h.root) if h.workspace and h.root else root, h.path))
 
     if resp.degraded:

@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from aide_tui.core.config import Settings
+from aide_tui.core.embed.base import Embedder
 from aide_tui.core.errors import IndexCorrupt, IndexMissing, IndexProblem
 from aide_tui.core.events import Committed, Done, Event, Failed
 from aide_tui.core.index.service import IndexService
@@ -142,7 +143,7 @@ class LiveWorkspace:
         self.engine = engine
         self.searcher = Searcher(self.root, settings)
         self._everywhere: Searcher | None = None  # the searcher over every workspace of a shared collection
-        self.embedder: Any = None
+        self.embedder: Embedder | None = None
         self.embedder_error: str | None = None
         self.status: IndexStatus = IndexStatus("missing")
         self.service = IndexService(self.root, settings, self._service_event)
@@ -206,8 +207,9 @@ class LiveWorkspace:
         self.service.close(timeout=3.0)
         for t in self._threads:
             t.join(timeout=2.0)
-        if hasattr(self.embedder, "close"):
-            self.embedder.close()
+        close = getattr(self.embedder, "close", None)
+        if close is not None:
+            close()
         if self.store.needs_engine_host:
             self.searcher.retriever.close()
 
@@ -277,7 +279,7 @@ class LiveWorkspace:
         if failed is not None:
             self._service_event(Failed(str(failed)))
 
-    def _set_embedder(self, embedder: Any, error: str | None, emb_id: str | None) -> None:
+    def _set_embedder(self, embedder: Embedder | None, error: str | None, emb_id: str | None) -> None:
         self.embedder, self.embedder_error = embedder, error
         self.searcher.embedder, self.searcher.embedder_error = embedder, error  # _all_searcher copies it
         self.embedder_ready.set()
@@ -317,7 +319,7 @@ class LiveWorkspace:
         """Where ``name`` is used in the loaded version (thread-safe; see Searcher.references)."""
         return self.searcher.references(name, limit)
 
-    def _all_searcher(self) -> Any:
+    def _all_searcher(self) -> Searcher:
         with self._lock:
             if self._everywhere is None:
                 # one connection: a Lite engine serves one process
