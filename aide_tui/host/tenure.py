@@ -20,13 +20,10 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from aide_tui.core.config import Settings
 from aide_tui.core.errors import IndexProblem
-from aide_tui.core.index.service import child_env
-from aide_tui.core.live import LiveWorkspace
 from aide_tui.core.paths import state_dir
-from aide_tui.host.client import ServeUnavailable, connect
 from aide_tui.host.locations import LOCK_NAME
 from aide_tui.host.lock import (
     LOCK_FD_ENV,
@@ -41,6 +38,10 @@ from aide_tui.host.lock import (
     try_host_lock,
 )
 from aide_tui.host.role import Role, RoleMachine
+
+if TYPE_CHECKING:  # a one-shot command takes the lock without loading the live workspace or a client
+    from aide_tui.core.config import Settings
+    from aide_tui.core.live import LiveWorkspace
 
 HANDOVER_WAIT = 15.0  # seconds serve waits for a background host to finish its batch and let go
 
@@ -99,6 +100,8 @@ class Tenure:
     def take_from_background(self, settings: Settings, state: Path) -> None:
         """The host lock for ``serve``: free, or given over by a background host asked to let go
         (``/release``); AlreadyHosted naming the process when another front end hosts the workspace."""
+        from aide_tui.host.client import ServeUnavailable, connect
+
         try:
             self._took(acquire_host_lock(state, root=self.root), state)
             return
@@ -149,6 +152,8 @@ class Tenure:
         """Start a detached, low-priority ``aide-tui host`` that takes over the lock this process holds
         (so exactly one starts: the child inherits the locked file) and computes the bulk of the missing
         vectors; its messages go to ``index.log``. OSError when it cannot start (the lock stays here)."""
+        from aide_tui.core.index.service import child_env
+
         with self._mutex:
             fd, state = self._fd, self._state
         if fd is None or state is None:

@@ -7,11 +7,14 @@ or a store writer.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aide_tui.core.config import Settings
-from aide_tui.core.search.retriever import Retriever
 from aide_tui.core.status import IndexStatus
 from aide_tui.core.storekind import MILVUS, store_kind
+
+if TYPE_CHECKING:  # the CLI's served path checks the store's extra without loading the search side
+    from aide_tui.core.search.retriever import Retriever
 
 
 def open_retriever(
