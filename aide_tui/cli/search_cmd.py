@@ -2,6 +2,8 @@
 host when it can, else in-process after the refresh (:mod:`aide_tui.host.oneshot`: the lexical side is
 brought up to date, a bulk of missing vectors goes to a background host; each JSON line says how many
 dense pieces still lack a vector, ``vectors_missing``).
+
+The search side is imported inside the functions that use it: a served answer loads none of it.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def _answer_here(
     emit: Callable[[dict[str, Any]], bool],
 ) -> int:
     """Answer each query in-process (one output each); an exit code when one cannot be answered, else 0."""
-    from aide_tui.cli.console import StderrConsole  # the served path above stays cheap: no numpy
+    from aide_tui.cli.console import StderrConsole
     from aide_tui.core.search.response import SearchResponse
     from aide_tui.host.oneshot import CannotAnswer, open_workspace
 
