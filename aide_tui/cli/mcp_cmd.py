@@ -12,7 +12,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the MCP tools on stdin/stdout until the client closes them; exit 2 without the extra."""
     missing = missing_extra()
     if missing:
-        err(f"mcp needs the optional 'serve' extra ({', '.join(missing)} missing): {INSTALL_HINT}")
+        err(f"mcp needs the optional 'mcp' extra ({', '.join(missing)} missing): {INSTALL_HINT}")
         return 2
     ready = setup(args.root, args)
     if ready is None:

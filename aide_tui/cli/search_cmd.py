@@ -12,11 +12,13 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from aide_tui.cli.common import err, path_from_cwd, printable, setup
 from aide_tui.core.storekind import SHARED_STORE, NeedsSharedStore, store_kind
+from aide_tui.host.scope import Within, enclosing_workspace
 from aide_tui.host.served import served_search
 
 if TYPE_CHECKING:
@@ -31,9 +33,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     ready = setup(args.path, args)
     if ready is None:
         return 2
-    root, settings = ready
+    root, settings, within = _scope(args, *ready)
     mode = settings.search.mode
-    queries = _queries(args)
+    queries = _queries(args, within)
     if queries is None:
         return 2
     fmt = args.format or ("json" if args.json else "text")
@@ -51,7 +53,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             failed = True
             if args.batch is None or fmt != "json":
                 return args.batch is not None
-        _write(answer, fmt == "json")
+        _write(within.answer(answer) if within is not None else answer, fmt == "json")
         return True
 
     if args.all_workspaces:
@@ -70,7 +72,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                              args.prefix)  # fmt: skip
     if done == len(queries) or (failed and args.batch is None):
         return 2 if failed else 0
-    code = _answer_here(args, root, settings, queries[done:], fmt, emit)
+    code = _answer_here(args, root, settings, queries[done:], fmt, emit, within)
     return code or (2 if failed else 0)
 
 
@@ -81,8 +83,10 @@ def _answer_here(
     queries: list[str],
     fmt: str,
     emit: Callable[[dict[str, Any]], bool],
+    within: Within | None = None,
 ) -> int:
-    """Answer each query in-process (one output each); an exit code when one cannot be answered, else 0."""
+    """Answer each query in-process (one output each); an exit code when one cannot be answered, else 0
+    (``within``: the part of ``root`` asked for, see :func:`_within_parent`)."""
     from aide_tui.cli.console import StderrConsole
     from aide_tui.core.search.response import SearchResponse
     from aide_tui.host.oneshot import CannotAnswer, open_workspace
@@ -102,7 +106,7 @@ def _answer_here(
             else:
                 resp = SearchResponse(query=q, results=[], mode=mode)
             if fmt in ("vimgrep", "paths") and resp.error is None:
-                _write_locations(sys.stdout, root, resp, fmt, args.limit)
+                _write_locations(sys.stdout, root, resp, fmt, args.limit, within)
                 sys.stdout.flush()
             elif not emit(_answer_json(resp, args.max_tokens)):
                 return 2
@@ -113,6 +117,32 @@ def _answer_here(
     return 0
 
 
+def _within_parent(args: argparse.Namespace, root: Path) -> tuple[Path, Settings, Within] | None:
+    """``search --path ROOT`` where ROOT is inside an indexed workspace and has no index of its own: that
+    workspace's index answers, kept to ROOT's files (no second index of the same files, no second
+    background host), and stderr says so once. None: ROOT is searched as it is."""
+    if args.all_workspaces or args.store == "milvus":
+        return None
+    found = enclosing_workspace(root)
+    if found is None:
+        return None
+    outer, rel = found
+    ready = setup(str(outer), args)
+    if ready is None or store_kind(ready[1]).shared:
+        return None
+    shown = printable(str(root))
+    err(f"note: {shown} is inside {printable(str(outer))}, which is indexed: searching its index, "
+        f"{printable(rel)}/ only (`aide-tui index {shown}` indexes it on its own)")  # fmt: skip
+    return ready[0], ready[1], Within(rel)
+
+
+def _scope(args: argparse.Namespace, root: Path, settings: Settings) -> tuple[Path, Settings, Within | None]:
+    """The root and settings to search, and the part of that root asked for (see :func:`_within_parent`)."""
+    if not store_kind(settings).shared and (inside := _within_parent(args, root)) is not None:
+        return inside
+    return root, settings, None
+
+
 def _read_batch(path: str) -> list[str]:
     if path == "-":
         return sys.stdin.read().splitlines()
@@ -120,8 +150,9 @@ def _read_batch(path: str) -> list[str]:
         return fh.read().splitlines()
 
 
-def _queries(args: argparse.Namespace) -> list[str] | None:
-    """The query, or the batch file's lines (None after saying why there are none)."""
+def _queries(args: argparse.Namespace, within: Within | None = None) -> list[str] | None:
+    """The query, or the batch file's lines (None after saying why there are none); ``within``: kept to
+    that part of the root."""
     if args.batch is None and not args.query:
         err("search needs a QUERY or --batch FILE")
         return None
@@ -129,7 +160,8 @@ def _queries(args: argparse.Namespace) -> list[str] | None:
         err("search needs a QUERY: the one given is empty")
         return None
     try:
-        return _read_batch(args.batch) if args.batch is not None else [" ".join(args.query)]
+        queries = _read_batch(args.batch) if args.batch is not None else [" ".join(args.query)]
+        return [within.query(q) for q in queries] if within is not None else queries
     except OSError as exc:
         err(f"cannot read batch file: {exc}")
         return None
@@ -167,9 +199,11 @@ def _write(answer: dict[str, Any], as_json: bool) -> None:
     out.flush()
 
 
-def _write_locations(out: TextIO, root: Path, resp: SearchResponse, fmt: str, limit: int) -> None:
+def _write_locations(
+    out: TextIO, root: Path, resp: SearchResponse, fmt: str, limit: int, within: Within | None = None
+) -> None:
     """``vimgrep``: ``path:line:col:text`` at each best line; ``paths``: the first ``limit`` distinct
-    files in rank order.
+    files in rank order (``within``: only its files; paths are shown from the current folder anyway).
     A hit of another workspace (``--all-workspaces``) is shown under the root it was indexed from.
     Control characters in names are escaped and in line text shown (␛), as the text format does."""
     from aide_tui.core.search.hitlines import vimgrep_line
@@ -182,6 +216,8 @@ def _write_locations(out: TextIO, root: Path, resp: SearchResponse, fmt: str, li
         err(f"degraded (BM25 only): {resp.degraded_reason}")
     if resp.no_results:
         err(resp.no_results)
+    if within is not None:
+        resp = replace(resp, results=[h for h in resp.results if within.inside(h.path)])
     if fmt == "paths":
         for path in list(dict.fromkeys(shown(h) for h in resp.results))[:limit]:
             out.write(path + "\n")

@@ -27,7 +27,7 @@ from aide_tui.core.index.service import IndexService
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.search.stores import open_retriever
-from aide_tui.core.search.symbols import MAX_LOCATIONS, SymbolAnswer
+from aide_tui.core.search.symbols import MAX_LOCATIONS, LineSymbols, SymbolAnswer
 from aide_tui.core.status import IndexStatus
 from aide_tui.core.storekind import store_kind
 
@@ -318,6 +318,10 @@ class LiveWorkspace:
     def references(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
         """Where ``name`` is used in the loaded version (thread-safe; see Searcher.references)."""
         return self.searcher.references(name, limit)
+
+    def line_symbols(self, path: str, line: int, names: list[str]) -> LineSymbols:
+        """What the loaded version's symbol graph says of a line and of ``names`` (thread-safe)."""
+        return self.searcher.line_symbols(path, line, names)
 
     def _all_searcher(self) -> Searcher:
         with self._lock:

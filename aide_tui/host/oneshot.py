@@ -34,6 +34,7 @@ from aide_tui.host.served import served_index
 from aide_tui.host.tenure import Tenure
 
 INLINE_VECTORS = 64  # missing vectors computed inline before answering (about a second or two)
+QUICK_MERGE_CHUNKS = 5_000  # live chunks a search's own update may merge (a second or so; more waits)
 WAIT_POLL = 0.2  # seconds between looks at another process building a workspace's first version
 
 
@@ -75,13 +76,15 @@ def index_once(
     rebuild: bool = False,
     priority: tuple[str, ...] = (),
     embed: bool = True,
+    merge_cap: int | None = None,
 ) -> Done:
-    """Run the indexer here, its progress on ``console`` (the embedder is closed after)."""
+    """Run the indexer here, its progress on ``console`` (the embedder is closed after; ``merge_cap``: see
+    Indexer.run)."""
     from aide_tui.core.index.indexer import Indexer
 
     try:
         report = Indexer(root, settings, embedder, emb_err).run(
-            on_progress=console.progress, rebuild=rebuild, priority=priority, embed=embed
+            on_progress=console.progress, rebuild=rebuild, priority=priority, embed=embed, merge_cap=merge_cap
         )
     finally:
         close = getattr(embedder, "close", None)
@@ -185,11 +188,12 @@ def _update_here(
     idx_embedder, idx_err = embedder_for(settings, for_indexing=wait, root=root)
     quick = replace(settings, index=replace(settings.index, lock_timeout=0.0)) if have else settings
     try:
-        report = index_once(root, quick, idx_embedder, idx_err, console, rebuild=rebuild, embed=wait)
+        report = index_once(root, quick, idx_embedder, idx_err, console, rebuild=rebuild, embed=wait,
+                            merge_cap=QUICK_MERGE_CHUNKS)  # fmt: skip
         missing = report.vectors_missing if idx_embedder is not None and not report.degraded else 0
         if missing and missing <= INLINE_VECTORS:
             emb = query_embedder if query_embedder is not None else idx_embedder
-            index_once(root, quick, emb, None, console, embed=True)
+            index_once(root, quick, emb, None, console, embed=True, merge_cap=QUICK_MERGE_CHUNKS)
         elif missing:
             try:
                 tenure.hand_to_background_host(settings)

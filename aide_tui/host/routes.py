@@ -12,7 +12,8 @@ indexer): a thin Starlette layer over the host's workspace.
                    "wait": true, 200 and the run's done (or error, cancelled) event when it ends
     POST /release  a background host stops hosting (409 from any other host)
     GET  /events   Server-Sent Events: the ``index --progress`` objects (progress, commit, done, error,
-                   cancelled), one ``data:`` line each
+                   cancelled), one ``data:`` line each; a reader that comes while a run is on gets
+                   the run's latest progress first (an attached app says "queued", not "ready")
 
 Every error is ``{"error": message}`` with its status; request bodies are read in pieces and refused past
 1 MB. Searches run in worker threads (LiveWorkspace.search is thread-safe and blocking). A reindex
@@ -131,6 +132,7 @@ class Hub:
         self.index_ready = asyncio.Event()
         self.embedder_ready = asyncio.Event()
         self.index_failed: str | None = None  # why the first index could not be built (searches stop waiting)
+        self.running: Progress | None = None  # the run's latest progress (a new /events reader gets it first)
         self.changed = asyncio.Event()
         self.closed = False
 
@@ -145,6 +147,10 @@ class Hub:
             self.embedder_ready.set()
 
     def publish_threadsafe(self, event: LiveEvent) -> None:
+        if isinstance(event, Progress):  # kept before the socket opens too (a run queues during warm-up)
+            self.running = event
+        elif isinstance(event, Done | Failed | Cancelled):
+            self.running = None  # the run ended: a reader that comes now has nothing to catch up on
         loop = self.loop
         if loop is not None and not loop.is_closed():
             try:
@@ -400,6 +406,8 @@ class Service:
             raise ApiError(503, "too many event streams")
         sub = Subscriber()
         self.hub.subscribers.add(sub)
+        if self.hub.running is not None:  # what the host does now (queued, embedding 4/900): said once
+            sub.push(self.hub.running)
         if self.hub.closed:
             sub.push(None)
         return StreamingResponse(

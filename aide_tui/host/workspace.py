@@ -39,7 +39,7 @@ from aide_tui.core.events import Cancelled, Committed, Done, Event, Failed, Prog
 from aide_tui.core.live import Attached, Hosting, LiveEvent, LiveWorkspace
 from aide_tui.core.paths import MANIFEST, index_dir_for, state_dir
 from aide_tui.core.search.response import SearchResponse
-from aide_tui.core.search.symbols import MAX_LOCATIONS, SymbolAnswer
+from aide_tui.core.search.symbols import MAX_LOCATIONS, LineSymbols, SymbolAnswer
 from aide_tui.core.status import IndexStatus
 from aide_tui.core.storekind import store_kind
 from aide_tui.host.client import ServeClient, ServeUnavailable, connect
@@ -166,6 +166,11 @@ class Workspace:
         """Where ``name`` is used (the symbol graph of the loaded version)."""
         self._active = time.monotonic()
         return self.live.references(name, limit)
+
+    def line_symbols(self, path: str, line: int, names: list[str]) -> LineSymbols:
+        """What the symbol graph says of ``path``'s line ``line`` and of ``names`` (which name ``d``/``r``
+        take there)."""
+        return self.live.line_symbols(path, line, names)
 
     def last_active(self) -> float:
         """When this workspace last had work: now while indexing runs or is queued, else the last

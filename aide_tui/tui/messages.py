@@ -20,7 +20,7 @@ from aide_tui.core.live import (
     ReloadFailed,
     WatchFailed,
 )
-from aide_tui.tui.lookup import Places
+from aide_tui.tui.lookup import Choice, Line, Places
 from aide_tui.tui.search_loop import SearchAnswer
 
 
@@ -117,6 +117,16 @@ class PlacesFound(Message):
 
     seq: int
     places: Places
+
+
+@dataclass
+class NamesChosen(Message):
+    """The names ``d`` and ``r`` take on ``line`` (request ``seq``: an older one is dropped)."""
+
+    seq: int
+    line: Line
+    definition: Choice
+    references: Choice
 
 
 _WRAP: dict[type, type[Message]] = {

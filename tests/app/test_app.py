@@ -95,7 +95,7 @@ async def test_progress_and_status_during_a_cold_index(workspace: Path) -> None:
     app = make_app(workspace)
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
-        assert index_bar(app).state == "ready"
+        assert index_bar(app).state == "ready", index_bar(app).label
         assert "5 files" in status(app).plain
         assert (workspace / ".aide" / ".gitignore").read_text().strip() == "*"
 

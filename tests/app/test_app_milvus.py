@@ -57,7 +57,9 @@ async def test_the_app_searches_its_workspace_then_all_of_the_collection(tmp_pat
         await pilot.pause(0.3)
         text = "\n".join(screen_text(app))
         assert "[beta] lib/render.py:1-3" in text and "[alpha] web/app.ts" in text  # rows: short labels
-        assert f"[{beta_id}] lib/render.py:2" in text  # the preview title: the workspace's id
+        assert (
+            f"[{beta_id}] lib/render.py:1" in text
+        )  # the preview title: the workspace's id, the definition line
         assert "bm25 · all workspaces" in text  # the status line says the scope
         assert "def render_template(name: str, context: dict)" in text
         shown = preview(app).shown

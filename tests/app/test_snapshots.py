@@ -37,6 +37,7 @@ def _with_results(app: AideApp, query: str, *keys: str) -> Callable[[Pilot[Any]]
             ),
             "the preview",
         )
+        await wait_for(pilot, lambda: results(app).labelled, "the rows labelled")
         await pilot.pause(0.2)
 
     return run_before
@@ -82,9 +83,9 @@ def test_rows(snap_compare: Any, size: tuple[int, int], with_preview: bool) -> N
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await run(pilot)
-        await wait_for(pilot, lambda: results(app).labels is not None, "the rows labelled")
         if not with_preview:
             await pilot.press("f3")
+            await wait_for(pilot, lambda: app.main_screen.has_class("-no-preview"), "the list alone")
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -22,11 +22,10 @@ LABELS = {"select", "quit", "mode", "layout", "history", "write", "reindex", "as
 
 
 async def test_without_an_embedder_no_vectors_are_counted(workspace: Path) -> None:
-    app = make_app(workspace)  # --embedder none
+    app = make_app(workspace, start_index=False)  # --embedder none; no run whose reload would repaint
     async with app.run_test(size=(160, 40)) as pilot:
-        await indexed(pilot, app)
+        await wait_for(pilot, lambda: app.main_screen.ready, "the index opened")
         status(app).show_index(BUSY)  # an index built with an embedder, opened without one
-        await pilot.pause()
         line = status(app).plain
         assert "27324 chunks" in line and "vector" not in line and "embedded" not in line
 
@@ -76,9 +75,24 @@ async def test_the_footer_never_cuts_a_label(workspace: Path, size: tuple[int, i
             if focus == "list":
                 await search(pilot, app, "return")
                 await pilot.press("tab")
-            await pilot.pause(0.2)
+            want = " e edit " if focus == "list" else "^p palette"  # the footer of that focus, drawn
+            await wait_for(pilot, lambda w=want: w in screen_text(app)[-1], f"the footer, {focus} focused")
             footer = screen_text(app)[-1]
             keys_part = footer.split("▏")[0].rstrip()
             last = keys_part.split()[-1]
             assert last in LABELS, footer
             assert "^p palette" in footer
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24), (60, 20)])
+async def test_the_footer_keeps_the_help_key(workspace: Path, size: tuple[int, int]) -> None:
+    """Issue 33 #14: at 80 columns the footer dropped F1 and a newcomer saw no way to the help."""
+    app = make_app(workspace)
+    async with app.run_test(size=size) as pilot:
+        await indexed(pilot, app)
+        await wait_for(pilot, lambda: "F1 help" in screen_text(app)[-1], "the help key, query focused")
+        await search(pilot, app, "return")
+        await pilot.press("tab")
+        await wait_for(pilot, lambda: " e edit " in screen_text(app)[-1], "the list's keys")
+        footer = screen_text(app)[-1]
+        assert "F1 help" in footer and "^p palette" in footer, footer

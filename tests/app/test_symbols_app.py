@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from apphelpers import indexed, make_app, preview, query_box, results, screen_text, search, status, wait_for
+from conftest import write_workspace
 from textual.pilot import Pilot
 
 from aide_tui.core.config import load_settings, user_config_path
@@ -264,3 +265,110 @@ async def test_a_references_list_reads_in_a_narrow_terminal(workspace: Path, siz
         text = screen_text(app)
         assert any("client.py:25" in line and "response = self.send(" in line for line in text)
         assert any("1 reference of send" in line for line in text)
+
+
+SESSIONS = {
+    "lib/orm/session.py": '''
+        class Session:
+            """Talks to the database."""
+
+            def configure(self, bind):
+                self.bind = bind
+    ''',
+    "lib/orm/scoping.py": """
+        from lib.orm.session import Session
+
+
+        def scoped_session(factory: Session) -> Session:
+            return factory
+
+
+        def sessionmaker():
+            return Session()
+    """,
+    "lib/orm/nodes.py": '''
+        def with_stmt(leaf):
+            return leaf
+
+
+        def is_with_stmt(leaf):
+            """Is this a with_stmt line?"""
+            return leaf.kind == 1
+    ''',
+    **{
+        f"examples/demo_{i}/env.py": """
+            from lib.orm.scoping import scoped_session, sessionmaker
+
+            # the registry of sessions
+            Session = scoped_session(sessionmaker(), registry=thread_registry)
+
+            Session.configure(bind=None)
+        """
+        for i in range(3)
+    },
+}
+
+
+def _footer(app: AideApp) -> str:
+    return screen_text(app)[-1]
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_the_footer_names_what_d_and_r_take_and_r_takes_the_name_the_line_defines(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """Issue 33 #6: on ``Session = scoped_session(sessionmaker(), ...)`` r listed ``scoped_session``'s
+    references, not ``Session``'s, and nothing said which name a key would take. The footer names it
+    before the key is pressed (at 80 columns too: other keys give way), and r takes the name the line
+    defines."""
+    root = write_workspace(tmp_path / "ws", SESSIONS)
+    app = make_app(root)
+    async with app.run_test(size=size) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "thread_registry")
+        await _settled(pilot, app)
+        hit = results(app).selected_hit
+        assert hit is not None and hit.path.startswith("examples/") and _shown(app) == (hit.path, 4)
+        results(app).focus()
+        named = lambda: "d def scoped_session" in _footer(app) and "r refs Session" in _footer(app)  # noqa: E731
+        await wait_for(pilot, named, "the footer naming both names")
+        await _press_and_wait(pilot, app, "r", lambda: results(app).places, "the references")
+        assert "references of Session" in status(app).plain
+        assert {(p, n) for p, n in _rows(app)} >= {(f"examples/demo_{i}/env.py", 6) for i in range(3)}
+        assert set(_rows(app)) <= _rg_word(root, "Session")  # Session's uses, not scoped_session's:
+        assert ("examples/demo_0/env.py", 1) not in _rows(app)  # its import names scoped_session only
+
+
+async def test_d_takes_no_name_from_a_docstring(tmp_path: Path) -> None:
+    """Issue 33 #6: d on the docstring "Is this a with_stmt line?" jumped to ``with_stmt``."""
+    root = write_workspace(tmp_path / "ws", SESSIONS)
+    app = make_app(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "this line")
+        await _settled(pilot, app)
+        assert _shown(app) == ("lib/orm/nodes.py", 6)  # """Is this a with_stmt line?"""
+        rows = _rows(app)
+        results(app).focus()
+        await pilot.press("d")
+        await wait_for(pilot, lambda: "no name to look up" in status(app).plain, "the reason")
+        assert _rows(app) == rows and not results(app).places
+        assert "d def  r refs " in _footer(app)  # the footer offers no name for d either
+
+
+async def test_d_lists_the_library_class_before_the_examples_variables(tmp_path: Path) -> None:
+    """Issue 33 #5: ``class Session`` came after every ``Session = ...`` of ``examples/``."""
+    root = write_workspace(tmp_path / "ws", SESSIONS)
+    app = make_app(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "scoped_session factory")
+        await _settled(pilot, app)
+        assert _shown(app) == ("lib/orm/scoping.py", 4)  # def scoped_session(factory: Session) -> Session:
+        results(app).focus()
+        await wait_for(pilot, lambda: "d def Session" in _footer(app), "the footer naming Session")
+        await _press_and_wait(pilot, app, "d", lambda: results(app).places, "the definitions")
+        assert _rows(app)[0] == ("lib/orm/session.py", 1) and _shown(app) == ("lib/orm/session.py", 1)
+        assert sorted(_rows(app)[1:]) == [(f"examples/demo_{i}/env.py", 4) for i in range(3)]
+        assert results(app).row_plain(0).rstrip().endswith("class Session")
+        assert "4 definitions of Session (ambiguous)" in status(app).plain

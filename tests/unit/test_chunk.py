@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -479,9 +478,7 @@ def test_unknown_extension_uses_line_windows() -> None:
 def test_20k_char_single_line(path: str) -> None:
     text = "x = [" + ", ".join(f'"{{{i}}}"' for i in range(2500)) + "]"
     assert len(text) > 20_000
-    start = time.perf_counter()
-    chunks = chunk_file(path, text)
-    assert time.perf_counter() - start < 2
+    chunks = chunk_file(path, text)  # its speed is benchmarked (bench_chunk.py), never asserted here
     assert len(chunks) == 1 and chunks[0].text == text
 
 
@@ -553,13 +550,8 @@ def test_header_is_short_with_long_signatures() -> None:
 # ------------------------------------------------------------------------------------------------ speed
 
 
-def _timed(path: str, text: str) -> tuple[float, list[Chunk]]:
-    start = time.perf_counter()
-    chunks = chunk_file(path, text)
-    return time.perf_counter() - start, chunks
-
-
-def test_speed_5000_lines() -> None:
+def test_5000_line_files_keep_their_invariants() -> None:
+    """Long files of many small units (their speed is benchmarked in tests/benchmarks/bench_chunk.py)."""
     py = "\n\n".join(
         f"class C{i}:\n    def m(self, x):\n        if x > {i}:\n"
         f"            return {{'k': x}}\n        return None"
@@ -572,9 +564,7 @@ def test_speed_5000_lines() -> None:
     c = "\n\n".join(f"static int f{i}(int x)\n{{\n    return x > {i} ? '}}' : 0;\n}}" for i in range(1000))
     for path, text in [("s.py", py), ("s.ts", js), ("s.c", c)]:
         assert text.count("\n") >= 4500
-        elapsed, chunks = _timed(path, text)
-        _check_invariants(path, text, chunks)
-        assert elapsed < 1.5, (path, elapsed)
+        _check_invariants(path, text, chunk_file(path, text))
 
 
 def test_js_regex_literals_do_not_break_brace_matching() -> None:

@@ -45,7 +45,8 @@ def test_index_search_status_contract(workspace: Path) -> None:
     assert lines[1]["results"] == []
     first = lines[0]
     assert set(first) == {
-        "query", "degraded", "degraded_reason", "took_ms", "vectors_missing", "results", "confidence", "hints"
+        "query", "degraded", "degraded_reason", "took_ms", "vectors_missing", "static_missing", "results",
+        "confidence", "hints",
     }  # fmt: skip
     assert first["confidence"] in {"high", "medium", "low"} and isinstance(first["hints"], list)
     assert first["vectors_missing"] == 0

@@ -73,3 +73,27 @@ def test_prefix_completes_the_word_being_typed(workspace: Path) -> None:
     assert paths("--prefix", "backo")[0] == "src/httpclient/retry.py"
     assert "src/httpclient/retry.py" not in paths("backo")
     assert "src/httpclient/retry.py" not in paths("--prefix", "backo ")
+
+
+def test_a_folder_of_an_indexed_workspace_is_searched_in_that_index(workspace: Path) -> None:
+    """Issue 33 #17: ``search --path ..`` from deep in an indexed workspace built a second, nested index
+    of the same files (and a background host for it) without a word. The enclosing workspace's index
+    answers, kept to that folder's files with paths relative to it, and stderr says so."""
+    assert run("index", str(workspace), "--embedder", "none").returncode == 0
+    sub = workspace / "src" / "httpclient"
+    out = _search(sub, "--json", "parse_header")
+    assert out.returncode == 0, out.stderr
+    assert f"{sub} is inside {workspace}, which is indexed" in out.stderr
+    assert "src/httpclient/ only" in out.stderr and f"`aide-tui index {sub}` indexes it" in out.stderr
+    paths = [r["path"] for r in json.loads(out.stdout)["results"]]
+    assert paths and paths[0] == "headers.py"
+    assert all(not p.startswith(("src/", "docs/", "web/")) for p in paths)
+    assert not (sub / ".aide").exists()  # no second index, no second host
+    text = _search(sub, "parse_header")
+    assert text.stdout.splitlines()[0].startswith("headers.py:"), text.stdout
+    elsewhere = _search(sub, "--json", "renderPage")  # web/app.ts: not in this folder
+    assert json.loads(elsewhere.stdout)["results"] == [], elsewhere.stdout
+    assert run("index", str(sub), "--embedder", "none").returncode == 0  # indexed on its own: searched so
+    own = _search(sub, "--json", "parse_header")
+    assert "which is indexed" not in own.stderr
+    assert json.loads(own.stdout)["results"][0]["path"] == "headers.py"

@@ -44,6 +44,7 @@ def _shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def model_cache(_shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """One user cache for the module's graph builds (conftest gives each test its own otherwise)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(_shared_cache))
+    monkeypatch.delenv("AIDE_MODELS_DIR", raising=False)  # this module tests the default place
     return _shared_cache
 
 
@@ -55,6 +56,7 @@ def numpy_vectors() -> tuple[np.ndarray, np.ndarray]:
 
 def test_missing_onnxruntime_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("AIDE_MODELS_DIR", raising=False)  # this module tests the default place
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails as if not installed
     emb = OnnxEmbedder("int8")
     assert emb.id == f"builtin:all-MiniLM-L6-v2:{SHA[:8]}:onnx-int8-u8"  # never the numpy encoder's id
@@ -211,6 +213,8 @@ def test_build_is_atomic_offline_and_recovers(tmp_path: Path, monkeypatch: pytes
     import onnx
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    monkeypatch.delenv("AIDE_MODELS_DIR", raising=False)  # this module tests the default place
     models = tmp_path / "aide-tui" / "models"
 
     # a crash while writing leaves neither a final file nor a temporary

@@ -22,6 +22,7 @@ from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.model import FileGraph
 from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.search.symbols import split_name
 from aide_tui.core.store.segments import load_view, read_index, read_manifest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -386,3 +387,45 @@ def test_defs_on_a_js_workspace_find_member_assignments_not_imports(tmp_path: Pa
     assert defs("compileETag") == [("lib/utils.js", 7, "exports.compileETag = function(val) {")]
     assert defs("listen") == [("lib/application.js", 4, "app.listen = function listen() {")]
     assert defs("app.listen") == defs("listen")
+
+
+SESSION_LIB = "class Session:\n    def execute(self):\n        return 1\n"
+SESSION_EXAMPLE = "from lib.orm.session import Session as _S\n\nSession = sessionmaker(bind=None)\n"
+
+
+def test_definitions_list_library_classes_before_example_variables(tmp_path: Path) -> None:
+    """Issue 33 #5: ``defs Session`` listed ten ``Session = sessionmaker(...)`` of ``examples/`` before
+    ``class Session``, and its note read "Session, Session, Session, ...". Library code comes before
+    examples and tests, classes and functions before assignments; the note names each once."""
+    files = {f"examples/demo_{i}/env.py": SESSION_EXAMPLE for i in range(10)}
+    files |= {"tests/test_session.py": "def Session():\n    return 2\n", "lib/orm/session.py": SESSION_LIB,
+              "lib/orm/state.py": "Session = None  # filled in later\n"}  # fmt: skip
+    root = write_workspace(tmp_path / "ws", files)
+    index(root)
+    ans = searcher(root).definitions("Session")
+    order = [(d.path, d.kind) for d in ans.locations]
+    assert order[:2] == [("lib/orm/session.py", "class"), ("lib/orm/state.py", "variable")]
+    assert {p for p, _ in order[2:12]} == {f"examples/demo_{i}/env.py" for i in range(10)}
+    assert order[12:] == [("tests/test_session.py", "function")]
+    assert ans.note == (
+        "Session is ambiguous: 13 definitions (class Session, variable Session ×11, function Session)"
+    )
+    out = run_cli("defs", "--path", str(root), "Session", "--embedder", "none", cwd=root)
+    assert out.stdout.splitlines()[0] == "lib/orm/session.py:1:7:class Session:", out.stdout
+    assert "variable Session ×11" in out.stderr and "Session, Session" not in out.stderr
+
+
+def test_unicode_identifiers_are_looked_up(tmp_path: Path) -> None:
+    """Issue 32 #8: ``defs ñandú``, ``函数`` and ``Ωmega`` exited 2 "not an identifier" although Python
+    (and JavaScript) allow them and the graph holds them."""
+    py = "def ñandú():\n    return 1\n\n\nclass Ωmega:\n    pass\n\n\ndef 函数(x):\n    return ñandú() + x\n"
+    root = write_workspace(tmp_path / "ws", {"uni.py": py, "web/uni.js": "function ñandú() { return 1; }\n"})
+    index(root)
+    for name, want in (("ñandú", {"uni.py:1:5", "web/uni.js:1:10"}), ("函数", {"uni.py:9:5"}),
+                       ("Ωmega", {"uni.py:5:7"})):  # fmt: skip
+        out = run_cli("defs", "--path", str(root), name, "--embedder", "none", cwd=root)
+        assert out.returncode == 0, out.stderr
+        assert {":".join(line.split(":")[:3]) for line in out.stdout.splitlines()} == want
+    out = run_cli("refs", "--path", str(root), "ñandú", "--embedder", "none", cwd=root)
+    assert out.returncode == 0 and out.stdout.startswith("uni.py:10:12:"), out.stderr
+    assert split_name("Client.ñandú") == ("ñandú", ["Client"]) and split_name("not a name") is None

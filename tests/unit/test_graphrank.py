@@ -113,23 +113,48 @@ def test_centrality_ranks_the_most_used_file_highest(tmp_path: Path) -> None:
     assert max(ranks.values()) == 1.0
     assert ranks["app/storage.py"] > ranks["app/unrelated.py"] and ranks["app/audit.py"] > ranks["app/api.py"]
     assert G.file_rank(graph, s.retriever.path_parts, graph.memo) is ranks  # once per loaded version
+    # every file's links at once (the indexer's way) give the ranks of following each file's links
+    view = s.retriever.view
+    assert view is not None
+
+    class OneFileAtATime:
+        memo: dict[str, object] = {}
+        imports_of, called_names = view.graph.imports_of, view.graph.called_names
+        definition_paths, paths = view.graph.definition_paths, view.graph.paths
+
+    assert G.file_rank(OneFileAtATime(), s.retriever.path_parts, {}) == G.file_rank(
+        view.graph, s.retriever.path_parts, {}
+    )
 
 
-def test_the_prior_is_carried_over_an_edit_and_recomputed_when_many_files_are_new(tmp_path: Path) -> None:
+def test_the_prior_is_stored_with_the_version_carried_over_an_edit_and_recomputed_when_many_files_are_new(
+    tmp_path: Path,
+) -> None:
+    from aide_tui.core.paths import index_dir_for
+    from aide_tui.core.store.segments import read_manifest
+
     root = workspace(tmp_path / "ws")
     s = searcher(root)
+    stored = read_manifest(index_dir_for(root)).meta.rank_file
+    assert stored and (index_dir_for(root) / stored).is_file()  # the indexer computed it: no reader does
     first = G.file_rank(s.retriever.graph, s.retriever.path_parts, s.retriever.graph.memo)
+    assert max(first.values()) == 1.0 and first["app/storage.py"] > first["app/unrelated.py"]
     (root / "app/audit.py").write_text(
         'def log_event(kind, data):\n    """Append a line."""\n    return kind\n'
     )
     Indexer(root, s.settings).run()
     s.refresh()
     graph = s.retriever.graph
-    assert G.file_rank(graph, s.retriever.path_parts, graph.memo) is first  # an edit: the same prior
+    assert read_manifest(index_dir_for(root)).meta.rank_file == stored  # an edit: the same prior
+    assert G.file_rank(graph, s.retriever.path_parts, graph.memo) == first
     for i in range(3):
         (root / f"app/extra{i}.py").write_text("from .storage import save_record\n\nsave_record(1)\n")
     Indexer(root, s.settings).run()
     s.refresh()
     graph = s.retriever.graph
     again = G.file_rank(graph, s.retriever.path_parts, graph.memo)
-    assert again is not first and "app/extra0.py" in again
+    assert read_manifest(index_dir_for(root)).meta.rank_file != stored
+    assert again != first and "app/extra0.py" in again
+    (root / "app/extra0.py").write_text("from .storage import save_record\n")
+    Indexer(root, s.settings).run()  # one version later no reader can be on one that names it: retired
+    assert not (index_dir_for(root) / stored).exists()

@@ -152,3 +152,13 @@ def test_a_delta_adds_its_words_trigrams(tmp_path: Path) -> None:
     Indexer(root, settings).run()
     assert r.refresh() and r.view is not None and len(r.view.parts) == 2
     assert "zyg" in r.view.letter_trigrams() and "^pa" in r.view.letter_trigrams()
+
+
+def test_the_reason_never_reads_a_value_below_itself() -> None:
+    """Issue 33 #11: "best similarity 0.25, below 0.25" (SQLAlchemy, zzkqxwvvbn: 0.2496 under 0.25)."""
+    from aide_tui.core.search.rank import far_from_everything
+
+    why = far_from_everything(0.2496, 0.25)
+    assert why is not None and "(best similarity 0.2496, below 0.2500)" in why
+    assert "(best similarity 0.21, below 0.25)" in (far_from_everything(0.2104, 0.25) or "")
+    assert far_from_everything(0.25, 0.25) is None and far_from_everything(0.3, 0.25) is None

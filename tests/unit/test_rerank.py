@@ -108,7 +108,7 @@ def test_a_slow_reranker_is_cut_off_and_not_asked_again_for_a_while(root: Path, 
     asked = len(server.requests)
     t0 = time.monotonic()
     again = s.search(QUERY, limit=5)
-    assert time.monotonic() - t0 < 0.3 and len(server.requests) == asked  # fails fast, no new request
+    assert time.monotonic() - t0 < 0.4 * 0.9 and len(server.requests) == asked  # no new request, no wait
     assert again.rerank is not None and "not tried again" in again.rerank
 
 

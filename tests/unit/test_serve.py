@@ -363,7 +363,8 @@ def test_without_the_extra_mcp_exits_2(workspace: Path) -> None:
     code += f"sys.exit(main(['mcp', {str(workspace)!r}]))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=clean_env(workspace.parent), timeout=60)  # fmt: skip
-    assert out.returncode == 2 and "pip install 'aide-tui[serve]'" in out.stderr
+    assert out.returncode == 2 and "pip install 'aide-tui[mcp]'" in out.stderr
+    assert "from a checkout of aide-tui: pip install '.[mcp]'" in out.stderr
     assert not os.path.exists(workspace / ".aide" / "serve.sock")
 
 

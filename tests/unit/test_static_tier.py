@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.embed.static import StaticEmbedder, split_camel
@@ -177,3 +178,77 @@ def test_kill_9_during_a_build_on_every_core_leaves_a_usable_index(tmp_path: Pat
     assert summary["files"] == 700 and summary["static_missing"] == 0
     names = {p.name for p in index_dir_for(root).iterdir()}
     assert not [n for n in names if n.startswith(".")], names  # no staging folder or temp left behind
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(), reason="needs root + setpriv")
+def test_a_models_folder_the_user_cannot_read_leaves_the_static_tier_out_not_the_index() -> None:
+    """As uid 65534, with AIDE_MODELS_DIR a folder only root may enter: keyword search still works, the
+    static tier is missing and says why."""
+    import shutil
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="aide-models-", dir="/tmp"))
+    try:
+        os.chmod(home, 0o755)
+        models = home / "models"
+        models.mkdir(mode=0o700)  # root's
+        root = write_workspace(home / "ws")
+        for p in [root, *root.rglob("*")]:
+            os.chown(p, 65534, 65534)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AIDE_", "XDG_"))}
+        env.update(
+            PYTHONPATH=str(REPO), HOME=str(home), XDG_CACHE_HOME=str(home / "c"), AIDE_MODELS_DIR=str(models)
+        )
+        os.makedirs(home / "c", mode=0o755)
+        os.chown(home / "c", 65534, 65534)
+        user = [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "aide_tui",
+        ]
+        out = subprocess.run([*user, "index", str(root), "--embedder", "static", "--json"], env=env,
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        summary = json.loads(out.stdout.splitlines()[-1])
+        assert summary["files"] == 5 and summary["static_missing"] == summary["chunks"]
+        assert any("static tier" in w and "cannot write" in w for w in summary["warnings"]), summary
+        query = ["search", "--path", str(root), "--embedder", "static", "--json", "--no-update"]
+        query.append("parse_header")
+        got = subprocess.run([*user, *query], env=env, capture_output=True, text=True, timeout=120)
+        assert (
+            got.returncode == 0
+            and json.loads(got.stdout)["results"][0]["path"] == "src/httpclient/headers.py"
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_merge_gives_way_to_newer_work_between_segments(tmp_path: Path) -> None:
+    """A merge reads its segments one at a time and stops when newer work waits: it commits nothing, the
+    index stays as it was (every segment, every answer), and a later run merges."""
+    root = tmp_path / "ws"
+    _big_repo(root, 12, seed=9)
+    settings = static(root, index={"max_segments": 1})
+    for i in range(3):  # three more segments, one per edit
+        Indexer(root, static(root, index={"max_segments": 100})).run()
+        (root / f"pkg{i}" / "mod_0.py").write_text(f"def edit_{i}():\n    return {i}\n")
+    Indexer(root, static(root, index={"max_segments": 100})).run()
+    before = read_manifest(index_dir_for(root))
+    assert len(before.segments) >= 3
+    asked: list[int] = []
+
+    def newer_work_after_one_segment() -> bool:
+        asked.append(1)
+        return len(asked) > 2  # the check before the merge, then one segment read, then newer work
+
+    rep = Indexer(root, settings).run(should_yield=newer_work_after_one_segment)
+    assert not rep.merged and read_manifest(index_dir_for(root)).segments == before.segments
+    hits = Searcher(root, settings).search("edit_2", limit=3).results
+    assert hits and hits[0].path == "pkg2/mod_0.py"
+    rep = Indexer(root, settings).run()
+    assert rep.merged and len(read_manifest(index_dir_for(root)).segments) == 1
+    assert Searcher(root, settings).search("edit_2", limit=3).results[0].path == "pkg2/mod_0.py"

@@ -25,7 +25,7 @@ from aide_tui.core.chunk.base import Src, Unit
 from aide_tui.core.model import Definition, FileGraph, Reference
 
 MARKUP = frozenset({"markdown", "yaml", "toml", "json", "text"})
-_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_IDENT = re.compile(r"(?:[^\W\d]|\$)[\w$]*")  # any script's letters (ñandú, 函数)
 _PY_SKIP = frozenset({"self", "cls"})
 
 

@@ -170,7 +170,7 @@ class StaticEmbedder:
             return True
         try:
             return self.table_path().is_file()
-        except EmbedderError:
+        except (EmbedderError, OSError):  # an unreadable models folder (EACCES) is no table
             return False
 
     def load(self, progress: Progress | None = None) -> None:

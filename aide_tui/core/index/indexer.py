@@ -38,6 +38,7 @@ from aide_tui.core.events import Done, Event, Progress
 from aide_tui.core.index.budget import BULK_PIECES, BulkJob, Wait, bulk_slot
 from aide_tui.core.index.built import Built, staging_dir
 from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
+from aide_tui.core.index.gcpause import gc_paused
 from aide_tui.core.index.parallel import Job, batch_bytes, helpers_for, prev_of, run_batches
 from aide_tui.core.index.reading import BatchNotes, read_batch
 from aide_tui.core.index.scan import FileEntry, Scanner
@@ -101,6 +102,7 @@ class Indexer:
         embed: bool = True,
         should_yield: Callable[[], bool] | None = None,
         paths: Iterable[str] | None = None,
+        merge_cap: int | None = None,
     ) -> Done:
         """Update the index; returns what happened. Raises LockTimeout if another writer holds it,
         IndexProblem when the store cannot be written.
@@ -108,10 +110,13 @@ class Indexer:
         ``embed=False`` stops after the lexical commit (vectors already cached are still reused);
         ``should_yield`` is asked between embedding batches whether newer work is waiting; ``paths``
         (workspace-relative, from a file watcher) limits the run to those files: no walk of the tree,
-        unless a folder, a link or an ignore file changed.
+        unless a folder, a link or an ignore file changed. ``merge_cap`` bounds the live chunks a merge
+        may read in this run (a one-shot search keeps its merges small; the next ``index`` or host does
+        the rest).
         """
         run = _Run(self, on_progress or (lambda e: None), cancel, set(priority), should_yield)
         run.paths = None if paths is None else set(paths)
+        run.merge_cap = merge_cap
         started = time.monotonic()
         state = state_dir(self.root)
         with writer_lock(state / "index", timeout=self.settings.index.lock_timeout):
@@ -154,6 +159,7 @@ class _Run:
         self.content_rule: Callable[[str, str], str | None] | None = None  # generated output, by content
         self.turn_over: Callable[[int, int], bool] = _no_turns  # the bulk budget's turn (budget.py)
         self.targeted = False
+        self.merge_cap: int | None = None
         self._done = 0
         self.report = Done()
         self.state = Path()
@@ -292,13 +298,14 @@ class _Run:
         first = True
         for batch in batches(to_read, self.writer.batch_files, getattr(self.writer, "batch_bytes", None)):
             self.check_cancel()
-            delta = self.read(batch, prev, self._done, len(to_read))
-            self._done += len(batch)
-            if first:
-                delta.gone |= removed
-                first = False
-            self.vectors(delta, emb)
-            self.committed(self.writer.commit(delta, emb))
+            with gc_paused():
+                delta = self.read(batch, prev, self._done, len(to_read))
+                self._done += len(batch)
+                if first:
+                    delta.gone |= removed
+                    first = False
+                self.vectors(delta, emb)
+                self.committed(self.writer.commit(delta, emb))
             self.report.changed += len(delta.records)
 
     def build_parallel(
@@ -325,7 +332,8 @@ class _Run:
             nonlocal gone, done
             self.report.skipped_files.update(built.notes.skipped)
             self.report.warnings.extend(built.notes.warnings)
-            self.committed(self.writer.commit_built(built, gone, emb, cache))  # type: ignore[attr-defined]
+            with gc_paused():
+                self.committed(self.writer.commit_built(built, gone, emb, cache))  # type: ignore[attr-defined]
             gone = set()
             done += len(built.records) + len(built.same) + len(built.gone) + len(built.notes.skipped)
             self.report.changed += len(built.records)

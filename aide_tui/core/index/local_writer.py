@@ -53,6 +53,7 @@ from aide_tui.core.storekind import LOCAL
 MAX_BLOCKS = 12  # more vector blocks in one segment than this are compacted into one
 MAX_DEAD_SHARE = 0.3  # a segment is rewritten when this share of its chunk rows is dead
 MERGE_CAP_CHUNKS = 60_000  # segments are merged into one of at most this many chunks (bounded merges)
+SMALL_SEGMENT = 2_000  # live chunks of a segment cheap enough to fold into any rewrite beside it
 BATCH_FILES = 4000  # a cold build commits a segment every this many files...
 BATCH_BYTES = 16 << 20  # ... or this many bytes of source, whichever comes first
 
@@ -91,6 +92,20 @@ def _held(manifest: Manifest, path: str, segment: int) -> bool:
     """Whether the manifest says ``segment`` holds ``path`` (its rows there are live)."""
     rec = manifest.files.get(path)
     return rec is not None and rec.segment == segment
+
+
+def _without_unheld(manifest: Manifest | None) -> Manifest | None:
+    """The manifest without the segments no file is held by (every row dead: an edited file's earlier
+    delta), its files renumbered; the same object when there are none."""
+    if manifest is None:
+        return None
+    held = {r.segment for r in manifest.files.values()}
+    keep = [i for i in range(len(manifest.segments)) if i in held]
+    if len(keep) == len(manifest.segments):
+        return manifest
+    new_index = {old: new for new, old in enumerate(keep)}
+    files = {p: replace(r, segment=new_index[r.segment]) for p, r in manifest.files.items()}
+    return replace(manifest, segments=[manifest.segments[i] for i in keep], files=files)
 
 
 def _dead_share(seg: SegmentEntry, live_chunks: int) -> float:
@@ -356,11 +371,12 @@ class LocalWriter:
 
     # -- merging -----------------------------------------------------------------------------------
 
-    def merge_plan(self, manifest: Manifest) -> list[int]:
-        """The segments to merge now (bounded: their live chunks fit ``MERGE_CAP_CHUNKS``), [] for none.
+    def merge_plan(self, manifest: Manifest, cap: int = MERGE_CAP_CHUNKS) -> list[int]:
+        """The segments to merge now (bounded: their live chunks fit ``cap``), [] for none.
 
         Too many segments: the smallest are merged together. A segment with many dead rows, or too many
-        vector blocks, is rewritten (with the smallest others that fit beside it).
+        vector blocks, is rewritten, with the small segments (``SMALL_SEGMENT``) that fit beside it: a
+        rewrite never drags big segments along.
         """
         live = Counter[int]()
         for rec in manifest.files.values():
@@ -370,7 +386,7 @@ class LocalWriter:
         needy = [
             i
             for i, s in enumerate(segs)
-            if len(s.blocks) > MAX_BLOCKS or _dead_share(s, live[i]) > MAX_DEAD_SHARE
+            if (len(s.blocks) > MAX_BLOCKS or _dead_share(s, live[i]) > MAX_DEAD_SHARE) and live[i] <= cap
         ]
         if len(segs) <= max_segments and not needy:
             return []
@@ -380,12 +396,13 @@ class LocalWriter:
         for i in by_size:
             if i in plan:
                 continue
-            if plan and size + live[i] > MERGE_CAP_CHUNKS:
+            few_enough = len(segs) - len(plan) + 1 <= max_segments
+            if few_enough and (len(plan) >= 2 or (needy and live[i] > SMALL_SEGMENT)):
+                break
+            if plan and size + live[i] > cap:
                 break
             plan.append(i)
             size += live[i]
-            if len(segs) - len(plan) + 1 <= max_segments and len(plan) >= 2 and not needy:
-                break
         if len(plan) < 2 and not needy:
             return []
         return sorted(plan)
@@ -393,10 +410,13 @@ class LocalWriter:
     def compact(self, run: RunHooks) -> Committed | None:
         """Fold some segments into one when they pile up or hold many dead rows; gives way to newer work
         between the segments it reads (an edit never waits for a merge)."""
-        manifest = self.manifest
-        assert manifest is not None
-        plan = self.merge_plan(manifest)
+        held = _without_unheld(self.manifest)
+        assert held is not None
+        manifest = held
+        plan = self.merge_plan(manifest, run.merge_cap or MERGE_CAP_CHUNKS)
         if not plan or run.should_yield():
+            if manifest is not self.manifest:  # segments no file is held by go, read by nobody
+                return self._commit(replace(manifest, version=f"v{time.time_ns():x}"), self.manifest)
             return None  # newer work first; the next run merges
         run.check_cancel()
         run.emit(Progress("merging", message=f"{len(plan)} of {len(manifest.segments)} segments"))
@@ -429,7 +449,7 @@ class LocalWriter:
             )
         merged = Manifest(f"v{time.time_ns():x}", "", segments, files, counts, manifest.meta)
         run.report.merged = True
-        return self._commit(merged, manifest)
+        return self._commit(merged, self.manifest)
 
     def rank(self, run: RunHooks) -> Committed | None:
         """Store the files' centrality with the version when it has none or a tenth of the files are new

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from aide_tui.core.config import Settings
 from aide_tui.core.index.built import Built
+from aide_tui.core.index.gcpause import gc_paused
 from aide_tui.core.index.local_writer import build_segment
 from aide_tui.core.index.reading import BatchNotes, read_batch
 from aide_tui.core.index.scan import FileEntry
@@ -46,6 +47,11 @@ class Job:
 
 def build(job: Job) -> Built:
     """Read, chunk and write one batch as a segment in the staging folder (runs in a helper)."""
+    with gc_paused():
+        return _build(job)
+
+
+def _build(job: Job) -> Built:
     from aide_tui.core.index.static_tier import static_tier_for
     from aide_tui.core.store.segment_write import write_segment
 

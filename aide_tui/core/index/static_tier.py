@@ -19,6 +19,7 @@ from aide_tui.core.embed.factory import make_static
 from aide_tui.core.embed.static import StaticEmbedder
 from aide_tui.core.errors import EmbedderError
 from aide_tui.core.events import Event, Progress
+from aide_tui.core.store.quantize import pack
 
 
 class StaticTier:
@@ -90,8 +91,8 @@ class StaticTier:
         return self.ready
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), d) float16 static vectors."""
-        return self.embedder.embed(list(texts)).astype(np.float16)
+        """The texts' static vectors as the store keeps them: (len(texts), d + 4) packed int8 rows."""
+        return pack(self.embedder.embed(list(texts)))
 
 
 _TIERS: dict[str, StaticTier] = {}

@@ -68,7 +68,7 @@ class Delta:
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))  # (pieces, dim)
     present: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # (pieces,): has a vector
     graphs: dict[str, FileGraph] = field(default_factory=dict)  # each changed file's symbol graph
-    static: np.ndarray | None = None  # (pieces, d) float16: the static tier's vectors, when it is ready
+    static: np.ndarray | None = None  # the static tier's vectors (packed int8 rows), when it is ready
     static_id: str = ""
     size: int = 0  # bytes of source read into the batch
 
@@ -101,6 +101,7 @@ class RunHooks(Protocol):
 
     report: Done
     targeted: bool  # the run looked at the files a watcher named, not the whole tree
+    merge_cap: int | None  # live chunks a merge may read in this run (None: the writer's own bound)
 
     def emit(self, event: Event) -> None: ...
 

@@ -133,9 +133,10 @@ def hit_best_line(hit: object) -> BestLine:
     """:func:`best_line` of a :class:`~aide_tui.core.search.searcher.Hit` (its chunk text and query terms).
 
     When the search knows the piece (about one function) that ranked the hit, the best line is looked
-    for inside it first: a chunk packs several functions and the query's words often recur in a
-    neighbour. When the piece holds none of the query's words (it was found by meaning), a matching
-    line elsewhere in the chunk wins, else the piece's defining line.
+    for among its lines of code first (not its docstring's: a docstring's words are often the whole
+    file's): a chunk packs several functions and the query's words often recur in a neighbour. When the
+    piece's code holds none of the query's words (it was found by meaning, or by its docstring), a
+    matching line elsewhere in the chunk wins, else the piece's defining line.
     """
     text, start = str(getattr(hit, "text", "")), int(getattr(hit, "start_line", 1))
     terms, symbol = list(getattr(hit, "query_terms", []) or []), getattr(hit, "symbol", None)
@@ -144,9 +145,14 @@ def hit_best_line(hit: object) -> BestLine:
     lo = start
     if piece:
         lo, hi = max(piece[0], start), piece[1]
-        lines = text.split("\n")[lo - start : hi - start + 1]
+        chunk = text.split("\n")
+        lines = chunk[lo - start : hi - start + 1]
+        prose = prose_lines(chunk, str(getattr(hit, "language", "") or ""))
+        # in the piece, the code's words pick the line (its docstring's words are also the module's, the
+        # class's...): a piece whose code holds none of the query's words leaves it to the whole chunk
+        code = ["" if lo - start + i in prose else line for i, line in enumerate(lines)]
         if lines:
-            inside = best_line("\n".join(lines), lo, terms, None)
+            inside = best_line("\n".join(code), lo, terms, None)
             if inside.matched:
                 return inside
     best = best_line(text, start, terms, symbol)
@@ -155,34 +161,75 @@ def hit_best_line(hit: object) -> BestLine:
     return best_line("\n".join(lines), lo, [], symbol)
 
 
-NAMED_DEFINITION = re.compile(rf"({_DEFINES.pattern})\s+(?:\([^)]*\)\s*)?\*?\s*([A-Za-z_$][\w$]*)")
+NAMED_DEFINITION = re.compile(rf"({_DEFINES.pattern})\s+(?:\([^)]*\)\s*)?\*?\s*((?:[^\W\d]|\$)[\w$]*)")
 
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
+_TRIPLE = re.compile(r'"""|\'\'\'')
+_OPENS_STRING = re.compile(r'\s*[rbfuRBFU]{0,2}("""|\'\'\')')
+PROSE_LANGUAGES = frozenset({"markdown", "text"})
+
+
+def prose_lines(lines: list[str], language: str) -> set[int]:
+    """Indexes of a chunk's lines that are prose, where a word like ``type`` or ``class`` defines
+    nothing: the lines of Python's triple-quoted strings (docstrings: a line that starts inside one, or
+    starts one), and every line of a Markdown or plain-text file."""
+    if language in PROSE_LANGUAGES:
+        return set(range(len(lines)))
+    if language != "python":
+        return set()
+    out: set[int] = set()
+    quote: str | None = None
+    for i, line in enumerate(lines):
+        if quote is not None or _OPENS_STRING.match(line):
+            out.add(i)
+        pos = 0
+        while True:
+            if quote is None:
+                m = _TRIPLE.search(line, pos)
+                if m is None:
+                    break
+                quote, pos = m.group(), m.end()
+            else:
+                j = line.find(quote, pos)
+                if j < 0:
+                    break
+                quote, pos = None, j + 3
+    return out
+
+
 def symbol_at_best_line(hit: object) -> str | None:
-    """The symbol a hit's row is labelled with: the definition holding its best line (where the preview
-    lands), in the chunk's ``class A > def b`` form. A chunk is recorded under its first definition;
-    when it packs several (``class BaseClient > def _get_proxy_map`` holding ``def timeout`` too) or
-    a class with its methods, the best line may sit in another one. The chain's outer links that the
-    chunk does not define itself are kept (the class around a method)."""
+    """The symbol a hit's row is labelled with: :func:`symbol_at_line` at its best line (where the
+    preview lands)."""
+    return symbol_at_line(hit, hit_best_line(hit).line)
+
+
+def symbol_at_line(hit: object, line: int) -> str | None:
+    """The definition holding file line ``line`` of a hit, in the chunk's ``class A > def b`` form. A
+    chunk is recorded under its first definition; when it packs several (``class BaseClient > def
+    _get_proxy_map`` holding ``def timeout`` too) or a class with its methods, the line may sit in
+    another one. The chain's outer links that the chunk does not define itself are kept (the class
+    around a method). Words in prose (a docstring's "type will be ...") define nothing."""
     symbol = getattr(hit, "symbol", None)
     lines = str(getattr(hit, "text", "")).split("\n")
-    defined = {m.group(2) for line in lines if (m := NAMED_DEFINITION.match(line))}
+    prose = prose_lines(lines, str(getattr(hit, "language", "") or ""))
+    named = [None if i in prose else NAMED_DEFINITION.match(text) for i, text in enumerate(lines)]
+    defined = {m.group(2) for m in named if m}
     if len(defined) < 2:
         return symbol  # one definition (or none): the chunk's symbol is the one
-    b = hit_best_line(hit).line - int(getattr(hit, "start_line", 1))
+    b = line - int(getattr(hit, "start_line", 1))
     while 0 <= b < len(lines) - 1 and lines[b].lstrip().startswith("@"):
         b += 1  # a decorator belongs to the definition below it
     chain: list[str] = []
-    limit = _indent(lines[b]) + 1 if 0 <= b < len(lines) and lines[b].strip() else 1 << 30
-    for line in reversed(lines[: b + 1] if 0 <= b < len(lines) else []):
-        m = NAMED_DEFINITION.match(line)
-        if m and _indent(line) < limit:
+    limit = _indent(lines[b]) + 1 if 0 <= b < len(lines) and lines[b].strip() and b not in prose else 1 << 30
+    for i in range(min(b, len(lines) - 1), -1, -1):
+        m = named[i]
+        if m and _indent(lines[i]) < limit:
             chain.insert(0, f"{m.group(1).split()[-1]} {m.group(2)}")
-            limit = _indent(line)
+            limit = _indent(lines[i])
             if limit == 0:
                 break
     if not chain:

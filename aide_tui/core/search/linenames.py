@@ -2,10 +2,12 @@
 
 A line's identifiers outside strings and comments, less keywords (and ``self``/``this``), ordered by
 what a reader most likely means: a name that matches a query term first, then a called name, then
-the rest in reading order; after them the words of its strings and comments (a docstring's "socket"),
-in the same order. A line that defines a name (``def send(``, ``class Client``) keeps that
-name apart: the definition is the line itself, so ``d`` looks at the other names and ``r`` starts
-with it. The caller keeps the first candidate the symbol graph knows.
+the rest in reading order. The words of strings, docstrings and comments are never candidates (the
+app blanks them with its lexer first; here a line's own quoted strings and trailing comment are). A
+line that defines a name (``def send(``, ``class Client``) keeps that name apart: the definition is
+the line itself, so ``d`` looks at the other names and ``r`` takes it (the app also asks the symbol
+graph what the line defines: ``Session = sessionmaker(...)`` defines ``Session``). The caller keeps
+the first candidate the symbol graph knows.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from dataclasses import dataclass
 
 from aide_tui.core.search.hitlines import NAMED_DEFINITION, term_spans
 
-MAX_CANDIDATES = 8  # names asked of the graph, at most, for one key press
+MAX_CANDIDATES = 8  # names asked of the graph, at most, for one line
 
-_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_IDENT = re.compile(r"(?:[^\W\d]|\$)[\w$]*")  # any script's letters (ñandú, 函数)
 _STRING = re.compile(r"""[rbfuRBFU]{0,2}("(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|`[^`]*`?)""")
 _COMMENT = re.compile(r"(?:^|\s)(?:#|//|--\s).*$")
 _OTHER_KEYWORDS = """
@@ -36,18 +38,6 @@ class LineNames:
 
     candidates: list[str]
     defines: str | None = None
-
-    def for_definition(self) -> list[str]:
-        """Names to ask for a definition of (the line's own defined name is not one: it is here)."""
-        return self.candidates[:MAX_CANDIDATES]
-
-    def for_references(self, terms: list[str]) -> list[str]:
-        """Names to list references of. On a line that defines a name: a query-term name, else that name
-        (its parameters and types are not what ``r`` there means)."""
-        if self.defines is None:
-            return self.candidates[:MAX_CANDIDATES]
-        matching = [n for n in self.candidates if matches_terms(n, terms)]
-        return [*matching, self.defines][:MAX_CANDIDATES]
 
 
 def _code_only(line: str) -> str:
@@ -68,13 +58,12 @@ def line_names(line: str, terms: list[str] | None = None) -> LineNames:
     named = NAMED_DEFINITION.match(line)
     defines = named.group(2) if named else None
     code = _code_only(line)
-    seen: dict[str, tuple[int, int, int, int]] = {}
-    for prose, text in ((0, code), (1, line)):  # the code's names, then the words of its strings/comments
-        for m in _IDENT.finditer(text):
-            name = m.group()
-            if name in KEYWORDS or name == defines or name in seen or name.strip("$_").isdigit():
-                continue
-            called = text[m.end() :].lstrip().startswith("(")
-            seen[name] = (prose, 0 if matches_terms(name, wanted) else 1, 0 if called else 1, m.start())
+    seen: dict[str, tuple[int, int, int]] = {}
+    for m in _IDENT.finditer(code):
+        name = m.group()
+        if name in KEYWORDS or name == defines or name in seen or name.strip("$_").isdigit():
+            continue
+        called = code[m.end() :].lstrip().startswith("(")
+        seen[name] = (0 if matches_terms(name, wanted) else 1, 0 if called else 1, m.start())
     ordered = sorted(seen, key=lambda n: seen[n])
     return LineNames(ordered, defines)

@@ -420,9 +420,10 @@ def far_from_everything(best: float | None, floor: float | None) -> str | None:
     the floor (None otherwise), with a hint."""
     if best is None or floor is None or best >= floor:
         return None
+    n = next((d for d in (2, 3, 4) if f"{best:.{d}f}" != f"{floor:.{d}f}"), 6)  # never "0.25, below 0.25"
     return (
         f"no word of the query is in the index and no code is close to it in meaning (best similarity "
-        f"{best:.2f}, below {floor:.2f}): check the spelling, or describe the code in other words"
+        f"{best:.{n}f}, below {floor:.{n}f}): check the spelling, or describe the code in other words"
     )
 
 

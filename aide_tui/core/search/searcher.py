@@ -26,7 +26,14 @@ from aide_tui.core.search.rank import QueryEncoder, partial_word, rank
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.retriever import Retriever
 from aide_tui.core.search.stores import open_retriever
-from aide_tui.core.search.symbols import MAX_LOCATIONS, SymbolAnswer, find_definitions, find_references
+from aide_tui.core.search.symbols import (
+    MAX_LOCATIONS,
+    LineSymbols,
+    SymbolAnswer,
+    find_definitions,
+    find_line_symbols,
+    find_references,
+)
 
 if TYPE_CHECKING:
     from aide_tui.core.embed.static import StaticEmbedder
@@ -148,6 +155,13 @@ class Searcher:
         if not self.retriever.loaded:
             self.retriever.refresh()
         return find_references(self.retriever.graph, name, limit)
+
+    def line_symbols(self, path: str, line: int, names: list[str]) -> LineSymbols:
+        """What the symbol graph says of ``path``'s line ``line`` and of ``names`` (see
+        :func:`~aide_tui.core.search.symbols.find_line_symbols`); raises as :meth:`definitions`."""
+        if not self.retriever.loaded:
+            self.retriever.refresh()
+        return find_line_symbols(self.retriever.graph, path, line, names)
 
     def _encoder(self) -> QueryEncoder:
         static = self._static_vector if self.static is not None else None

@@ -3,21 +3,34 @@
 Precision first: every location is checked against the indexed text of its line (the name must stand
 there as a whole word at that column), so a list never names a line that does not hold the name. A
 name with several definitions is said to be ambiguous (references are found by name: a reference to
-``send`` may be to any of them). A qualified name (``Client.send``, ``cli.Command``) narrows the
-definitions to those whose qualified name ends with it.
+``send`` may be to any of them), and its definitions are listed in the order a reader most likely
+means them: library code before examples, docs and scripts, and those before tests; within each,
+classes and functions before variables and attributes (``class Session`` before ten ``Session =
+sessionmaker(...)`` in ``examples/``). A qualified name (``Client.send``, ``cli.Command``) narrows the
+definitions to those whose qualified name ends with it. Identifiers may be in any script Python
+takes (``ñandú``, ``函数``, ``Ωmega``), compared as Python compares them (NFKC).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
 from aide_tui.core.model import Definition
+from aide_tui.core.search.rank import TEST_PATH
 from aide_tui.core.search.retriever import SymbolGraph
 
 MAX_LOCATIONS = 500  # locations listed by default (the answer says how many were left out)
-_QUALIFIED = re.compile(r"\s*([A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*)\s*")
+IDENT = r"(?:[^\W\d]|\$)[\w$]*"  # an identifier: a letter (any script), _ or $, then letters and digits
+_QUALIFIED = re.compile(rf"\s*({IDENT}(?:(?:\.|::|#|->){IDENT})*)\s*")
+# code that is not the library itself: examples, docs and scripts (tests come after them)
+_SIDE_PATH = re.compile(
+    r"(^|/)(examples?|samples?|demos?|docs?|documentation|benchmarks?|bench|scripts|tools|contrib)/"
+)
+VALUE_KINDS = frozenset({"variable", "attribute", "field", "property", "const", "let", "var"})
 NO_GRAPH = "the symbol graph is kept by the local store only: defs and refs need store.backend = local"
 
 
@@ -69,14 +82,14 @@ class SymbolAnswer:
         if self.error:
             return self.error
         if self.ambiguous:
-            quals = [d.qualname for d in self.definitions]
+            quals = distinct_definitions(self.definitions)
             shown = ", ".join(quals[:5]) + (", ..." if len(quals) > 5 else "")
             tail = (
                 "; references are matched by name and may be to any of them"
                 if self.what == "references"
                 else ""
             )
-            return f"{self.name} is ambiguous: {len(quals)} definitions ({shown}){tail}"
+            return f"{self.name} is ambiguous: {len(self.definitions)} definitions ({shown}){tail}"
         if not self.total:
             return f"no {self.what} of {self.name} in the index"
         return None
@@ -94,9 +107,29 @@ class SymbolAnswer:
         return out
 
 
+def distinct_definitions(defs: list[Location]) -> list[str]:
+    """Definitions as a note names them: each qualified name once, ``×N`` when it is defined N times,
+    with its kind when one name has several (``class Session, variable Session ×10``)."""
+    counts: dict[tuple[str, str], int] = {}
+    for d in defs:
+        key = (d.qualname or d.text.strip(), d.kind)
+        counts[key] = counts.get(key, 0) + 1
+    names = [q for q, _ in counts]
+    kinds = len(set(names)) < len(names)
+    return [f"{f'{kind} ' if kinds else ''}{q}{f' ×{n}' if n > 1 else ''}" for (q, kind), n in counts.items()]
+
+
+def definition_order(path: str, kind: str) -> tuple[int, int]:
+    """How early a definition is listed: library code (0), then examples, docs and scripts (1), then
+    tests (2); within each, classes and functions (0) before variables and attributes (1)."""
+    where = 2 if TEST_PATH.search(path) else 1 if _SIDE_PATH.search(path) else 0
+    return where, 1 if kind in VALUE_KINDS else 0
+
+
 def split_name(text: str) -> tuple[str, list[str]] | None:
-    """``Client.send`` → ("send", ["Client"]); None when ``text`` is not a (qualified) identifier."""
-    m = _QUALIFIED.fullmatch(text)
+    """``Client.send`` → ("send", ["Client"]); None when ``text`` is not a (qualified) identifier.
+    The name is NFKC-normalised, as Python reads identifiers."""
+    m = _QUALIFIED.fullmatch(unicodedata.normalize("NFKC", text))
     if m is None:
         return None
     parts = [p for p in re.split(r"\.|::|#|->", m.group(1)) if p]
@@ -133,12 +166,14 @@ def _matching_definitions(g: SymbolGraph, name: str, qualifier: list[str]) -> li
 
 
 def _definition_locations(g: SymbolGraph, name: str, qualifier: list[str]) -> list[Location]:
-    """The definitions of ``name`` that the qualifier admits, each checked against its line."""
-    return [
+    """The definitions of ``name`` that the qualifier admits, each checked against its line, in
+    :func:`definition_order` (stable: the graph's order within each rank)."""
+    found = [
         Location(p, d.line, d.col, t, d.kind, d.qualname, d.end_line)
         for p, d in _matching_definitions(g, name, qualifier)
         if _word_at(t := g.line_text(p, d.line), d.name, d.col)
     ]
+    return sorted(found, key=lambda loc: definition_order(loc.path, loc.kind))
 
 
 def _answer(g: SymbolGraph | None, text: str, kind: str) -> tuple[SymbolAnswer, str | None]:
@@ -177,3 +212,39 @@ def find_references(g: SymbolGraph | None, text: str, limit: int = MAX_LOCATIONS
     ans.total = len(locs)
     ans.locations = locs[: max(limit, 0)]
     return ans
+
+
+@dataclass(frozen=True)
+class NameFacts:
+    """What the graph knows of one name: how a definition spells it (as asked when one does, else the
+    first other-case spelling; None: no definition) and whether anything refers to it as spelled."""
+
+    spelled: str | None
+    referenced: bool
+
+
+@dataclass
+class LineSymbols:
+    """The names defined on one line of a file (the graph's own definitions there, in column order) and
+    the facts of the names asked about; ``error``: why there is no graph to ask."""
+
+    defines: list[str] = field(default_factory=list)
+    facts: dict[str, NameFacts] = field(default_factory=dict)
+    error: str | None = None
+
+
+def find_line_symbols(g: SymbolGraph | None, path: str, line: int, names: Iterable[str]) -> LineSymbols:
+    """What ``d``/``r`` need to choose a name on ``path``'s line ``line``: the names defined there and,
+    for each of ``names``, its :class:`NameFacts` (cheap: no line of text is read)."""
+    if g is None:
+        return LineSymbols(error=NO_GRAPH)
+    here = sorted((d for d in g.definitions_in(path) if d.line == line), key=lambda d: d.col)
+    out = LineSymbols(defines=list(dict.fromkeys(d.name for d in here)))
+    for name in dict.fromkeys(names):
+        norm = unicodedata.normalize("NFKC", name)
+        exact = g.definitions(norm, True)
+        other = [] if exact else g.definitions(norm, False)
+        spelled = name if exact else (other[0][1].name if other else None)
+        used = norm if exact or not other else other[0][1].name  # find_references goes by their spelling
+        out.facts[name] = NameFacts(spelled, bool(g.references(used, True)))
+    return out

@@ -177,16 +177,28 @@ def file_rank(g: Graph, files: FileIndex, memo: dict[str, Any]) -> dict[str, flo
         memo["file_rank"] = {}
         return {}
     index = {p: i for i, p in enumerate(paths)}
-    src: list[int] = []
-    dst: list[int] = []
-    wts: list[float] = []
-    for p in paths:
-        for q, w in links(g, files, p).items():
-            if q in index:
-                src.append(index[p])
-                dst.append(index[q])
-                wts.append(w)
-    rank = _pagerank(len(paths), np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(wts))
+    edges: dict[tuple[int, int], float] = {}
+    call_edges = getattr(g, "call_edges", None)
+    if call_edges is not None:  # every file's call links at once (the local store's graph)
+        for (a, b), w in call_edges(index, MAX_CALLS, MAX_CALL_DEFS).items():
+            edges[(a, b)] = w
+        for p in paths:
+            i = index[p]
+            for module in g.imports_of(p):
+                for q in resolve_import(module, p, files):
+                    j = index.get(q)
+                    if j is not None and j != i:
+                        edges[(i, j)] = edges.get((i, j), 0.0) + 1.0
+    else:
+        for p in paths:
+            for q, w in links(g, files, p).items():
+                if q in index:
+                    edges[(index[p], index[q])] = w
+    keys = sorted(edges)
+    src = np.asarray([a for a, _ in keys], np.int64)
+    dst = np.asarray([b for _, b in keys], np.int64)
+    wts = np.asarray([edges[k] for k in keys], np.float64)
+    rank = _pagerank(len(paths), src, dst, wts)
     top = float(rank.max()) if rank.size else 0.0
     got = {p: float(rank[i]) / top for i, p in enumerate(paths)} if top > 0 else {}
     memo["file_rank"] = got

@@ -216,6 +216,29 @@ class MappedGraph:
                 out[names[k]] = defs[lo:hi, 0]
         return out
 
+    def all_definitions(self) -> np.ndarray:
+        """(d, 6) definition rows (path, name, kind, line, col, end_line), checked."""
+        defs = self._defs.all()
+        if len(defs) and (int(defs[:, 0].max()) >= len(self.paths) or int(defs[:, 1].max()) >= self.names.n
+                          or int(defs[:, :2].min()) < 0):  # fmt: skip
+            raise self._bad("definition rows")
+        return defs
+
+    def calls_by_path(self) -> np.ndarray:
+        """(c, 5) call references of every file, by path, line and column, checked."""
+        order = self._array("g_ref_bypath.npy").all()
+        refs = self._refs.all()
+        if len(order) != len(refs) or (
+            len(order) and (int(order.min()) < 0 or int(order.max()) >= len(refs))
+        ):
+            raise self._bad("references by path")
+        rows = refs[order]
+        rows = rows[rows[:, 2] == REF_KINDS.index("call")] if len(rows) else rows
+        if len(rows) and (int(rows[:, 0].max()) >= len(self.paths) or int(rows[:, 1].max()) >= self.names.n
+                          or int(rows[:, :2].min()) < 0):  # fmt: skip
+            raise self._bad("reference rows")
+        return np.asarray(rows)
+
     def called_name_ids(self, path_id: int) -> list[str]:
         """The names a file calls, each once, in order of their first call (decoded once each)."""
         rows = self.references_in(path_id)
@@ -269,23 +292,36 @@ class MappedGraph:
         return [int(i) for i in ids]
 
     def to_table(self, keep: Callable[[str], bool]) -> GraphTable:
-        """The rows of the files ``keep`` accepts, as an in-memory table (what a merge gathers)."""
+        """The rows of the files ``keep`` accepts, as an in-memory table (what a merge gathers): the
+        reference rows are renumbered as arrays, each name decoded once."""
         files = [p for p in self.files() if keep(self.paths[p])]
         if not files:
             return GraphTable()
-        local = {p: i for i, p in enumerate(files)}
         names: dict[str, int] = {}
         defs: list[list[Any]] = []
-        refs: list[tuple[int, int, int, int, int]] = []
         imports: list[list[Any]] = []
-        for p in files:
+        blocks: list[np.ndarray] = []
+        owners: list[np.ndarray] = []
+        for local, p in enumerate(files):
             for d in self.definitions_in(p):
                 n = names.setdefault(d.name, len(names))
-                defs.append([local[p], n, d.kind, d.qualname, d.line, d.col,
-                             d.end_line])  # fmt: skip
-            for row in self.references_in(p):
-                _, r = self.reference(row)
-                refs.append((local[p], names.setdefault(r.name, len(names)), int(row[2]), r.line, r.col))
-            imports.extend([local[p], m] for m in self.imports_of(p))
-        arr = np.asarray(refs, np.int32).reshape(-1, 5)
+                defs.append([local, n, d.kind, d.qualname, d.line, d.col, d.end_line])
+            rows = self.references_in(p)
+            if len(rows):
+                blocks.append(rows)
+                owners.append(np.full(len(rows), local, np.int32))
+            imports.extend([local, m] for m in self.imports_of(p))
+        if not blocks:
+            return GraphTable([self.paths[p] for p in files], list(names), defs, imports=imports)
+        rows = np.concatenate(blocks)
+        if (int(rows[:, 1].min()) < 0 or int(rows[:, 1].max()) >= self.names.n
+                or int(rows[:, 2].min()) < 0 or int(rows[:, 2].max()) >= len(REF_KINDS)):  # fmt: skip
+            raise self._bad("reference row")
+        uniq, inverse = np.unique(rows[:, 1], return_inverse=True)
+        renamed = np.fromiter(
+            (names.setdefault(self.names.term(int(n)), len(names)) for n in uniq), np.int64, len(uniq)
+        )
+        arr = np.column_stack(
+            [np.concatenate(owners), renamed[inverse.reshape(-1)], rows[:, 2], rows[:, 3], rows[:, 4]]
+        ).astype(np.int32)
         return GraphTable([self.paths[p] for p in files], list(names), defs, arr, imports)

@@ -105,6 +105,51 @@ class GraphView:
                     out.setdefault(name, set()).update(got)
         return out
 
+    def call_edges(
+        self, index: Mapping[str, int], max_calls: int, max_defs: int
+    ) -> dict[tuple[int, int], float]:
+        """Every live file's call links at once, as :func:`~aide_tui.core.store.centrality.links` draws
+        them one file at a time: for each of a file's first ``max_calls`` called names (in order of
+        their first call) defined in 1 to ``max_defs`` files not including it, a link to each of those
+        files weighing 1 / their number. Keys are (caller, callee) positions in ``index``."""
+        names: dict[str, int] = {}
+        local_to_global: list[np.ndarray] = []
+        for t in self.tables:
+            n = t.names.n if t.paths else 0
+            terms = t.names.terms(0, n) if n else []
+            local_to_global.append(
+                np.asarray([names.setdefault(x, len(names)) for x in terms] or [0], np.int64)
+            )
+        where: dict[int, set[int]] = {}  # global name -> files defining it
+        calls: dict[int, list[int]] = {}  # file -> called names, first call first
+        for k, t in enumerate(self.tables):
+            if not t.paths:
+                continue
+            live = self.live_paths(k)
+            to_index = np.asarray(
+                [index.get(p, -1) if live[i] else -1 for i, p in enumerate(t.paths)], np.int64
+            )
+            g = local_to_global[k]
+            defs = t.all_definitions()
+            for p, n in zip(to_index[defs[:, 0]].tolist(), g[defs[:, 1]].tolist(), strict=True):
+                if p >= 0:
+                    where.setdefault(n, set()).add(p)
+            refs = t.calls_by_path()
+            seen: set[tuple[int, int]] = set()
+            for p, n in zip(to_index[refs[:, 0]].tolist(), g[refs[:, 1]].tolist(), strict=True):
+                if p >= 0 and (p, n) not in seen:
+                    seen.add((p, n))
+                    calls.setdefault(p, []).append(n)
+        out: dict[tuple[int, int], float] = {}
+        for src, called in calls.items():
+            for n in called[:max_calls]:
+                files = where.get(n)
+                if not files or src in files or len(files) > max_defs:
+                    continue
+                for dst in files:
+                    out[(src, dst)] = out.get((src, dst), 0.0) + 1.0 / len(files)
+        return out
+
     def definition_count(self, name: str) -> int:
         """How many live definitions ``name`` has (exact case)."""
         return len(self.definitions(name))

@@ -9,6 +9,7 @@ damaged or hostile file gives IndexCorrupt, never a wrong row or a crash.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +21,7 @@ from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.model import Chunk
 from aide_tui.core.store.graphfiles import MappedGraph
 from aide_tui.core.store.mapped import MappedArray, MappedFile
+from aide_tui.core.store.quantize import SCALE_BYTES, unpack
 from aide_tui.core.store.segment_write import SegmentEntry
 from aide_tui.core.store.terms import TermDict
 
@@ -27,13 +29,16 @@ from aide_tui.core.store.terms import TermDict
 class VectorBlock:
     """Vectors of some pieces of one part: ``rows`` are the part's piece rows (None = all rows)."""
 
-    def __init__(self, source: MappedArray | np.ndarray, rows: np.ndarray | None = None) -> None:
+    def __init__(
+        self, source: MappedArray | np.ndarray, rows: np.ndarray | None = None, packed: bool = False
+    ) -> None:
         self._source = source
         self.rows = rows
+        self.packed = packed  # the static tier's int8 rows with their scales (quantize.py)
 
     @property
     def matrix(self) -> np.ndarray:
-        """(r, dim) vectors (float32, or float16 for the static tier), verified on first use."""
+        """(r, dim) float32 vectors, or packed int8 rows for the static tier; verified on first use."""
         src = self._source
         return src.all() if isinstance(src, MappedArray) else src
 
@@ -43,7 +48,11 @@ class VectorBlock:
     @property
     def width(self) -> int:
         src = self._source
-        return int(src.shape[1]) if len(src.shape) == 2 else 0
+        full = int(src.shape[1]) if len(src.shape) == 2 else 0
+        return full - SCALE_BYTES if self.packed and full else full
+
+    def _f32(self, rows: np.ndarray) -> np.ndarray:
+        return unpack(rows) if self.packed else np.asarray(rows, np.float32)
 
     def scan(self, q: np.ndarray) -> np.ndarray:
         """``matrix @ q`` in float32, a window of rows at a time; a mapped matrix drops each window's
@@ -54,14 +63,14 @@ class VectorBlock:
             return np.asarray(m @ q, np.float32)
         out = np.empty(len(m), np.float32)
         for lo in range(0, len(m), WINDOW_ROWS):
-            out[lo : lo + WINDOW_ROWS] = np.asarray(m[lo : lo + WINDOW_ROWS], np.float32) @ q
+            out[lo : lo + WINDOW_ROWS] = self._f32(m[lo : lo + WINDOW_ROWS]) @ q
             if isinstance(src, MappedArray):
                 src.release_rows(lo, lo + WINDOW_ROWS)
         return out
 
     def gather(self, rows: np.ndarray) -> np.ndarray:
         """``matrix[rows]`` as float32 (a few rows of a mapped matrix, not left resident)."""
-        got = np.asarray(self.matrix[rows], np.float32)
+        got = self._f32(self.matrix[rows])
         src = self._source
         if isinstance(src, MappedArray) and len(rows):
             src.release_rows(int(rows.min()), int(rows.max()) + 1)
@@ -79,7 +88,7 @@ class VectorBlock:
             src = self._source
             out = np.empty((len(m), projection.shape[1]), np.float32)
             for lo in range(0, len(m), WINDOW_ROWS):
-                out[lo : lo + WINDOW_ROWS] = np.asarray(m[lo : lo + WINDOW_ROWS], np.float32) @ projection
+                out[lo : lo + WINDOW_ROWS] = self._f32(m[lo : lo + WINDOW_ROWS]) @ projection
                 if isinstance(src, MappedArray):
                     src.release_rows(lo, lo + WINDOW_ROWS)
             cached = (projection, out)
@@ -109,20 +118,20 @@ class Field:
         lo, hi = (int(x) for x in self.ptr.rows(tid, tid + 2))
         if not 0 <= lo <= hi <= len(self._doc):
             raise self.part.bad("postings pointers")
-        docs = self._doc.rows(lo, hi)
+        docs = self._doc.rows(lo, hi).astype(np.int64)
         if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
             raise self.part.bad("postings point outside the segment")
-        return docs, self._tf.rows(lo, hi)
+        return docs, self._tf.rows(lo, hi).astype(np.float32)
 
     def postings_all(self) -> tuple[np.ndarray, np.ndarray]:
         """Every posting's (document, weighted tf), term by term (what a merge reads)."""
-        docs = self._doc.all()
+        docs = self._doc.all().astype(np.int64)
         if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
             raise self.part.bad("postings point outside the segment")
         ptr = self.ptr.all()
         if ptr.size and (int(ptr[0]) != 0 or int(ptr[-1]) != len(docs) or bool(np.any(np.diff(ptr) < 0))):
             raise self.part.bad("postings pointers")
-        return docs, self._tf.all()
+        return docs, self._tf.all().astype(np.float32)
 
     def df(self, tids: np.ndarray) -> np.ndarray:
         """Stored document frequency of each term id (dead rows included)."""
@@ -337,7 +346,11 @@ class Part:
         return sym, hdr, tuple(str(d) for d in defines)
 
     def text(self, i: int) -> str:
-        return self._blob_row("texts.bin", "text_off.npy", i, self.n_chunks).decode("utf-8", "surrogatepass")
+        raw = self._blob_row("texts.bin", "text_off.npy", i, self.n_chunks)
+        try:
+            return zlib.decompress(raw).decode("utf-8", "surrogatepass")
+        except (zlib.error, UnicodeDecodeError):
+            raise self.bad("chunk text") from None
 
     def chunk(self, i: int) -> Chunk:
         if not 0 <= i < self.n_chunks:
@@ -357,9 +370,15 @@ class Part:
             sym, hdr = json.loads(self._blob_row("p_meta.bin", "p_meta_off.npy", j, self.n_pieces))
         except (ValueError, TypeError):
             raise self.bad("piece metadata") from None
+        if sym == 0:
+            sym = c.symbol
+        if hdr == 0:
+            hdr = c.header
+        if not (sym is None or isinstance(sym, str)) or not isinstance(hdr, str):
+            raise self.bad("piece metadata")
         s, e = (int(x) for x in self.p_lines[j])
         lines = c.text.split("\n")[s - c.start_line : e - c.start_line + 1]
-        return Chunk(c.path, s, e, c.language, sym, str(hdr), "\n".join(lines))
+        return Chunk(c.path, s, e, c.language, sym, hdr, "\n".join(lines))
 
     def pieces(self, rows: Sequence[int] | None = None) -> Iterator[tuple[int, Chunk]]:
         """(row, piece) for ``rows`` (default: all), each owner chunk decoded once."""
@@ -429,9 +448,14 @@ class Part:
         if not self.entry.static_file:
             return None
         a = self.array(self.entry.static_file)
-        if len(a.shape) != 2 or a.shape[0] != self.n_pieces or a.dtype != np.float16:
+        if (
+            len(a.shape) != 2
+            or a.shape[0] != self.n_pieces
+            or a.dtype != np.int8
+            or a.shape[1] <= SCALE_BYTES
+        ):
             raise self.bad("static vectors shape")
-        return VectorBlock(a)
+        return VectorBlock(a, packed=True)
 
     def has_vector(self) -> np.ndarray:
         """(p,) bool: pieces with a transformer vector in some block."""

@@ -10,15 +10,17 @@ another's files. Files (see :mod:`aide_tui.core.store.part` for how they are rea
     paths.json                the segment's files, in the order of their first chunk
     c_path.npy c_lines.npy c_lang.npy          per chunk: file, (first, last) line, language
     c_meta.bin c_meta_off.npy                  per chunk: [symbol, header, defines] as JSON
-    texts.bin text_off.npy                     chunk texts (UTF-8)
+    texts.bin text_off.npy                     chunk texts (UTF-8, each zlib-compressed on its own)
     p_owner.npy p_lines.npy p_meta.bin p_meta_off.npy   per piece: chunk, lines, [symbol, header]
+                                                        (0 for the chunk's own)
     terms.bin term_off.npy term_hash.npy term_hid.npy   the term dictionary (terms.py)
-    c_ptr.npy c_doc.npy c_tf.npy c_len.npy     BM25 over chunks: postings per term, lengths
+    c_ptr.npy c_doc.npy c_tf.npy c_len.npy     BM25 over chunks: postings per term (uint16 rows and tfs
+                                               where they fit), lengths
     p_ptr.npy p_doc.npy p_tf.npy p_len.npy     BM25 over pieces
     sym.bin sym_off.npy sym_hash.npy sym_hid.npy sym_ptr.npy sym_rows.npy   defined names → chunks
     trigrams.json             the letter trigrams of the vocabulary's words (wordshape.py)
     g_*                       the symbol graph (graphfiles.py)
-    static.npy                (pieces, d) float16: static-tier vectors (when the tier was ready)
+    static.npy                (pieces, d + 4) int8: static-tier vectors, one scale a row (quantize.py)
     b<k>.vec.npy b<k>.rows.npy   transformer vectors of some pieces (added as they are computed)
 """
 
@@ -29,6 +31,7 @@ import json
 import os
 import shutil
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +43,7 @@ from aide_tui.core.model import Chunk
 from aide_tui.core.store.graphfiles import GRAPH_FILES, encode_graph
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.mapped import FileSum
+from aide_tui.core.store.quantize import pack
 from aide_tui.core.store.terms import encode_terms, sort_terms
 from aide_tui.core.wordshape import vocabulary_trigrams
 
@@ -52,6 +56,7 @@ BASE_FILES = (
 )  # fmt: skip
 SEGMENT_FILES = BASE_FILES + GRAPH_FILES  # every segment has these; static.npy and vector blocks may follow
 STATIC_FILE = "static.npy"
+TEXT_LEVEL = 1  # zlib level of each chunk's text (a third of the bytes; decompressed per row read)
 
 
 @dataclass
@@ -72,7 +77,7 @@ class SegmentData:
     vectors: np.ndarray  # (p, dim) float32; rows with present=False are meaningless
     present: np.ndarray  # (p,) bool
     graph: GraphTable = field(default_factory=GraphTable)
-    static: np.ndarray | None = None  # (p, d) float16 static-tier vectors
+    static: np.ndarray | None = None  # (p, d) float static-tier vectors, or (p, d + 4) packed int8 rows
     static_id: str = ""
 
 
@@ -196,11 +201,15 @@ def segment_payloads(seg: SegmentData) -> dict[str, bytes | np.ndarray]:
     path_id = {p: i for i, p in enumerate(paths)}
     languages = sorted({c.language for c in chunks})
     lang_id = {lang: i for i, lang in enumerate(languages)}
-    texts = [c.text.encode("utf-8", "surrogatepass") for c in chunks]
+    texts = [zlib.compress(c.text.encode("utf-8", "surrogatepass"), TEXT_LEVEL) for c in chunks]
     text_off = np.zeros(len(texts) + 1, np.int64)
     np.cumsum([len(t) for t in texts], out=text_off[1:])
     c_meta, c_meta_off = _json_rows([[c.symbol, c.header, list(c.defines)] for c in chunks])
-    p_meta, p_meta_off = _json_rows([[p.symbol, p.header] for p in pieces])
+    owners = [int(o) for o in seg.owners]
+    p_meta, p_meta_off = _json_rows([  # a piece's header and symbol are most often its chunk's: 0 says so
+        [0 if p.symbol == chunks[o].symbol else p.symbol, 0 if p.header == chunks[o].header else p.header]
+        for p, o in zip(pieces, owners, strict=True)
+    ])  # fmt: skip
     out: dict[str, bytes | np.ndarray] = {
         "meta.json": json.dumps({"languages": languages}).encode(),
         "paths.json": json.dumps(paths, ensure_ascii=True).encode(),
@@ -223,18 +232,28 @@ def segment_payloads(seg: SegmentData) -> dict[str, bytes | np.ndarray]:
     }
     for prefix, docs in (("c", seg.docs), ("p", seg.pdocs)):
         ptr, doc, tf, dl = postings(docs, len(seg.terms))
+        if docs.n_docs <= 65536:
+            doc = doc.astype(np.uint16)  # a segment of at most 65,536 rows: two bytes a posting
+        if tf.size and float(tf.max()) <= 65535 and bool(np.all(tf == np.rint(tf))):
+            tf = tf.astype(np.uint16)  # weighted counts are whole numbers: half the bytes, the same scores
         out.update({f"{prefix}_ptr.npy": ptr, f"{prefix}_doc.npy": doc, f"{prefix}_tf.npy": tf,
                     f"{prefix}_len.npy": dl})  # fmt: skip
     graph_paths = [path_id[p] for p in seg.graph.paths if p in path_id]
     graph = seg.graph if len(graph_paths) == len(seg.graph.paths) else seg.graph.take(path_id.__contains__)
     out.update(encode_graph(graph, [path_id[p] for p in graph.paths], len(paths)))
     if seg.static is not None:
-        out[STATIC_FILE] = np.asarray(seg.static, np.float16)
+        out[STATIC_FILE] = packed_static(seg.static)
     rows = np.flatnonzero(seg.present)
     if rows.size:
         out["b0.vec.npy"] = np.asarray(seg.vectors[rows], np.float32)
         out["b0.rows.npy"] = rows.astype(np.int32)
     return out
+
+
+def packed_static(vectors: np.ndarray) -> np.ndarray:
+    """Static vectors as stored: packed int8 rows (kept as they are when already packed)."""
+    v = np.asarray(vectors)
+    return v if v.dtype == np.int8 else pack(v)
 
 
 def write_segment(index_dir: Path, seg: SegmentData) -> SegmentEntry:
@@ -302,7 +321,7 @@ def write_static(index_dir: Path, entry: SegmentEntry, vectors: np.ndarray, stat
     while os.path.lexists(index_dir / entry.name / f"st{k}.npy"):
         k += 1
     name = f"st{k}.npy"
-    files = _add_files(index_dir, entry, {name: npy_bytes(np.asarray(vectors, np.float16))})
+    files = _add_files(index_dir, entry, {name: npy_bytes(packed_static(vectors))})
     if entry.static_file and entry.static_file != name:
         files.pop(entry.static_file, None)
     return SegmentEntry(entry.name, entry.n_chunks, entry.n_pieces, files, entry.blocks, entry.dim, static_id,

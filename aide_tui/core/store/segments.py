@@ -75,7 +75,9 @@ T = TypeVar("T")
 # 7: every segment holds the symbol graph of its files (graph.json, refs.npy).
 # 8: self-contained segments read in place (a term dictionary and term-major postings of their own,
 #    tables as arrays, per-block checksums), and the static tier's vectors.
-FORMAT_VERSION = 8
+# 9: static vectors as int8 rows with a scale, chunk texts compressed, whole-number tfs as uint16.
+# 10: postings of a segment of at most 65,536 rows as uint16, pieces name their chunk's header by 0.
+FORMAT_VERSION = 10
 MAX_MANIFEST_BYTES = 512 << 20
 
 

@@ -24,7 +24,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -40,6 +40,7 @@ from aide_tui.core.appstate import AppState
 from aide_tui.core.config import MODES, Settings
 from aide_tui.core.search.response import Hit, SearchResponse
 from aide_tui.core.storekind import SHARED_STORE, NeedsSharedStore
+from aide_tui.core.textsafe import printable
 from aide_tui.host.workspace import Workspace
 from aide_tui.tui import keys
 from aide_tui.tui.hitactions import (
@@ -50,8 +51,15 @@ from aide_tui.tui.hitactions import (
     wrap_path,
     write_atomically,
 )
-from aide_tui.tui.lookup import NO_GRAPH_SHORT, look_up
-from aide_tui.tui.messages import EmbedderLoaded, IndexOpened, IndexReloaded, PlacesFound, SearchDone
+from aide_tui.tui.lookup import NO_GRAPH_SHORT, Choice, Line, choices, look_up
+from aide_tui.tui.messages import (
+    EmbedderLoaded,
+    IndexOpened,
+    IndexReloaded,
+    NamesChosen,
+    PlacesFound,
+    SearchDone,
+)
 from aide_tui.tui.screens.ask import AskScreen
 from aide_tui.tui.screens.modals import ConfirmScreen, HistoryScreen
 from aide_tui.tui.search_loop import SearchAnswer, SearchLoop, SearchRequest
@@ -65,9 +73,10 @@ from aide_tui.tui.widgets import (
     StatusLine,
 )
 from aide_tui.tui.widgets.footer import FittingFooter
-from aide_tui.tui.widgets.preview import preview_key
+from aide_tui.tui.widgets.preview import code_line_of, preview_key
 
 EMPTY_NOTE = "Type to search; results update as you type."
+FOOTER_NAME = 24  # a longer name is cut in the footer's d / r labels
 
 
 @dataclass
@@ -124,6 +133,8 @@ class SearchScreen(Screen[None]):
         self._looked_at: tuple[str, ...] = ()
         self._back: list[SavedList] = []  # the lists d / r replaced, the latest last
         self._lookup_seq = 0  # the latest d / r request (an older answer is dropped)
+        self._peek_seq = 0  # the latest request for the names d / r take (shown in the footer)
+        self._chosen: NamesChosen | None = None  # those names, for the line the preview shows
 
     def compose(self) -> ComposeResult:
         yield QueryInput(
@@ -256,14 +267,13 @@ class SearchScreen(Screen[None]):
         resp, query = answer.response, answer.request.query
         results = self.query_one(ResultsList)
         same_query = query == results.shown_query
-        cursor = 0
-        selected = results.selected_hit
-        if same_query and selected is not None:  # same query, newer index: stay on the selected hit
-            at = (selected.path, selected.start_line)
-            where = [i for i, h in enumerate(resp.results) if (h.path, h.start_line) == at]
-            cursor = where[0] if where else min(results.cursor or 0, max(0, len(resp.results) - 1))
+        cursor = self._cursor_after(results, resp.results) if same_query else 0
+        labels = carried_labels(results.hits, results.labels, resp.results) if same_query else None
         note = self._empty_note(answer)
-        results.set_hits(resp.results, cursor, note, query=query)
+        before, after = results.selected_hit, resp.results[cursor] if resp.results else None
+        if before is None or after is None or preview_key(before) != preview_key(after):
+            self._forget_chosen()  # another hit: its preview lands and the names are worked out again
+        results.set_hits(resp.results, cursor, note, query=query, labels=labels)
         self._looked_at = tuple(dict.fromkeys(h.path for h in resp.results[:20]))
         self.query_one(StatusLine).show_response(resp if query.strip() else None)
         preview = self.query_one(Preview)
@@ -276,6 +286,19 @@ class SearchScreen(Screen[None]):
         for typed_against, action in deferred:
             if typed_against == query:
                 action()
+
+    def _cursor_after(self, results: ResultsList, hits: list[Hit]) -> int:
+        """Where the cursor goes when the same query is answered again (a newer index version: vectors
+        arrived, an edit re-ranked the list). A row the user chose (moved to, or browses from the list
+        or the preview) stays selected where it moved, so what they look at and what ``e``/``d`` act on
+        do not change under them; a selection left where the answer put it follows the new first row,
+        as a fresh search would show it."""
+        selected = results.selected_hit
+        if selected is None or not (results.chosen or self._zone() in ("list", "preview")):
+            return 0
+        at = (selected.path, selected.start_line)
+        where = [i for i, h in enumerate(hits) if (h.path, h.start_line) == at]
+        return where[0] if where else min(results.cursor or 0, max(0, len(hits) - 1))
 
     def _empty_note(self, answer: SearchAnswer) -> str:
         resp, query = answer.response, answer.request.query
@@ -307,6 +330,7 @@ class SearchScreen(Screen[None]):
 
     @on(ResultsList.Moved)
     def _moved(self) -> None:
+        self._forget_chosen()
         if self.preview_visible:
             self.query_one(Preview).request(self.query_one(ResultsList).selected_hit)
 
@@ -482,16 +506,81 @@ class SearchScreen(Screen[None]):
         elif not self.live.store.symbol_graph:
             status.say(NO_GRAPH_SHORT)
         else:
-            preview = self.query_one(Preview)
-            line = preview.line_text(hit, preview.line_for(hit))
+            line = self._line_of(hit)
+            chosen = self._chosen
+            choice = None  # the name the footer shows for this line, when it was worked out for it
+            if chosen is not None and chosen.line == line:
+                choice = chosen.definition if what == "definitions" else chosen.references
             self._lookup_seq += 1
             status.say(f"looking up {what}…")
-            self._run_lookup(self._lookup_seq, what, line, list(hit.query_terms))
+            self._run_lookup(self._lookup_seq, what, hit, line, choice)
+
+    def _line_of(self, hit: Hit) -> Line:
+        """The line ``d``/``r`` read for ``hit``: the one the preview shows (its code only: the names of
+        its strings and comments are not candidates)."""
+        preview = self.query_one(Preview)
+        number = preview.line_for(hit)
+        code = preview.code_line(hit, number)
+        return Line(hit.path, number, code if code is not None else "", tuple(hit.query_terms))
 
     @work(thread=True, group="lookup")
-    def _run_lookup(self, seq: int, what: str, line: str, terms: list[str]) -> None:
+    def _run_lookup(self, seq: int, what: str, hit: Hit, line: Line, choice: Choice | None) -> None:
         live = self.live
-        self.post_message(PlacesFound(seq, look_up(what, line, terms, live.definitions, live.references)))
+        if not line.code:
+            line = replace(line, code=code_line_of(hit, line.number))
+        if choice is None:
+            chosen = choices(line, live.line_symbols)
+            choice = chosen[0] if what == "definitions" else chosen[1]
+        self.post_message(PlacesFound(seq, look_up(choice, line, live.definitions, live.references)))
+
+    # -- the names d and r take, shown in the footer before either is pressed --------------------------
+
+    @on(Preview.Landed)
+    def _landed(self) -> None:
+        """The preview shows a line: work out the names ``d`` and ``r`` take there (for the footer)."""
+        self._forget_chosen()
+        hit, shown = self.query_one(ResultsList).selected_hit, self.query_one(Preview).shown
+        if (
+            self.ready
+            and self.live.store.symbol_graph
+            and hit is not None
+            and shown is not None
+            and (shown.key == preview_key(hit))
+        ):
+            self._run_peek(self._peek_seq, hit, self._line_of(hit))
+
+    def _forget_chosen(self) -> None:
+        """The selection or the line shown changed: the footer's d / r names are stale."""
+        self._peek_seq += 1
+        if self._chosen is not None:
+            self._chosen = None
+            self.refresh_bindings()
+
+    @work(thread=True, group="peek")
+    def _run_peek(self, seq: int, hit: Hit, line: Line) -> None:
+        if not line.code:
+            line = replace(line, code=code_line_of(hit, line.number))
+        d, r = choices(line, self.live.line_symbols)
+        self.post_message(NamesChosen(seq, line, d, r))
+
+    @on(NamesChosen)
+    def _names_chosen(self, message: NamesChosen) -> None:
+        if message.seq == self._peek_seq:
+            self._chosen = message
+            self.refresh_bindings()
+
+    def footer_description(self, action: str) -> str | None:
+        """The footer's label of ``d`` and ``r``: with the name each takes on the line the preview
+        shows (``def Session``, ``refs Session``); None: the binding's own."""
+        chosen = self._chosen
+        if chosen is None or action not in ("screen.definition", "screen.references"):
+            return None
+        choice = chosen.definition if action == "screen.definition" else chosen.references
+        if choice.name is None:
+            return None
+        name = printable(choice.name)
+        name = name if len(name) <= FOOTER_NAME else name[: FOOTER_NAME - 1] + "…"
+        return f"{'def' if action == 'screen.definition' else 'refs'} {name}"
 
     @on(PlacesFound)
     def _places_found(self, message: PlacesFound) -> None:
@@ -632,6 +721,25 @@ class SearchScreen(Screen[None]):
         """Show the keys in effect."""
         live = keys.live_keys(getattr(self.app, "keymap", {}))
         self.app.push_screen(HelpScreen(keys.help_rows(lambda c: live[c.id])))
+
+
+def carried_labels(
+    old: list[Hit], labels: list[str | None] | None, new: list[Hit]
+) -> list[str | None] | None:
+    """The labels of ``old`` rows for the same hits among ``new`` (a newer index answering the same query:
+    its rows keep their labels instead of showing their chunks' symbols until they are labelled again);
+    None when nothing carries over."""
+    if labels is None:
+        return None
+    known = {_label_key(h): label for h, label in zip(old, labels, strict=False)}
+    carried = [known.get(_label_key(h), h.symbol) for h in new]
+    return carried if any(k in known for k in map(_label_key, new)) else None
+
+
+def _label_key(hit: Hit) -> tuple[object, ...]:
+    """What a row's label depends on (the definition at the hit's best line)."""
+    return (hit.path, hit.start_line, hit.end_line, hit.symbol, hit.text, tuple(hit.query_terms),
+            hit.best_piece, hit.workspace)  # fmt: skip
 
 
 def _nothing(query: str, mode: str) -> SearchResponse:

@@ -7,6 +7,7 @@ bubble on to the screen, which searches again when a version was opened or reloa
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +16,14 @@ from rich.text import Text
 from textual import on
 from textual.message import Message
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widget import Widget
 
 from aide_tui.core.events import Progress
 from aide_tui.core.textsafe import printable  # states and details quote file names and server replies
 from aide_tui.tui.messages import (
     IndexCancelled,
+    IndexCommitted,
     IndexDone,
     IndexFailed,
     IndexOpened,
@@ -32,6 +35,9 @@ from aide_tui.tui.messages import (
 )
 
 BAR_MIN_WIDTH = 50  # narrower than this, the label keeps the whole line
+RATE_WINDOW = 30.0  # seconds of progress an ETA is worked out from (a recent rate, not the run's)
+RATE_MIN_SPAN = 0.5  # seconds of progress before a rate is shown at all
+WRITING = "writing the index"  # what the indexer does once every file is read, until the commit
 
 
 def _duration(seconds: float) -> str:
@@ -95,7 +101,11 @@ class IndexBar(Widget):
         self.runs_done = 0  # indexing runs finished and loaded this session
         self._runs_finished = 0
         self._rebuilt_unreadable = False
-        self._phase_start: tuple[str, float, int] | None = None  # (state, time, done) for the rate
+        self._samples: deque[tuple[float, int]] = deque()  # (time, done): this phase, last RATE_WINDOW s
+        self._phase = ""  # the phase the samples belong to
+        self._since: float | None = None  # when the phase without counts (writing the index) began
+        self._ticker: Timer | None = None  # redraws its elapsed time every second
+        self._files = 0
 
     @property
     def label(self) -> str:
@@ -114,6 +124,9 @@ class IndexBar(Widget):
             done, total, unit = event.files_done, event.files_total, "files"
         else:
             done, total, unit = 0, 0, ""
+        if state == "indexing" and total and done >= total:  # every file read: the commit runs
+            self._writing(total, now)
+            return
         detail = ""
         if total:
             detail = f"{done}/{total} {unit}"
@@ -122,19 +135,61 @@ class IndexBar(Widget):
             msg = event.message
             detail = msg[len(state) :].strip() if msg.lower().startswith(state.lower()) else msg
         if now is not None and total:
-            if self._phase_start is None or self._phase_start[0] != state:
-                self._phase_start = (state, now, done)
-            _, t0, d0 = self._phase_start
-            if now - t0 > 0.5 and done > d0:
-                rate = (done - d0) / (now - t0)
-                detail += f" · {rate:.0f}/s · ETA {_duration((total - done) / rate)}"
+            detail += self._rate(state, now, done, total)
+        self._stop_ticker()
         self.state, self.detail, self.error = state, detail, False
         self.done, self.total = done, total
+
+    def _rate(self, phase: str, now: float, done: int, total: int) -> str:
+        """`` · 27/s · ETA 1:05`` from the progress of the last :data:`RATE_WINDOW` seconds of this phase
+        (a rate that changed, a machine that got busy, shows within that window); '' until it is known."""
+        samples = self._samples
+        if phase != self._phase or (samples and done < samples[-1][1]):
+            samples.clear()
+            self._phase = phase
+        samples.append((now, done))
+        while len(samples) > 2 and now - samples[1][0] >= RATE_WINDOW:
+            samples.popleft()
+        t0, d0 = samples[0]
+        if now - t0 < RATE_MIN_SPAN or done <= d0:
+            return ""
+        rate = (done - d0) / (now - t0)
+        return f" · {rate:.0f}/s · ETA {_duration((total - done) / rate)}"
+
+    def _writing(self, files: int, now: float | None) -> None:
+        """Every file is read and chunked: the index is written (BM25 rows, the symbol graph, the
+        segment) before any result; say so, with the time it has taken, instead of "ETA 0:00"."""
+        if self.state != WRITING:
+            self._since = now
+            self._samples.clear()
+            self._phase = WRITING
+        self.state, self.error = WRITING, False
+        self.done = self.total = 0
+        self._files = files
+        self._show_writing()
+        if now is not None and self._ticker is None and self.clock is not None:
+            self._ticker = self.set_interval(1.0, self._show_writing)
+
+    def _show_writing(self) -> None:
+        if self.state != WRITING:
+            self._stop_ticker()
+            return
+        took = ""
+        if self._since is not None and self.clock is not None:
+            took = f" · {_duration(self.clock() - self._since)}"
+        self.detail = f"of {self._files} files: chunks, BM25 rows, symbol graph{took}"
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
 
     def set_state(self, state: str, detail: str = "", *, error: bool = False) -> None:
         """A state without counts (ready, reindexing N changed files, error, cancelled): no bar."""
         if state != self.state:
-            self._phase_start = None
+            self._samples.clear()
+            self._phase = ""
+        self._stop_ticker()
         self.state, self.detail, self.error = state, detail, error
         self.done = self.total = 0
         self.set_class(error, "-error")
@@ -173,6 +228,13 @@ class IndexBar(Widget):
     @on(IndexProgress)
     def _progress(self, message: IndexProgress) -> None:
         self.progress(message.event, self.clock() if self.clock is not None else None)
+
+    @on(IndexCommitted)
+    def _committed(self, message: IndexCommitted) -> None:
+        """The index written after every file was read: searchable now (vectors may follow)."""
+        if self.state == WRITING:
+            ev = message.event
+            self.set_state("indexed", f"{ev.files} files, {ev.chunks} chunks: searchable")
 
     @on(IndexDone)
     def _done(self, message: IndexDone) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -33,15 +33,16 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from aide_tui.core.search.hitlines import (
-    best_line,
     hit_best_line,
     hit_file,
     shown_path,
+    symbol_at_line,
     term_spans,
 )
 from aide_tui.core.search.hitlines import line_text as hit_line_text
 from aide_tui.core.search.response import Hit
 from aide_tui.core.textsafe import printable, visible
+from aide_tui.tui.codelines import code_only
 from aide_tui.tui.keys import browse_bindings
 from aide_tui.tui.widgets.query import TypesIntoQuery
 from aide_tui.tui.widgets.results import location
@@ -72,6 +73,7 @@ class LexedWindow:
     code: list[Text]
     plain: list[str]
     from_disk: bool
+    names: list[str] = field(default_factory=list)  # ``plain`` as code only (what d / r read names from)
 
 
 @dataclass
@@ -181,15 +183,18 @@ def read_and_lex(file: Path | None, hit: Hit, theme: str) -> LexedWindow:
     rows = code.split("\n", allow_blank=True)[: len(plain)]
     while len(rows) < len(plain):
         rows.append(Text(""))
-    return LexedWindow(shown_path(hit), lo, hi, list(rows), plain, from_disk)
+    a = max(0, min(len(plain), hit.start_line - lo))  # the chunk starts in plain code: lexed from there
+    names = code_only(hit.path, plain[:a]) + code_only(hit.path, plain[a:])
+    return LexedWindow(shown_path(hit), lo, hi, list(rows), plain, from_disk, names)
 
 
 def landing_line(hit: Hit, window: LexedWindow) -> int:
-    """The hit's best line, from the lines on screen (falls back to the indexed text)."""
+    """The hit's best line (as its row's label and ``--format vimgrep`` find it: the piece that ranked
+    it first), from the lines on screen (falls back to the indexed text)."""
     a, b = hit.start_line - window.lo, hit.end_line - window.lo + 1
     if window.from_disk and 0 <= a < b <= len(window.plain):
-        return best_line("\n".join(window.plain[a:b]), hit.start_line, hit.query_terms, hit.symbol).line
-    return best_line(hit.text, hit.start_line, hit.query_terms, hit.symbol).line
+        return hit_best_line(replace(hit, text="\n".join(window.plain[a:b]))).line
+    return hit_best_line(hit).line
 
 
 def compose_body(
@@ -239,14 +244,22 @@ def render_preview(
     title = Text(no_wrap=True, overflow="ellipsis")
     title.append(f"{shown_path(hit)}:{line}", "bold")
     title.append(f"  ({location(hit).rpartition(':')[2]})", "dim")
-    if hit.symbol:
-        title.append(f"  {printable(hit.symbol)}", "italic")
+    symbol = symbol_at_line(hit, line)  # the definition the line shown sits in (the row's label there)
+    if symbol:
+        title.append(f"  {printable(symbol)}", "italic")
     reason = printable(why(hit))  # the query's terms: typed or pasted text
     if reason:
         title.append(f"  {reason}", "dim")
     if not window.from_disk:
         title.append("  (indexed text: file gone or elsewhere)", "dim")
     return PreviewData(hit, window, line, matches, title, body, to_lines(body), key=preview_key(hit))
+
+
+def code_line_of(hit: Hit, line: int) -> str:
+    """File line ``line`` of ``hit``'s indexed chunk as code only ('' outside the chunk)."""
+    lines = hit.text.split("\n")
+    i = line - hit.start_line
+    return code_only(hit.path, lines)[i] if 0 <= i < len(lines) else ""
 
 
 def to_lines(body: Text) -> list[list[Segment]]:
@@ -338,6 +351,12 @@ class Preview(Vertical):
     @dataclass
     class Rendered(Message):
         """A preview rendered by the worker (handled by the pane itself)."""
+
+        data: PreviewData
+
+    @dataclass
+    class Landed(Message):
+        """A preview was installed: it shows ``data.hit`` at ``data.current_line``."""
 
         data: PreviewData
 
@@ -449,6 +468,16 @@ class Preview(Vertical):
                 return window.plain[line - window.lo]
         return hit_line_text(hit, line)
 
+    def code_line(self, hit: Hit, line: int) -> str | None:
+        """File line ``line`` of ``hit`` as code only (strings and comments blanked), from the lines on
+        screen; None when they are not ``hit``'s (:func:`code_line_of` reads the indexed chunk)."""
+        shown = self.shown
+        if shown is not None and shown.key == preview_key(hit) and shown.from_disk:
+            window = shown.window
+            if window.lo <= line <= window.hi and window.names:
+                return window.names[line - window.lo]
+        return None
+
     def step_match(self, direction: int) -> bool:
         """Land on the next (``n``) or previous (``N``) line with a query term; False: none."""
         shown = self.shown
@@ -478,6 +507,7 @@ class Preview(Vertical):
         self.query_one(PreviewTitle).text = data.title
         self.body.set_lines(data.lines)
         self.scroll_to_current()
+        self.post_message(self.Landed(data))
 
     def scroll_to_current(self) -> None:
         data = self.shown

@@ -2,7 +2,7 @@
 
 A new answer replaces the rows in place (no widget per row is built or torn down); only the visible
 rows are drawn. Each row keeps what matters at any width: the path is shortened in the middle so the
-file name and line range stay, then the retriever ranks, the fused score and the symbol.
+file name and line range stay, then the symbol, then the retriever ranks and the fused score.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from aide_tui.core.textsafe import printable
 from aide_tui.tui.keys import browse_bindings
 from aide_tui.tui.widgets.query import TypesIntoQuery
 
-RANK_TAGS = (("bm25", "B"), ("dense", "D"), ("symbol", "S"), ("path", "P"))
+RANK_TAGS = (("bm25", "B"), ("dense", "D"), ("static", "T"), ("symbol", "S"), ("path", "P"))
 SCORE_W = 5
 SYMBOL_MIN = 6  # narrower, a symbol says nothing: the location keeps the room
 
@@ -87,55 +87,100 @@ def short_symbol(symbol: str | None, width: int) -> str:
 
 @dataclass(frozen=True)
 class Columns:
-    """Column widths for a list ``width`` cells wide; ``places``: rows of a definitions or references
-    list (no ranks, no score; the label is the line's text or the qualified name, shown as it is)."""
+    """Widths for a list: ``left`` cells for each row's ``path:start-end`` and its symbol (every row
+    shares them out on its own), the symbols lined up at cell ``aligned`` of them where a row has the
+    room (:func:`aligned_column`); ``tags`` for the ranks (the score follows them). ``places``: rows of a
+    definitions or references list (no ranks, no score; the label is the line's text or the qualified
+    name, shown as it is and cut at the right)."""
+
+    left: int
+    tags: int
+    aligned: int = 0
+    places: bool = False
+
+
+@dataclass(frozen=True)
+class RowFit:
+    """One row's share of ``left``: cells for its location and for its symbol (0: no symbol shown)."""
 
     loc: int
-    tags: int
     symbol: int
-    places: bool = False
+
+
+def _shown_symbol(symbol: str | None, places: bool) -> str:
+    return printable(symbol or "") if places else compact_symbol(symbol)
+
+
+def fit_row(hit: Hit, symbol: str | None, left: int, places: bool = False) -> RowFit:
+    """How one row shares ``left`` cells between its location and its symbol: both whole when they fit;
+    else the path's folders give way first, then the symbol is cut (a qualified name from the left,
+    its innermost name last); a row too narrow for :data:`SYMBOL_MIN` cells of symbol shows none (the
+    file name and its range keep the room)."""
+    loc_want = len(location(hit))
+    sym_want = len(_shown_symbol(symbol, places))
+    if not sym_want:
+        return RowFit(min(loc_want, left), 0)
+    if loc_want + 2 + sym_want <= left:
+        return RowFit(loc_want, sym_want)
+    name = hit.path.rpartition("/")[2]
+    name_want = min(loc_want, len(_label(hit)) + len(name) + len(span(hit)) + 3)  # "…/name:span"
+    if name_want + 2 + sym_want <= left:  # the folders give way
+        return RowFit(left - 2 - sym_want, sym_want)
+    room = left - 2 - name_want
+    if room < min(SYMBOL_MIN, sym_want):
+        return RowFit(min(loc_want, left), 0)
+    return RowFit(name_want, room)
 
 
 def columns(
     hits: list[Hit], width: int, labels: list[str | None] | None = None, places: bool = False
 ) -> Columns:
-    """Widths for a list ``width`` cells wide: ranks and score always (not for ``places``); the file
-    name with its range stays whole while it can, then the symbol (``labels``, else each hit's own)
-    gets the room it needs, then the rest of the path; past that the path is cut in the middle and the
-    symbol from the left (its innermost name stays)."""
-    symbols = labels if labels is not None else [h.symbol for h in hits]
+    """Widths for a list ``width`` cells wide: ranks and score always, aligned (not for ``places``);
+    the rest is each row's to share between its location and its symbol (:func:`fit_row`); the symbols
+    start at one column wherever that costs no row a cell of its own."""
+    symbols = labels if labels is not None and len(labels) == len(hits) else [h.symbol for h in hits]
     tags = 0 if places else max((len(rank_tags(h)) for h in hits), default=0)
-    loc_want = max((len(location(h)) for h in hits), default=0)
-    shown = (lambda s: printable(s or "")) if places else compact_symbol
-    sym_want = max((len(shown(s)) for s in symbols), default=0)
-    fixed = 1 + (0 if places else 2 + tags + 2 + SCORE_W) + (2 if sym_want else 0)
-    room = max(0, width - fixed)
-    name_want = max((len(_label(h)) + len(h.path.rpartition("/")[2]) + len(span(h)) + 3 for h in hits),
-                    default=0)  # fmt: skip
-    loc = max(min(loc_want, name_want), room - sym_want)
-    loc = min(loc, loc_want, room)
-    sym = room - loc
-    if sym < SYMBOL_MIN or not sym_want:  # too narrow for a useful symbol: the location keeps the room
-        loc, sym = min(loc_want, room), 0
-    return Columns(loc, tags, sym, places)
+    left = max(0, width - 2 - (0 if places else 2 + tags + 2 + SCORE_W))  # a cell of margin each side
+    fits = [fit_row(h, s, left, places) for h, s in zip(hits, symbols, strict=True)]
+    return Columns(left, tags, aligned_column(fits, left), places)
+
+
+def aligned_column(fits: list[RowFit], left: int) -> int:
+    """Where the symbols start (after the location's cells): the column that lines up the most rows
+    without cutting any row's symbol (a row whose location is longer starts its symbol after it; one
+    whose symbol would not fit starts it right after its location)."""
+    shown = [f for f in fits if f.symbol]
+
+    def lined_up(x: int) -> int:
+        return sum(1 for f in shown if f.loc <= x and x + 2 + f.symbol <= left)
+
+    return max(sorted({f.loc for f in shown}), key=lined_up, default=0)
 
 
 def row_parts(hit: Hit, cols: Columns, symbol: str | None = None) -> list[tuple[str, str]]:
     """The cells of one row as (text, role) pairs; roles name component classes. ``symbol``: the row's
     label (the definition at the hit's best line), else the hit's own symbol."""
+    symbol = symbol if symbol is not None else (None if cols.places else hit.symbol)
+    fit = fit_row(hit, symbol, cols.left, cols.places)
     rng = ":" + span(hit)
-    label = _label(hit)[: max(0, cols.loc - len(rng) - 8)]  # the file name keeps at least 8 cells
-    path = label + middle_path(printable(hit.path), max(1, cols.loc - len(rng) - len(label)))
-    parts = [(" ", ""), (path, "path"), (rng, "span"), (" " * max(0, cols.loc - len(path) - len(rng)), "")]
-    if cols.places:  # a definition or reference: its line's text (or qualified name), cut at the right
-        if cols.symbol:
-            parts.append(("  " + printable(symbol or "")[: cols.symbol], "symbol"))
+    label = _label(hit)[: max(0, fit.loc - len(rng) - 8)]  # the file name keeps at least 8 cells
+    path = label + middle_path(printable(hit.path), max(1, fit.loc - len(rng) - len(label)))
+    parts = [(" ", ""), (path, "path"), (rng, "span")]
+    used = len(path) + len(rng)
+    if fit.symbol:
+        pad = max(0, cols.aligned - used) + 2
+        if used + pad + fit.symbol > cols.left:  # lined up, it would not fit: right after the location
+            pad = 2
+        # a definition or reference: its line's text (or qualified name), cut at the right
+        shown = printable(symbol or "")[: fit.symbol] if cols.places else short_symbol(symbol, fit.symbol)
+        parts.append((" " * pad, ""))
+        parts.append((shown, "symbol"))
+        used += pad + len(shown)
+    if cols.places:
         return parts
+    parts.append((" " * max(0, cols.left - used), ""))
     parts.append(("  " + rank_tags(hit).ljust(cols.tags), "tags"))
     parts.append((f"  {hit.score:.3f}"[: SCORE_W + 2].ljust(SCORE_W + 2), "score"))
-    if cols.symbol:
-        shown = short_symbol(symbol if symbol is not None else hit.symbol, cols.symbol)
-        parts.append(("  " + shown, "symbol"))
     return parts
 
 
@@ -182,12 +227,14 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         super().__init__(id=id)
         self.hits: list[Hit] = []
         self.labels: list[str | None] | None = None  # the rows' symbols (None: the hits' own)
+        self.labelled = False  # the labels worked out for these rows arrived (or they need none)
         self.shown_query: str | None = None
         self.places = False
         self.cursor: int | None = None
+        self.chosen = False  # the user moved the cursor since these rows' query was first shown
         self.message = ""
         self._note: list[str] = []  # the message wrapped to the list's width (shown when no hits)
-        self._cols = Columns(0, 0, 0)
+        self._cols = Columns(0, 0)
         self._cols_width = -1
         self._cache: dict[tuple[int, bool], Strip] = {}
         self._styles: dict[str, Style] | None = None
@@ -206,9 +253,13 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         places: bool = False,
     ) -> None:
         """Show ``hits`` (the answer to ``query``) with the cursor on row ``cursor`` (clamped);
-        ``message`` when there are none; ``labels``/``places``: see the class."""
+        ``message`` when there are none; ``labels``/``places``: see the class. Rows of another query
+        than the shown one start unchosen (see :attr:`chosen`)."""
+        if query is None or query != self.shown_query:
+            self.chosen = False
         self.hits = hits
         self.labels = labels
+        self.labelled = places or not hits
         self.places = places
         self.shown_query = query
         self.message = printable(message)  # may quote a query, a file name or a server's reply
@@ -219,7 +270,10 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
     def set_labels(self, hits: list[Hit], labels: list[str | None]) -> None:
         """Label the rows of ``hits`` (if they are still the ones shown) by the definitions at their best
         lines (worked out after the rows were painted: see the search loop)."""
-        if hits is self.hits and labels != [h.symbol for h in hits]:
+        if hits is not self.hits:
+            return
+        self.labelled = True
+        if labels != (self.labels if self.labels is not None else [h.symbol for h in hits]):
             self.labels = labels
             self._relayout()
             self.refresh()
@@ -243,9 +297,10 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         return row_text(self.hits[index], self._cols, self._symbol(index))
 
     def move(self, delta: int) -> None:
-        """Move the cursor by ``delta`` rows, clamped to the list."""
+        """Move the cursor by ``delta`` rows, clamped to the list (the user chose a row)."""
         if not self.hits:
             return
+        self.chosen = True
         i = self.cursor if self.cursor is not None else (-1 if delta > 0 else 0)
         self._set_cursor(max(0, min(len(self.hits) - 1, i + delta)))
 
@@ -254,8 +309,9 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         self.move(direction * max(1, self.scrollable_content_region.height - 1))
 
     def select(self, index: int) -> None:
-        """Put the cursor on row ``index``."""
+        """Put the cursor on row ``index`` (the user chose it)."""
         if 0 <= index < len(self.hits):
+            self.chosen = True
             self._set_cursor(index)
 
     def _set_cursor(self, index: int | None) -> None:
@@ -324,8 +380,12 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         strip = self._cache.get(key)
         if strip is None or strip.cell_length != width:
             bg = base + self._style("cursor") if on_cursor else base
+            # the cursor row is written in the cursor's colours (its cells keep bold, italic, dim): a
+            # cell's own colour can be the cursor's background (TERM=linux: cyan ranks on cyan)
             segments = [
-                Segment(text, bg + self._style(role) if role else bg)
+                Segment(text, bg + (self._style(role).without_color if on_cursor else self._style(role)))
+                if role
+                else Segment(text, bg)
                 for text, role in row_parts(self.hits[row], self._cols, self._symbol(row))
             ]
             strip = Strip(segments).crop_extend(0, width, bg)

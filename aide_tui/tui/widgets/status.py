@@ -147,6 +147,8 @@ class StatusLine(Widget):
         out.append((3, f"{self.chunks} chunks", ""))
         if self.static and self.static_missing:
             out.append((4, f"{self.static_missing} chunks to go (static tier)", ""))
+        elif self.static and self.vectors_missing and self.configured_embedder not in ("none", "static"):
+            out.append((5, "static tier done", ""))  # every chunk is searchable by meaning already
         if self.configured_embedder not in ("none", "static") and self.vectors_missing:
             out.append((4, f"{self.vectors_missing} vectors to go", ""))
         if self.size_bytes and self.show_timing:
@@ -183,5 +185,5 @@ class StatusLine(Widget):
 
 def _counts(part: str) -> bool:
     """Whether a part says what the index holds (files, chunks, vectors, size)."""
-    units = (" files", " chunks", " vectors to go", " (static tier)", "B")
-    return part.endswith(units) and part[:1].isdigit()
+    units = (" files", " chunks", " vectors to go", " (static tier)", "tier done", "B")
+    return part.endswith(units) and (part[:1].isdigit() or part == "static tier done")
