@@ -97,7 +97,6 @@ class AideApp(App[None]):
         self.main_screen = SearchScreen(
             self.live, settings, self.app_state, limit=limit, show_timing=show_timing, clock=clock
         )
-        self.live.priority = self.main_screen.looked_at
         self._targets: tuple[IndexBar, StatusLine] | None = None  # who presents the live events
         self._closing_live = False
         if self.app_state.theme and self.app_state.theme in self.available_themes:
@@ -120,7 +119,13 @@ class AideApp(App[None]):
         """The main screen is up: its widgets present the live workspace's events from now on."""
         screen = self.main_screen
         self._targets = (screen.query_one(IndexBar), screen.query_one(StatusLine))
+        self.live.priority = screen.browser.looked_at  # the files of the shown results are embedded first
         self.live.start()
+
+    @on(IndexBar.RebuildWanted)
+    def _rebuild_wanted(self) -> None:
+        """The index on disk cannot be read: the live workspace rebuilds it."""
+        self.live.reindex(rebuild=True)
 
     def on_unmount(self) -> None:
         self._closing_live = True
@@ -143,7 +148,7 @@ class AideApp(App[None]):
     async def action_quit(self) -> None:
         """Quit (ctrl+q, Textual's binding and the key table's); the query joins the history and is
         remembered as the last one."""
-        self.main_screen.remember()
+        self.main_screen.query_box.remember()
         self.exit()
 
     def get_key_display(self, binding: Binding) -> str:

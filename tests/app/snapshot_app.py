@@ -51,13 +51,15 @@ def fixed_workspace(rows: bool = False) -> Path:
     return ROOT
 
 
-def build(kind: str = "main") -> AideApp:
+def build(kind: str = "main", answer_url: str = DEAD_URL) -> AideApp:
     """``main``: BM25 settings; ``rows``: the same plus a deep file with a long qualified name;
-    ``degraded``: an OpenAI-style embedder on a dead port."""
+    ``degraded``: an OpenAI-style embedder on a dead port; ``tiers``: the same embedder configured but
+    its probe not awaited (the snapshot feeds index events); ``answer_url``: the ask mode's model server."""
     root = fixed_workspace(rows=kind == "rows")
     flags: dict[str, Any] = {"embedding": {"backend": "none"}}
-    if kind == "degraded":
+    if kind in ("degraded", "tiers"):
         flags = {"embedding": {"backend": "openai", "url": DEAD_URL, "model": "test-model", "timeout": 1.0}}
+    flags["answer"] = {"backend": "openai", "url": answer_url, "timeout": 20.0}
     settings = load_settings(root, flags)
     return AideApp(root, settings, watch=False, show_timing=False, start_index=False)
 

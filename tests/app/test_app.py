@@ -289,7 +289,7 @@ async def test_the_preview_lands_on_the_best_line_and_e_y_use_it(
     calls: list[list[str]] = []
     monkeypatch.setenv("EDITOR", "myedit --wait")
     monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.setattr("aide_tui.tui.screens.search.subprocess.run", lambda cmd, check: calls.append(cmd))
+    monkeypatch.setattr("aide_tui.tui.commands.subprocess.run", lambda cmd, check: calls.append(cmd))
     app = make_app(deep_workspace)
     monkeypatch.setattr(app, "suspend", contextlib.nullcontext)  # headless drivers cannot suspend
     async with app.run_test(size=(120, 40)) as pilot:
@@ -383,7 +383,7 @@ async def test_enter_then_e_opens_the_editor_and_leaves_the_query_alone(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr("aide_tui.tui.screens.search.subprocess.run", lambda cmd, check: calls.append(cmd))
+    monkeypatch.setattr("aide_tui.tui.commands.subprocess.run", lambda cmd, check: calls.append(cmd))
     app = make_app(workspace)
     monkeypatch.setattr(app, "suspend", contextlib.nullcontext)
     async with app.run_test(size=(120, 40)) as pilot:

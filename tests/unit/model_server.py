@@ -25,7 +25,8 @@ Modes (``srv.set_mode(mode, delay=...)``, for every POST): ``normal``; ``slow_fi
 before the status line); ``drip`` (sleep ``delay`` before each piece); ``cut`` (half the pieces, then the
 connection closes without the stream's end); ``error`` (HTTP 500 with a JSON error); ``invalid_json``
 (a stream line, or the rerank body, that is not JSON); ``stream_error`` (a mid-stream error object);
-``old_error`` (llama.cpp 2025's ``error: {...}`` SSE field); ``silent`` (read the request, never answer
+``old_error`` (llama.cpp 2025's ``error: {...}`` SSE field); ``hold`` (OpenAI SSE: half the pieces, then
+nothing more until :meth:`release`: an answer caught mid-stream); ``silent`` (read the request, never answer
 until :meth:`release` or close); ``out_of_range`` (rerank: an index beyond the documents);
 ``no_done`` (the body ends cleanly but without ``[DONE]`` / ``done: true``).
 """
@@ -43,7 +44,7 @@ from types import TracebackType
 from typing import Any, Self
 
 MODES = ("normal", "slow_first", "drip", "cut", "error", "invalid_json", "stream_error", "old_error",
-         "silent", "out_of_range", "no_done")  # fmt: skip
+         "silent", "out_of_range", "no_done", "hold")  # fmt: skip
 HANG_LIMIT = 30.0
 MODEL = "fake-coder-1b"
 
@@ -77,14 +78,15 @@ def pieces(text: str) -> list[str]:
 class ModelServer:
     """Threaded fake model server on a free 127.0.0.1 port; see the module docstring."""
 
-    def __init__(self, mode: str = "normal", delay: float = 0.5) -> None:
+    def __init__(self, mode: str = "normal", delay: float = 0.5, port: int = 0) -> None:
+        """``port``: 0 (any free one), or a fixed one where the URL must not change (snapshots)."""
         self.reply: str | Callable[[Any], str] = cite_everything
         self.scores: Callable[[str, list[str]], list[float]] = word_overlap
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self._release = threading.Event()
         self.set_mode(mode, delay=delay)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.owner = self  # type: ignore[attr-defined]
         self._httpd.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
@@ -232,6 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
         for i, piece in enumerate(parts):
             if not self._pause(mode):
                 return
+            if mode == "hold" and i == max(1, len(parts) // 2):
+                self.owner._release.wait(HANG_LIMIT)
             if mode == "invalid_json" and i == 1:
                 event(b'{"choices": [{"delta": {"content": "x"')
             if mode == "stream_error" and i == 1:
@@ -270,6 +274,8 @@ class _Handler(BaseHTTPRequestHandler):
         for i, piece in enumerate(parts):
             if not self._pause(mode):
                 return
+            if mode == "hold" and i == max(1, len(parts) // 2):
+                self.owner._release.wait(HANG_LIMIT)
             if mode == "invalid_json" and i == 1:
                 line(b'{"model": "x", "message": {"content"')
             if mode == "stream_error" and i == 1:

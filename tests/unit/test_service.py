@@ -239,7 +239,8 @@ from aide_tui.core.index.indexer import Indexer
 
 root = Path(sys.argv[1])
 generate_repo(root, 12, seed=2)
-settings = load_settings(root, {"embedding": {"backend": "builtin"}})
+# the transformer alone: the static tier's table (distilled from the same model) would load it first
+settings = load_settings(root, {"embedding": {"backend": "builtin", "static": False}})
 Indexer(root, settings, None).run()  # the lexical index; every vector missing
 report = Indexer(root, settings, BuiltinEmbedder()).run(should_yield=lambda: True)
 loading = any(t.name == "aide-embedder-load" for t in threading.enumerate())

@@ -58,10 +58,12 @@ class AskScreen(Screen[None]):
 
     streaming: reactive[bool] = reactive(False)
 
-    def __init__(self, live: Workspace, settings: AnswerSettings) -> None:
+    def __init__(self, live: Workspace, settings: AnswerSettings, *, show_timing: bool = True) -> None:
+        """``show_timing=False``: no rates or durations on the line about the run (screenshots)."""
         super().__init__()
         self.live = live
         self.settings = settings
+        self.show_timing = show_timing
         self._run = 0
         self._cancel = threading.Event()
         self._pieces = 0
@@ -163,7 +165,8 @@ class AskScreen(Screen[None]):
             self._first = self._first or now
             answer.append(event.text)
             rate = self._pieces / (now - self._first) if now > self._first else 0.0
-            self._status(f"model {self._model} · {rate:.1f} tok/s · {self._sent}")
+            speed = f"{rate:.1f} tok/s · " if self.show_timing else ""
+            self._status(f"model {self._model} · {speed}{self._sent}")
         else:
             self._finished(event)
 

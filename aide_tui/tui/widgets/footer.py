@@ -1,31 +1,46 @@
 """The footer: Textual's, but a key that does not fit is left out whole, never cut in its label, the help
-key is never left out, and a screen may say more about a key than its binding does (``d def Session``:
-the name ``d`` takes on the line the preview shows)."""
+key is never left out, and a footer may say more about a key than its binding does: the search screen's
+(:class:`LookupFooter`) names what ``d`` and ``r`` take on the line the preview shows (``d def Session``)."""
 
 from __future__ import annotations
 
-from textual import events
+from dataclasses import replace
+
+from textual import events, on, work
 from textual.app import ComposeResult
+from textual.reactive import var
 from textual.widgets import Footer
 
+from aide_tui.core.search.response import Hit
+from aide_tui.core.textsafe import printable
+from aide_tui.tui.lookup import Line, OnLine, choices
+from aide_tui.tui.messages import NamesChosen
+from aide_tui.tui.widgets.preview import code_line_of
+
 ALWAYS_SHOWN = frozenset({"help"})  # the way to every other key: kept at any width
+FOOTER_NAME = 24  # a longer name is cut in the d / r labels
 
 
 class FittingFooter(Footer):
-    """Keys in binding order while they fit beside the palette key, the help key and the keys the screen
-    labelled; the rest are left out (they are all in the help and the palette). A screen with a
-    ``footer_description(action)`` method gives keys their label (None: the binding's)."""
+    """Keys in binding order while they fit beside the palette key, the help key and the keys this footer
+    labelled (:meth:`description`); the rest are left out (they are all in the help and the palette)."""
+
+    def description(self, action: str) -> str | None:
+        """The label of the key bound to ``action``; None: the binding's own."""
+        return None
 
     def compose(self) -> ComposeResult:
         items = list(super().compose())
-        described = []  # keys the screen labelled (d def Session): what they do now, shown before others
-        describe = getattr(self.screen, "footer_description", None)
-        if callable(describe):
-            for item in items:
-                action = getattr(item, "action", None)  # a FooterKey (a group's label has none)
-                if isinstance(action, str) and hasattr(item, "description") and (label := describe(action)):
-                    item.description = label
-                    described.append(item)
+        described = []  # keys labelled here (d def Session): what they do now, shown before the others
+        for item in items:
+            action = getattr(item, "action", None)  # a FooterKey (a group's label has none)
+            if (
+                isinstance(action, str)
+                and hasattr(item, "description")
+                and (label := self.description(action))
+            ):
+                item.description = label
+                described.append(item)
         width = self.size.width
         if not width:
             yield from items
@@ -54,6 +69,58 @@ class FittingFooter(Footer):
 
     def on_resize(self, event: events.Resize) -> None:
         self.refresh(recompose=True)
+
+
+class LookupFooter(FittingFooter):
+    """The search screen's footer: ``names`` are the names ``d`` and ``r`` take on the line the preview
+    shows (None: not worked out for it yet), and their keys are labelled with them (``def Session``,
+    ``refs Session``). :meth:`work_out` finds them in a thread; an answer for a line left since is
+    dropped."""
+
+    names: var[NamesChosen | None] = var(None, bindings=True)  # the footer is redrawn when they change
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._asked = 0  # the latest request (an older answer is dropped)
+
+    def description(self, action: str) -> str | None:
+        names = self.names
+        if names is None or action not in ("screen.definition", "screen.references"):
+            return None
+        choice = names.definition if action == "screen.definition" else names.references
+        if choice.name is None:
+            return None
+        name = printable(choice.name)
+        name = name if len(name) <= FOOTER_NAME else name[: FOOTER_NAME - 1] + "…"
+        return f"{'def' if action == 'screen.definition' else 'refs'} {name}"
+
+    def names_for(self, line: Line) -> NamesChosen | None:
+        """The names worked out for ``line``, if they were."""
+        names = self.names
+        return names if names is not None and names.line == line else None
+
+    def forget(self) -> None:
+        """The selection or the line shown changed: the names are stale (one on its way is dropped)."""
+        self._asked += 1
+        self.names = None
+
+    def work_out(self, hit: Hit, line: Line, on_line: OnLine) -> None:
+        """Find the names ``d`` and ``r`` take on ``line`` of ``hit`` (``on_line``: the symbol graph)."""
+        self.forget()
+        self._work_out(self._asked, hit, line, on_line)
+
+    @work(thread=True, group="peek")
+    def _work_out(self, asked: int, hit: Hit, line: Line, on_line: OnLine) -> None:
+        if not line.code:
+            line = replace(line, code=code_line_of(hit, line.number))
+        d, r = choices(line, on_line)
+        self.post_message(NamesChosen(asked, line, d, r))
+
+    @on(NamesChosen)
+    def _chosen(self, message: NamesChosen) -> None:
+        message.stop()
+        if message.seq == self._asked:
+            self.names = message
 
 
 def _width(item: object) -> int:

@@ -44,6 +44,7 @@ from aide_tui.core.search.response import Hit
 from aide_tui.core.textsafe import printable, visible
 from aide_tui.tui.codelines import code_only
 from aide_tui.tui.keys import browse_bindings
+from aide_tui.tui.lookup import Line
 from aide_tui.tui.widgets.query import TypesIntoQuery
 from aide_tui.tui.widgets.results import location
 
@@ -477,6 +478,13 @@ class Preview(Vertical):
             if window.lo <= line <= window.hi and window.names:
                 return window.names[line - window.lo]
         return None
+
+    def lookup_line(self, hit: Hit) -> Line:
+        """The line ``d``/``r`` read for ``hit``: the one shown (its code only: the names of its strings
+        and comments are not candidates; '' when the lines on screen are not ``hit``'s)."""
+        number = self.line_for(hit)
+        code = self.code_line(hit, number)
+        return Line(hit.path, number, code if code is not None else "", tuple(hit.query_terms))
 
     def step_match(self, direction: int) -> bool:
         """Land on the next (``n``) or previous (``N``) line with a query term; False: none."""

@@ -4,7 +4,8 @@ Keys reach a widget through its own message queue, and Textual runs a widget's b
 key has travelled up to the app, so in a burst of keys (a fast typist, keys coalesced over SSH) the
 letters typed after a backspace would be inserted before it. :class:`QueryInput` therefore runs its own
 editing bindings (backspace, ctrl+u, ctrl+w, arrows, home, end...) when the key reaches it, in the
-order the keys arrive. It also keeps the shell-style history recall (↑ on an empty query).
+order the keys arrive. It also keeps the query history (the workspace's memory): shell-style recall (↑
+on an empty query) and the queries it records.
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ from textual import events
 from textual.widget import Widget
 from textual.widgets import Input
 
+from aide_tui.tui.memory import WorkspaceMemory
+
 
 class QueryInput(Input):
-    """The query box: its editing keys act in arrival order; ↑/↓ recall previous queries."""
+    """The query box: its editing keys act in arrival order; ↑/↓ recall previous queries (``memory``:
+    the workspace's, None: no history)."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, memory: WorkspaceMemory | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.memory = memory
         self._recall_pos: int | None = None  # index into the history while recalling
         self._recalled: str | None = None
 
@@ -48,9 +53,28 @@ class QueryInput(Input):
         if self._recall_pos is not None and value != self._recalled:
             self._recall_pos = self._recalled = None  # an edit ends history recall
 
-    def recall(self, history: list[str], delta: int) -> None:
-        """Shell-style recall over ``history`` (oldest first): ``delta`` -1 = older, +1 = newer; past
-        the newest: the empty query."""
+    def record(self) -> None:
+        """The query joins the history (``[tui] history = false``: it does not)."""
+        if self.memory is not None:
+            self.memory.record(self.value)
+
+    def remember(self) -> None:
+        """On quitting: the query joins the history and is remembered as the last one."""
+        if self.memory is not None:
+            self.memory.remember(self.value)
+
+    async def clear_or_quit(self) -> None:
+        """ctrl+c, as fzf: clear a non-empty query, else quit."""
+        if self.value:
+            self.leave_recall()
+            self.set_text("")
+        else:
+            await self.app.run_action("app.quit")
+
+    def recall(self, delta: int) -> None:
+        """Shell-style recall over the history: ``delta`` -1 = older, +1 = newer; past the newest: the
+        empty query."""
+        history = self.memory.history if self.memory is not None else []
         if not history or (self._recall_pos is None and delta > 0):
             return
         pos = len(history) - 1 if self._recall_pos is None else self._recall_pos + delta

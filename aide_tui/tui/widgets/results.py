@@ -8,8 +8,9 @@ file name and line range stay, then the symbol, then the retriever ranks and the
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
@@ -17,6 +18,7 @@ from textual import events
 from textual.binding import BindingType
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -189,10 +191,48 @@ def row_text(hit: Hit, cols: Columns, symbol: str | None = None) -> str:
     return "".join(text for text, _ in row_parts(hit, cols, symbol))
 
 
+def carried_labels(
+    old: list[Hit], labels: list[str | None] | None, new: list[Hit]
+) -> list[str | None] | None:
+    """The labels of ``old`` rows for the same hits among ``new`` (a newer index answering the same query:
+    its rows keep their labels instead of showing their chunks' symbols until they are labelled again);
+    None when nothing carries over."""
+    if labels is None:
+        return None
+    known = {_label_key(h): label for h, label in zip(old, labels, strict=False)}
+    carried = [known.get(_label_key(h), h.symbol) for h in new]
+    return carried if any(k in known for k in map(_label_key, new)) else None
+
+
+def _label_key(hit: Hit) -> tuple[object, ...]:
+    """What a row's label depends on (the definition at the hit's best line)."""
+    return (hit.path, hit.start_line, hit.end_line, hit.symbol, hit.text, tuple(hit.query_terms),
+            hit.best_piece, hit.workspace)  # fmt: skip
+
+
+@dataclass(eq=False)
+class SavedList:
+    """A list as the back key restores it: rows, labels, cursor, query, note, and what the screen around
+    it showed (the status line's words about it, the preview's line; None: the hit's best line)."""
+
+    hits: list[Hit]
+    labels: list[str | None] | None
+    places: bool
+    cursor: int | None
+    query: str | None
+    message: str
+    status: tuple[int | None, float | None, str | None] = (None, None, None)
+    line: int | None = None
+    labelled: bool = False
+
+
 class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
     """Search results; the cursor row is the selection shown in the preview. The query whose answer
     the rows show is ``shown_query`` (None: none yet, or the mode or scope changed since). ``places``:
-    the rows are definitions or references of a name (``d``/``r``), labelled by ``labels``."""
+    the rows are definitions or references of a name (``d``/``r``), labelled by ``labels``; ``back``
+    holds the lists they replaced (the latest last), ``lookup`` numbers the latest ``d``/``r`` request
+    (the list takes only its answer), and ``waiting`` the commands typed against a query whose answer
+    is not shown yet (they run on it)."""
 
     BINDINGS: ClassVar[list[BindingType]] = list(browse_bindings())
 
@@ -223,12 +263,16 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
 
         index: int | None
 
+    shown_query: var[str | None] = var(None)
+    back: var[tuple[SavedList, ...]] = var((), bindings=True)  # the back key is a command while it holds one
+    lookup: var[int] = var(0)
+    waiting: var[tuple[tuple[str, Callable[[], Any]], ...]] = var(())  # (typed against, command)
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.hits: list[Hit] = []
         self.labels: list[str | None] | None = None  # the rows' symbols (None: the hits' own)
         self.labelled = False  # the labels worked out for these rows arrived (or they need none)
-        self.shown_query: str | None = None
         self.places = False
         self.cursor: int | None = None
         self.chosen = False  # the user moved the cursor since these rows' query was first shown
@@ -277,6 +321,66 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
             self.labels = labels
             self._relayout()
             self.refresh()
+
+    def show_answer(self, hits: list[Hit], query: str, note: str, *, keep_choice: bool) -> None:
+        """Show the answer ``hits`` to ``query``. The same query answered again (a newer index version:
+        vectors arrived, an edit re-ranked the list) keeps the rows' labels, and a row the user chose
+        (``keep_choice``: moved to, or browsed from the list or the preview) stays selected where it
+        moved, so what they look at and what ``e``/``d`` act on do not change under them; a selection
+        left where the answer put it follows the new first row, as a fresh search would show it."""
+        same_query = query == self.shown_query
+        cursor, labels = 0, None
+        if same_query:
+            labels = carried_labels(self.hits, self.labels, hits)
+            selected = self.selected_hit
+            if selected is not None and (self.chosen or keep_choice):
+                at = (selected.path, selected.start_line)
+                where = [i for i, h in enumerate(hits) if (h.path, h.start_line) == at]
+                cursor = where[0] if where else min(self.cursor or 0, max(0, len(hits) - 1))
+        self.set_hits(hits, cursor, note, query=query, labels=labels)
+
+    def when_showing(self, query: str, command: Callable[[], Any]) -> None:
+        """Run ``command`` now, or once the answer to ``query`` (the query in the box) is shown."""
+        if query.strip() and query != self.shown_query:
+            self.waiting = (*self.waiting, (query, command))
+        else:
+            command()
+
+    def run_waiting(self) -> None:
+        """The answer to :attr:`shown_query` is shown: the commands typed against it run, the others
+        (typed against a query since replaced) are dropped."""
+        waiting, self.waiting = self.waiting, ()
+        for typed_against, command in waiting:
+            if typed_against == self.shown_query:
+                command()
+
+    def saved(self, status: tuple[int | None, float | None, str | None], line: int | None) -> SavedList:
+        """This list as the back key would restore it (``status``, ``line``: see :class:`SavedList`)."""
+        return SavedList(self.hits, self.labels, self.places, self.cursor, self.shown_query, self.message,
+                         status, line, self.labelled)  # fmt: skip
+
+    def show_places(self, hits: list[Hit], labels: list[str | None], query: str, saved: SavedList) -> None:
+        """Replace the rows by the places ``d``/``r`` found; ``saved`` (this list) goes on :attr:`back`."""
+        self.back = (*self.back, saved)
+        self.set_hits(hits, 0, query=query, labels=labels, places=True)
+
+    def go_back(self) -> SavedList | None:
+        """Restore the list the latest places replaced and return it (None: nothing to go back to); a
+        lookup on its way is dropped."""
+        if not self.back:
+            return None
+        *rest, saved = self.back
+        self.back = tuple(rest)
+        self.lookup += 1
+        self.set_hits(saved.hits, saved.cursor, saved.message, query=saved.query, labels=saved.labels,
+                      places=saved.places)  # fmt: skip
+        self.labelled = saved.labelled
+        return saved
+
+    def forget_places(self) -> None:
+        """A new query, mode or scope: the lists to go back to are gone, a lookup on its way dropped."""
+        self.back = ()
+        self.lookup += 1
 
     def _symbol(self, row: int) -> str | None:
         labels = self.labels

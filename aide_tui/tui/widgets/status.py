@@ -36,7 +36,8 @@ class StatusLine(Widget):
     StatusLine { height: 1; }
     """
 
-    mode: reactive[str] = reactive("hybrid")  # the mode as shown, with the scope
+    mode: reactive[str] = reactive("hybrid")  # the search mode (bound to the screen's)
+    everywhere: reactive[bool] = reactive(False)  # every workspace of a shared collection (the screen's)
     results: reactive[int | None] = reactive(None)
     took_ms: reactive[float | None] = reactive(None)
     files: reactive[int] = reactive(0)
@@ -162,7 +163,7 @@ class StatusLine(Widget):
         """Mode first, then the parts that fit, whole: the least important go first when narrow. What
         the index holds reads as one group (``5 files · 962 chunks · 1.6 MB``)."""
         width = self.content_region.width or self.size.width or 10_000
-        mode = f" {self.mode} "
+        mode = f" {self.mode} · all workspaces " if self.everywhere else f" {self.mode} "
         parts = self.parts()
 
         def seps() -> list[str]:
