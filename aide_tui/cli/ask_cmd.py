@@ -11,16 +11,29 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from aide_tui.cli.common import err, printable, setup
+from aide_tui.cli.console import StderrConsole
+from aide_tui.core.answer.ask import (
+    MAX_QUESTION,
+    Answered,
+    AskCancelled,
+    AskFailed,
+    AskResult,
+    Retrieved,
+    ask,
+    chat_for,
+    probe,
+)
+from aide_tui.core.answer.chat import ChatError, TokenText
+from aide_tui.core.config import Settings
+from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.textsafe import printable_lines
+from aide_tui.host.oneshot import CannotAnswer, open_workspace
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     """``aide-tui ask --path ROOT [--json] [--backend ...] [--url ...] [--model ...] QUESTION``."""
-    from aide_tui.core.answer.ask import MAX_QUESTION, chat_for, probe
-    from aide_tui.core.answer.chat import ChatError
-
     question = " ".join(args.question).strip()
     if not question:
         err("ask needs a QUESTION")
@@ -41,24 +54,20 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if hint is not None:
         err(hint)
         return 1
-    from aide_tui.cli.search_cmd import open_searcher
-
     mode = settings.search.mode
-    opened = open_searcher(args, root, settings, mode)
-    if isinstance(opened, int):
-        return opened
-    searcher, close = opened
     try:
-        return _answer(question, searcher, settings, mode, args.json)
+        shot = open_workspace(root, settings, StderrConsole(), mode=mode, update=not args.no_update,
+                              wait=args.wait)  # fmt: skip
+    except CannotAnswer as exc:
+        return exc.code
+    try:
+        return _answer(question, shot.searcher, settings, mode, args.json)
     finally:
-        close()
+        shot.close()
 
 
-def _answer(question: str, searcher: Any, settings: Any, mode: str, as_json: bool) -> int:
+def _answer(question: str, searcher: Searcher, settings: Settings, mode: str, as_json: bool) -> int:
     """Run the ask and print its events; the exit code."""
-    from aide_tui.core.answer.ask import Answered, AskCancelled, AskFailed, Retrieved, ask
-    from aide_tui.core.answer.chat import TokenText
-
     out = sys.stdout
     streamed = False
     for event in ask(question, lambda q, n: searcher.search(q, limit=n, mode=mode), settings.answer):
@@ -84,12 +93,10 @@ def _answer(question: str, searcher: Any, settings: Any, mode: str, as_json: boo
 
 
 def _safe(text: str) -> str:
-    from aide_tui.core.textsafe import printable_lines
-
     return printable_lines(text)
 
 
-def _print_result(result: Any, as_json: bool, streamed: bool) -> None:
+def _print_result(result: AskResult, as_json: bool, streamed: bool) -> None:
     """The JSON object, or the citations after the streamed answer (unknown numbers on stderr)."""
     out = sys.stdout
     if as_json:

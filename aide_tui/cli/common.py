@@ -1,22 +1,33 @@
-"""What the subcommands share: settings, the embedder, running the indexer with progress on stderr."""
+"""What the subcommands share: the root and settings, stderr lines, paths as the shell sees them."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aide_tui.core.textsafe import printable
 
-__all__ = ["err", "make_embedder", "printable", "root_arg", "setup"]
+if TYPE_CHECKING:
+    from aide_tui.core.config import Settings
+
+__all__ = ["err", "path_from_cwd", "printable", "root_arg", "setup"]
 
 
 def err(message: str) -> None:
     """One line on stderr, prefixed with the program name (control characters escaped: messages
     quote file names, ignore-file paths and server replies)."""
     print(f"aide-tui: {printable(message)}", file=sys.stderr)
+
+
+def path_from_cwd(root: Path, rel: str) -> str:
+    """A workspace path as the user's shell sees it: relative to the current folder when under it."""
+    full = root / rel
+    try:
+        return str(full.relative_to(Path.cwd()))
+    except ValueError:
+        return str(full)
 
 
 def root_arg(args: argparse.Namespace) -> str | None:
@@ -29,7 +40,7 @@ def root_arg(args: argparse.Namespace) -> str | None:
     return opt or given or "."
 
 
-def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Any] | None:
+def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Settings] | None:
     """(resolved root, settings), or None after printing why (the caller exits 2)."""
     from aide_tui.cli.parser import flags
     from aide_tui.core.config import Settings, apply_mapping, load_settings
@@ -68,80 +79,12 @@ def _not_a_folder(given: str, root: Path) -> str:
     return f"{given}: a broken symbolic link, not a folder"
 
 
-def _checked(root: Path, settings: Any) -> tuple[Path, Any] | None:
-    """The milvus store needs its extra installed: else one line with the install command (exit 2)."""
-    if settings.store.backend == "milvus":
-        from aide_tui.core.milvus.connection import milvus_missing
+def _checked(root: Path, settings: Settings) -> tuple[Path, Settings] | None:
+    """A store needs its extra installed (milvus): else one line with the install command (exit 2)."""
+    from aide_tui.core.search.stores import store_missing
 
-        missing = milvus_missing(settings)
-        if missing:
-            err(missing)
-            return None
+    missing = store_missing(settings)
+    if missing:
+        err(missing)
+        return None
     return root, settings
-
-
-def make_embedder(
-    settings: Any, for_indexing: bool = False, root: Path | None = None, for_queries: bool = False
-) -> tuple[Any, str | None]:
-    """(embedder or None, why it is unusable or None); with ``root``, the runtime of the vectors the
-    workspace's index holds when the settings leave it to ``auto`` (``for_queries``: see the factory)."""
-    from aide_tui.core.embed.factory import make_embedder as make
-    from aide_tui.core.errors import EmbedderError
-    from aide_tui.core.index.stores import recorded_embedder
-
-    try:
-        recorded = recorded_embedder(root, settings) if root is not None else None
-        return make(settings, for_indexing=for_indexing, recorded=recorded, for_queries=for_queries), None
-    except EmbedderError as exc:
-        return None, str(exc)
-
-
-def run_index(
-    root: Path,
-    settings: Any,
-    embedder: Any,
-    emb_err: str | None,
-    rebuild: bool = False,
-    as_json: bool = False,
-    priority: tuple[str, ...] = (),
-    embed: bool = True,
-    merge_cap: int | None = None,
-) -> Any:
-    """Run the indexer; progress goes to stderr on a terminal, or as JSON event lines with ``as_json``
-    (``merge_cap``: see Indexer.run)."""
-    from aide_tui.core.events import Event, Progress, event_to_json
-    from aide_tui.core.index.indexer import Indexer
-
-    show = sys.stderr.isatty() and not as_json
-
-    def progress(p: Event) -> None:
-        if as_json:
-            print(json.dumps(event_to_json(p)), flush=True)
-            return
-        if not show or not isinstance(p, Progress):
-            return
-        if p.state == "distilling":
-            line = p.message
-        elif p.state == "embedding" and p.vectors_total:
-            line = f"embedding {p.vectors_done}/{p.vectors_total} vectors"
-        elif p.state == "indexing" and p.files_total and p.files_done >= p.files_total:
-            line = f"writing the index of {p.files_total} files"  # the last phase, seconds on a big tree
-        elif p.files_total:
-            line = f"{p.state} {p.files_done}/{p.files_total} files"
-        else:
-            line = f"{p.state} {p.message}".strip()
-        print(f"\r\x1b[K{printable(line)}", end="", file=sys.stderr, flush=True)  # quotes file names
-
-    try:
-        report = Indexer(root, settings, embedder, emb_err).run(
-            on_progress=progress, rebuild=rebuild, priority=priority, embed=embed, merge_cap=merge_cap
-        )
-    finally:
-        if hasattr(embedder, "close"):
-            embedder.close()
-    if show:
-        print("\r\x1b[K", end="", file=sys.stderr)
-    if not as_json:
-        for msg in report.messages:
-            err(msg)
-    return report

@@ -4,41 +4,30 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
-from aide_tui.cli.common import err, make_embedder, printable, root_arg, run_index, setup
+from aide_tui.cli.common import err, printable, root_arg, setup
+from aide_tui.cli.console import JsonProgress, StderrConsole
+from aide_tui.core.errors import IndexProblem
 from aide_tui.core.events import event_to_json
+from aide_tui.core.priority import lower_priority
+from aide_tui.host.oneshot import index_workspace
 
 SHOW_SKIPPED = 20
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Index ROOT; ``--json`` ends with the contract's summary line, ``--progress`` streams events."""
-    from aide_tui.core.errors import IndexProblem
-
     given = root_arg(args)
     ready = None if given is None else setup(given, args)
     if ready is None:
         return 2
     if args.background:
-        from aide_tui.core.priority import lower_priority
-
         lower_priority()
     root, settings = ready
+    priority = tuple(json.loads(args.priority_json)) if args.priority_json else ()
+    console = JsonProgress() if args.progress else StderrConsole()
     try:
-        report = _through_host(root, settings, args.rebuild)
-        if report is None:
-            embedder, emb_err = make_embedder(settings, for_indexing=True, root=root)
-            priority = tuple(json.loads(args.priority_json)) if args.priority_json else ()
-            report = run_index(
-                root,
-                settings,
-                embedder,
-                emb_err,
-                rebuild=args.rebuild,
-                as_json=args.progress,
-                priority=priority,
-            )
+        report = index_workspace(root, settings, console, rebuild=args.rebuild, priority=priority)
     except IndexProblem as exc:
         err(str(exc))
         return 1
@@ -85,25 +74,3 @@ def cmd_index(args: argparse.Namespace) -> int:
             if len(skipped) > SHOW_SKIPPED:
                 print(f"  … and {len(skipped) - SHOW_SKIPPED} more (aide-tui index --json lists them all)")
     return 0
-
-
-def _through_host(root: Any, settings: Any, rebuild: bool) -> Any:
-    """When another process hosts the workspace, it indexes: ask it and wait for the run (its done
-    event); None when nobody hosts it (index here)."""
-    from aide_tui.core.errors import IndexProblem
-    from aide_tui.core.events import Done, event_from_json
-    from aide_tui.host.client import ServeUnavailable, connect
-
-    client = connect(root, settings, any_settings=True)
-    if client is None:
-        return None
-    try:
-        outcome = event_from_json(client.reindex(rebuild=rebuild, wait=True))
-    except ServeUnavailable as exc:
-        raise IndexProblem(f"the process hosting {root} did not index it: {exc}") from None
-    finally:
-        client.close()
-    if not isinstance(outcome, Done):
-        why = getattr(outcome, "message", "") or "no answer"
-        raise IndexProblem(f"the process hosting {root} could not index it: {why}")
-    return outcome

@@ -6,7 +6,7 @@ import argparse
 from typing import Any, NoReturn
 
 from aide_tui import __version__
-from aide_tui.core.config import EMBEDDERS
+from aide_tui.core.config import EMBEDDERS, MODES
 
 SUBCOMMANDS = ("index", "search", "defs", "refs", "ask", "status", "serve", "mcp", "host")
 
@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_positive_int, default=20, help="results to show, at least 1 (default 20)")
     p.add_argument(
         "--mode",
-        choices=["hybrid", "bm25", "dense"],
+        choices=MODES,
         help="hybrid = keywords + vectors (default), bm25 = keywords only, dense = vectors only",
     )
     p.add_argument("--json", action="store_true", help="same as --format json")

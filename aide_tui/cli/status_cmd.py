@@ -6,24 +6,17 @@ import argparse
 import json
 
 from aide_tui.cli.common import printable, root_arg, setup
+from aide_tui.host.served import workspace_status
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Print the index state (``--json``: the contract's object plus extra keys)."""
-    from aide_tui.core.search.stores import store_status
-
     given = root_arg(args)
     ready = None if given is None else setup(given, args)
     if ready is None:
         return 2
     root, settings = ready
-    served = None
-    # a running `aide-tui serve` answers with the same object (it serves the local store)
-    if not args.no_server and settings.store.backend == "local":
-        from aide_tui.cli.served import served_status
-
-        served = served_status(root, settings)
-    obj, st = served if served is not None else (None, store_status(root, settings))
+    obj, st = workspace_status(root, settings, use_server=not args.no_server)  # a host answers the same
     if args.json:
         print(json.dumps(obj if obj is not None else st.to_json()))
         return 0

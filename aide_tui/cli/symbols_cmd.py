@@ -11,9 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from pathlib import Path
 
-from aide_tui.cli.common import err, printable, setup
+from aide_tui.cli.common import err, path_from_cwd, printable, setup
+from aide_tui.cli.console import StderrConsole
+from aide_tui.core.errors import IndexProblem
+from aide_tui.core.search.symbols import NO_GRAPH, SymbolAnswer, split_name
+from aide_tui.core.storekind import store_kind
+from aide_tui.core.textsafe import visible
+from aide_tui.host.oneshot import CannotAnswer, open_workspace
 
 
 def cmd_defs(args: argparse.Namespace) -> int:
@@ -27,10 +33,6 @@ def cmd_refs(args: argparse.Namespace) -> int:
 
 
 def _answer(args: argparse.Namespace, what: str) -> int:
-    from aide_tui.cli.search_cmd import open_searcher
-    from aide_tui.core.errors import IndexProblem
-    from aide_tui.core.search.symbols import NO_GRAPH, split_name
-
     ready = setup(args.path, args)
     if ready is None:
         return 2
@@ -38,21 +40,22 @@ def _answer(args: argparse.Namespace, what: str) -> int:
     if split_name(args.name) is None:
         err(f"not an identifier: {args.name!r}")
         return 2
-    if settings.store.backend != "local":
+    if not store_kind(settings).symbol_graph:
         err(NO_GRAPH)
         return 2
-    opened = open_searcher(args, root, settings, "bm25")
-    if isinstance(opened, int):
-        return opened
-    searcher, close = opened
     try:
-        find = searcher.definitions if what == "definitions" else searcher.references
+        shot = open_workspace(root, settings, StderrConsole(), mode="bm25", update=not args.no_update,
+                              wait=args.wait)  # fmt: skip
+    except CannotAnswer as exc:
+        return exc.code
+    try:
+        find = shot.searcher.definitions if what == "definitions" else shot.searcher.references
         answer = find(args.name, args.limit)
     except IndexProblem as exc:
         err(str(exc))
         return 1
     finally:
-        close()
+        shot.close()
     if answer.error:
         err(answer.error)
         return 2
@@ -60,10 +63,7 @@ def _answer(args: argparse.Namespace, what: str) -> int:
     return 0 if answer.total else 1
 
 
-def _write(answer: Any, root: Any, as_json: bool) -> None:
-    from aide_tui.cli.search_cmd import _shown_path
-    from aide_tui.core.textsafe import visible
-
+def _write(answer: SymbolAnswer, root: Path, as_json: bool) -> None:
     out = sys.stdout
     if as_json:
         out.write(json.dumps(answer.to_json()) + "\n")
@@ -73,7 +73,7 @@ def _write(answer: Any, root: Any, as_json: bool) -> None:
     if note and (answer.ambiguous or not answer.total):
         err(f"note: {note}")
     for loc in answer.locations:
-        shown = printable(_shown_path(root, loc.path))
+        shown = printable(path_from_cwd(root, loc.path))
         out.write(visible(f"{shown}:{loc.line}:{loc.col}:{loc.text.strip()}") + "\n")
     if answer.left_out:
         err(f"{answer.left_out} more not listed (--limit)")

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aide_tui.core.config import MODES
+
 HISTORY_CAP = 500
 
 
@@ -94,7 +96,7 @@ class WorkspaceState:
         return cls(
             root=str(data.get("root") or ""),
             history=[str(q) for q in history if isinstance(q, str)] if isinstance(history, list) else [],
-            mode=mode if mode in ("hybrid", "bm25", "dense") else None,
+            mode=mode if mode in MODES else None,
             preview=bool(data.get("preview", True)),
             last_query=str(data.get("last_query") or ""),
         )

@@ -43,6 +43,7 @@ class IndexSettings:
 
 
 EMBEDDERS = ("builtin", "openai", "ollama", "static", "none")
+MODES = ("hybrid", "bm25", "dense")  # search modes (search.mode, --mode, the app's mode key, /search, MCP)
 
 
 @dataclass(frozen=True)
@@ -568,7 +569,7 @@ def load_settings(
         )
     if settings.search.best_piece not in ("piece", "dense"):
         raise ConfigError(f"unknown search.best_piece {settings.search.best_piece!r} (piece, dense)")
-    if settings.search.mode not in ("hybrid", "bm25", "dense"):
+    if settings.search.mode not in MODES:
         raise ConfigError(f"unknown search mode {settings.search.mode!r} (hybrid, bm25, dense)")
     choices = (("search.rerank", settings.search.rerank, ("off", "http")),
                ("answer.backend", settings.answer.backend, ("openai", "ollama")))  # fmt: skip

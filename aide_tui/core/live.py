@@ -1,7 +1,8 @@
 """A live workspace: the searcher, the query embedder, the indexing service and the file watcher behind
 one object, shared by every long-running front end (the app, ``serve``, ``mcp``), over either store:
-the local segments or a Milvus collection (whose other workspaces it can search too; a Milvus Lite
-file's engine runs in this process and the indexing process connects to it).
+the local segments or a Milvus collection (whose other workspaces it can search too). A store whose
+indexing needs an engine host (a Milvus Lite file's engine runs in the hosting process, and the indexing
+process connects to it) is indexed once its :class:`EngineGate` (the host's) has opened the engine.
 
 Front ends call :meth:`LiveWorkspace.search` from their own worker threads and receive
 :data:`LiveEvent` objects through ``on_event`` (called from background threads: a front end hands
@@ -16,9 +17,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from aide_tui.core.config import Settings
+from aide_tui.core.embed.base import Embedder
 from aide_tui.core.errors import IndexCorrupt, IndexMissing, IndexProblem
 from aide_tui.core.events import Committed, Done, Event, Failed
 from aide_tui.core.index.service import IndexService
@@ -27,6 +29,7 @@ from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.search.stores import open_retriever
 from aide_tui.core.search.symbols import MAX_LOCATIONS, LineSymbols, SymbolAnswer
 from aide_tui.core.status import IndexStatus
+from aide_tui.core.storekind import store_kind
 
 
 @dataclass
@@ -77,6 +80,7 @@ class WatchFailed:
 
 
 RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # seconds before a shared store's failed run is tried again
+NO_ENGINE_GATE = "a store that needs an engine host is indexed through its host's EngineGate (host/tenure.py)"
 EVERYWHERE_TTL = 10.0  # seconds an all-workspaces view is used before the workspace list is read again
 
 
@@ -100,8 +104,23 @@ LiveEvent = (
 )
 
 
+class EngineGate(Protocol):
+    """What indexing a store that needs an engine host waits for (the host's, see host/tenure.py)."""
+
+    @property
+    def ready(self) -> bool:
+        """Whether the engine is hosted: indexing requests go through."""
+
+    def open(self, live: LiveWorkspace) -> IndexProblem | None:
+        """Host the engine for ``live``'s indexing process and send its first run; why it cannot be."""
+
+    def hold(self, rebuild: bool) -> tuple[bool, bool]:
+        """Whether a request waits for the engine, and whether to try opening it again now."""
+
+
 class LiveWorkspace:
-    """Keeps one workspace's index loaded, fresh and searchable."""
+    """Keeps one workspace's index loaded, fresh and searchable. ``engine``: the gate indexing a store
+    that needs an engine host waits for (required to index one)."""
 
     def __init__(
         self,
@@ -111,16 +130,20 @@ class LiveWorkspace:
         *,
         watch: bool = True,
         index: bool = True,
+        engine: EngineGate | None = None,
     ) -> None:
         self.root = Path(root)
         self.settings = settings
         self.on_event = on_event
         self.watch_enabled = watch
-        self.shared = settings.store.backend == "milvus"
-        self.index_enabled = index and not (self.shared and settings.store.read_only)
+        self.store = store_kind(settings)
+        self.index_enabled = index and self.store.writable
+        if self.store.needs_engine_host and engine is None and self.index_enabled:
+            raise ValueError(NO_ENGINE_GATE)
+        self.engine = engine
         self.searcher = Searcher(self.root, settings)
         self._everywhere: Searcher | None = None  # the searcher over every workspace of a shared collection
-        self.embedder: Any = None
+        self.embedder: Embedder | None = None
         self.embedder_error: str | None = None
         self.status: IndexStatus = IndexStatus("missing")
         self.service = IndexService(self.root, settings, self._service_event)
@@ -130,12 +153,6 @@ class LiveWorkspace:
         self._stop = threading.Event()
         self._reload_wanted = threading.Event()
         self._lock = threading.Lock()
-        # A shared store is indexed only once its engine is reachable (a Lite file: hosted here); until
-        # then requests are queued, and after a failed attempt the next request tries again.
-        self._hosted = not self.shared
-        self._hosting = False
-        self._host_tried = False
-        self._queued_rebuild = False
         self._retry_delay = 0.0  # a shared store's failed run is retried after this (doubling, ≤ 60 s)
         self._retry_timer: threading.Timer | None = None
         self._everywhere_at = 0.0
@@ -147,7 +164,7 @@ class LiveWorkspace:
         """Open the index and load the embedder (in the background), start indexing and watching."""
         self._spawn(self._open, "aide-open")
         self._spawn(self._reloader, "aide-reload")
-        if self.index_enabled and not self.shared:  # a shared store asks once its engine is reachable
+        if self.index_enabled and self.engine is None:  # else once the engine is hosted (in _open)
             self.service.request(priority=self.priority())
         if self.watch_enabled:
             self._spawn(self._watch, "aide-watch")
@@ -155,18 +172,25 @@ class LiveWorkspace:
     def begin_indexing(self, watch: bool) -> None:
         """Start indexing (and, with ``watch``, watching) a workspace opened without: this process now
         hosts it (another host went away)."""
-        if self._stop.is_set() or (self.shared and self.settings.store.read_only):
+        if self._stop.is_set() or not self.store.writable:
             return
+        if self.store.needs_engine_host and self.engine is None:
+            raise ValueError(NO_ENGINE_GATE)
         with self._lock:
             started, self.index_enabled = self.index_enabled, True
         if not started:
-            if self.shared:
+            if self.engine is not None:
                 self._spawn(self._host_again, "aide-host")
             else:
                 self.service.request(priority=self.priority())
         if watch and not self.watch_enabled:
             self.watch_enabled = True
             self._spawn(self._watch, "aide-watch")
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._stop.is_set()
 
     def reload(self) -> None:
         """Load the newest committed version soon (another process committed it)."""
@@ -183,9 +207,10 @@ class LiveWorkspace:
         self.service.close(timeout=3.0)
         for t in self._threads:
             t.join(timeout=2.0)
-        if hasattr(self.embedder, "close"):
-            self.embedder.close()
-        if self.shared:
+        close = getattr(self.embedder, "close", None)
+        if close is not None:
+            close()
+        if self.store.needs_engine_host:
             self.searcher.retriever.close()
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
@@ -212,7 +237,7 @@ class LiveWorkspace:
         except EmbedderError as exc:
             embedder, error = None, str(exc)
         self.searcher.embedder_error = error
-        hosted = self._host_engine()
+        hosted = self.engine.open(self) if self.engine is not None else None
         try:
             if hosted is not None:
                 raise hosted
@@ -248,36 +273,13 @@ class LiveWorkspace:
             if self.index_ready.is_set():
                 self.searcher.warm()  # the app searches as one types (after the encoder is ready)
 
-    def _host_engine(self) -> IndexProblem | None:
-        """A shared store: give the indexing process its settings (for a Lite file, the address of the
-        engine this process starts), then send the first run with whatever was asked meanwhile. The
-        indexing process never starts before (it would open the Lite file itself and keep it).
-        Returns why the store cannot be opened."""
-        with self._lock:
-            if self._hosted or self._hosting or not self.index_enabled or self._stop.is_set():
-                return None
-            self._hosting = True
-        try:
-            settings = self.searcher.retriever.child_settings()
-        except IndexProblem as exc:
-            return exc
-        finally:
-            with self._lock:
-                self._hosting, self._host_tried = False, True
-        with self._lock:
-            self.service.settings = settings
-            self._hosted = True
-            rebuild, self._queued_rebuild = self._queued_rebuild, False
-        self.service.request(rebuild=rebuild, priority=self.priority())
-        return None
-
     def _host_again(self) -> None:
-        """A request after hosting failed: try again (the other process may have let the store go)."""
-        failed = self._host_engine()
+        """A request after hosting the engine failed: try again (the other process may have let it go)."""
+        failed = self.engine.open(self) if self.engine is not None else None
         if failed is not None:
             self._service_event(Failed(str(failed)))
 
-    def _set_embedder(self, embedder: Any, error: str | None, emb_id: str | None) -> None:
+    def _set_embedder(self, embedder: Embedder | None, error: str | None, emb_id: str | None) -> None:
         self.embedder, self.embedder_error = embedder, error
         self.searcher.embedder, self.searcher.embedder_error = embedder, error  # _all_searcher copies it
         self.embedder_ready.set()
@@ -321,7 +323,7 @@ class LiveWorkspace:
         """What the loaded version's symbol graph says of a line and of ``names`` (thread-safe)."""
         return self.searcher.line_symbols(path, line, names)
 
-    def _all_searcher(self) -> Any:
+    def _all_searcher(self) -> Searcher:
         with self._lock:
             if self._everywhere is None:
                 # one connection: a Lite engine serves one process
@@ -345,15 +347,12 @@ class LiveWorkspace:
         (they are looked at alone, and their vectors come first); None walks the whole tree."""
         if not self.index_enabled:
             return
-        with self._lock:
-            queue_it = not self._hosted
-            if queue_it:
-                self._queued_rebuild |= rebuild
-                host_now = self._host_tried and not self._hosting
-        if queue_it:  # the first run walks the whole tree anyway
-            if host_now:
-                self._spawn(self._host_again, "aide-host")
-            return
+        if self.engine is not None:
+            held, again = self.engine.hold(rebuild)
+            if held:  # the first run walks the whole tree anyway
+                if again:
+                    self._spawn(self._host_again, "aide-host")
+                return
         changed = None if paths is None else list(paths)
         self.service.request(rebuild=rebuild, priority=[*(changed or ()), *self.priority()], paths=changed)
 
@@ -368,7 +367,7 @@ class LiveWorkspace:
     def request_reindex(self, rebuild: bool = False, paths: Iterable[str] | None = None) -> int | None:
         """:meth:`reindex` without waiting: the request's number for :meth:`wait_reindex` (None: not
         indexing here)."""
-        if not self.index_enabled or not self._hosted:
+        if not self.index_enabled or (self.engine is not None and not self.engine.ready):
             return None
         changed = None if paths is None else list(paths)
         return self.service.request(
@@ -390,7 +389,7 @@ class LiveWorkspace:
             self._reload_wanted.set()
         if isinstance(event, Done):
             self._retry_delay = 0.0
-        elif isinstance(event, Failed) and self.shared and self.index_enabled:
+        elif isinstance(event, Failed) and self.store.needs_engine_host and self.index_enabled:
             self._retry_later()
 
     def _retry_later(self) -> None:

@@ -87,7 +87,7 @@ def load_npy(path: Path | str, *, expect_size: int, mmap_mode: bool = False) -> 
         if expect_size == 0:
             raise ValueError("empty .npy file")
         mm = mmap.mmap(fd, expect_size, prot=mmap.PROT_READ)
-    shape, dtype, fortran, offset = _npy_header(memoryview(mm)[:4096].tobytes())
+    shape, dtype, fortran, offset = npy_header(memoryview(mm)[:4096].tobytes())
     count = int(np.prod(shape)) if shape else 1
     if offset + count * dtype.itemsize != expect_size:
         raise ValueError(".npy header disagrees with the file size")
@@ -157,7 +157,7 @@ def _mapping(arr: np.ndarray) -> mmap.mmap | None:
 
 def parse_npy(blob: bytes) -> np.ndarray:
     """Decode a ``.npy`` held in memory; object arrays and pickles are refused with ValueError."""
-    shape, dtype, fortran, offset = _npy_header(blob[:4096])
+    shape, dtype, fortran, offset = npy_header(blob[:4096])
     count = int(np.prod(shape)) if shape else 1
     if offset + count * dtype.itemsize != len(blob):
         raise ValueError(".npy header disagrees with its data size")
@@ -165,7 +165,7 @@ def parse_npy(blob: bytes) -> np.ndarray:
     return arr.reshape(shape, order="F" if fortran else "C")
 
 
-def _npy_header(head: bytes) -> tuple[tuple[int, ...], np.dtype, bool, int]:
+def npy_header(head: bytes) -> tuple[tuple[int, ...], np.dtype, bool, int]:
     """(shape, dtype, fortran_order, data offset) of a version 1/2/3 ``.npy`` header."""
     if len(head) < 10 or head[:6] != b"\x93NUMPY":
         raise ValueError("not a .npy file")

@@ -14,8 +14,8 @@ from functools import lru_cache
 
 TOKENIZER_VERSION = "3"
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|[0-9]+[A-Za-z0-9_]*")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|[0-9]+[A-Za-z0-9_]*")
+CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 STOPWORDS = frozenset(
     """
@@ -26,7 +26,7 @@ STOPWORDS = frozenset(
 )
 
 
-def _fold(part: str) -> str:
+def fold(part: str) -> str:
     """Suffix folding v2: plurals, -ed, -ing and a final -e share one stem (parse/parsed/parsing)."""
     if len(part) <= 4 or part.endswith(("ss", "us", "is")):
         return part
@@ -50,9 +50,9 @@ def _expand(word: str) -> tuple[str, ...]:
     for piece in word.split("."):
         for sub in piece.split("_"):
             if sub:
-                parts.extend(_CAMEL.findall(sub) or [sub])
+                parts.extend(CAMEL_PARTS.findall(sub) or [sub])
     low = word.lower()
-    terms = [_fold(p.lower()) for p in parts]
+    terms = [fold(p.lower()) for p in parts]
     terms = [t for t in terms if len(t) > 1 and t not in STOPWORDS]
     if len(parts) > 1 and low.strip("._"):
         return (low, *terms)
@@ -62,7 +62,7 @@ def _expand(word: str) -> tuple[str, ...]:
 def tokenize(text: str) -> list[str]:
     """Index terms of ``text`` in order (with repeats, for term frequencies)."""
     out: list[str] = []
-    for word in _WORD.findall(text):
+    for word in IDENTIFIER.findall(text):
         out.extend(_expand(word))
     return out
 
@@ -70,7 +70,7 @@ def tokenize(text: str) -> list[str]:
 def term_counts(text: str) -> Counter[str]:
     """``Counter(tokenize(text))``, computed per distinct word (a file repeats its words a lot)."""
     out: Counter[str] = Counter()
-    for word, n in Counter(_WORD.findall(text)).items():
+    for word, n in Counter(IDENTIFIER.findall(text)).items():
         for term in _expand(word):
             out[term] += n
     return out
@@ -78,7 +78,7 @@ def term_counts(text: str) -> Counter[str]:
 
 def identifiers(text: str) -> list[str]:
     """Raw identifier-like words of ``text`` (no splitting), for symbol and path lookups."""
-    return _WORD.findall(text)
+    return IDENTIFIER.findall(text)
 
 
 def prefix_forms(word: str) -> list[str]:
@@ -90,12 +90,12 @@ def prefix_forms(word: str) -> list[str]:
     two characters are left out (single characters are never terms).
     """
     subs = [sub for piece in word.split(".") for sub in piece.split("_") if sub]
-    parts = [p for sub in subs for p in _CAMEL.findall(sub) or [sub]]
+    parts = [p for sub in subs for p in CAMEL_PARTS.findall(sub) or [sub]]
     if not parts:
         return []
     forms = [word.lower()] if len(parts) > 1 and word.strip("._") else []
     last = parts[-1].lower()
-    for form in dict.fromkeys((last, _fold(last))):
+    for form in dict.fromkeys((last, fold(last))):
         forms.append(form)
         if form.endswith("ie") and len(form) > 4:  # proxie → proxies → proxy
             forms.append(form[:-2] + "y")

@@ -19,10 +19,13 @@ import sys
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aide_tui.core.textsafe import printable
 from aide_tui.host.locations import remove_dead_socket, socket_candidates, untrusted_folder
+
+if TYPE_CHECKING:
+    from aide_tui.core.config import Settings
 
 SETTINGS_HEADER = "x-aide-settings"
 PID_HEADER = "x-aide-pid"
@@ -32,7 +35,7 @@ _IRRELEVANT = {
 }  # fmt: skip
 
 
-def settings_fingerprint(settings: Any) -> str:
+def settings_fingerprint(settings: Settings) -> str:
     """A short hash of the settings that shape search results and status (not per-request ones)."""
     data = asdict(settings)
     for section, key in _IRRELEVANT:
@@ -243,7 +246,7 @@ class ServeClient:
             conn.close()
 
 
-def connect(root: Path, settings: Any, any_settings: bool = False) -> ServeClient | None:
+def connect(root: Path, settings: Settings, any_settings: bool = False) -> ServeClient | None:
     """A client for the server running on ``root`` with these settings (``any_settings``: whatever
     settings it runs with), or None (dead sockets removed)."""
     fingerprint = None if any_settings else settings_fingerprint(settings)

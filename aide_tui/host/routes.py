@@ -28,11 +28,12 @@ import asyncio
 import hmac
 import json
 import os
+import threading
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio.to_thread
 from starlette.applications import Starlette
@@ -42,22 +43,53 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from aide_tui.core.config import Settings
+from aide_tui.core.config import MODES, Settings
 from aide_tui.core.errors import IndexMissing, IndexProblem
 from aide_tui.core.events import Cancelled, Committed, Done, Failed, Progress, event_to_json
 from aide_tui.core.events import Event as IndexEvent
 from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
+from aide_tui.core.search.response import SearchResponse
+from aide_tui.core.status import IndexStatus
+from aide_tui.core.storekind import NeedsSharedStore, store_kind
 from aide_tui.host.client import PID_HEADER, SETTINGS_HEADER
 from aide_tui.host.shapes import search_json
 
 MAX_BODY = 1 << 20  # bytes of a request body
 MAX_LIMIT = 1000  # results per query
-MODES = ("hybrid", "bm25", "dense")
 MAX_SUBSCRIBERS = 64  # concurrent /events streams
 SUBSCRIBER_BACKLOG = 1000  # events kept for a slow /events reader (oldest progress dropped first)
 HEARTBEAT = 15.0  # seconds between SSE comments, so a vanished reader is noticed
 READY_TIMEOUT = 600.0  # seconds a search waits for the first index / the embedder
 RUN_POLL = 1.0  # seconds the waiting requests' one thread blocks at a time (then looks at them again)
+
+
+class HostedWorkspace(Protocol):
+    """What the routes ask of the host's workspace (:class:`~aide_tui.host.workspace.Workspace`)."""
+
+    @property
+    def index_ready(self) -> threading.Event: ...
+
+    @property
+    def embedder_ready(self) -> threading.Event: ...
+
+    def current_status(self) -> IndexStatus: ...
+
+    def host_info(self) -> dict[str, Any]: ...
+
+    def search(
+        self,
+        query: str,
+        limit: int = 20,
+        mode: str | None = None,
+        all_workspaces: bool = False,
+        prefix: bool = False,
+    ) -> SearchResponse: ...
+
+    def reindex(self, rebuild: bool = False, paths: Iterable[str] | None = None) -> None: ...
+
+    def request_reindex(self, rebuild: bool = False, paths: Iterable[str] | None = None) -> int | None: ...
+
+    def wait_reindex(self, asked: int, timeout: float | None = None) -> IndexEvent | None: ...
 
 
 class ApiError(Exception):
@@ -104,7 +136,7 @@ class Hub:
         self.changed = asyncio.Event()
         self.closed = False
 
-    def bind(self, loop: asyncio.AbstractEventLoop, live: Any) -> None:
+    def bind(self, loop: asyncio.AbstractEventLoop, live: HostedWorkspace) -> None:
         """Carry events onto ``loop`` from now on; what the workspace reached before is taken as it is
         (the host starts its workspace before the socket appears)."""
         self.loop = loop
@@ -163,14 +195,14 @@ class RunWaits:
     on the event loop: one worker thread at a time blocks on the lowest number still waited for, and
     each run's end answers every request it covered."""
 
-    def __init__(self, live: Any) -> None:
+    def __init__(self, live: HostedWorkspace) -> None:
         self.live = live
-        self.waiting: dict[int, list[asyncio.Future[Any]]] = {}
+        self.waiting: dict[int, list[asyncio.Future[IndexEvent]]] = {}
         self._drainer: asyncio.Task[None] | None = None
 
-    async def wait(self, asked: int, timeout: float) -> Any:
+    async def wait(self, asked: int, timeout: float) -> IndexEvent | None:
         """The outcome event of the run that covers request ``asked``; None after ``timeout`` s."""
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[IndexEvent] = asyncio.get_running_loop().create_future()
         self.waiting.setdefault(asked, []).append(future)
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.create_task(self._drain())
@@ -279,7 +311,7 @@ def parse_search(body: Any, default_mode: str) -> SearchRequest:
 class Service:
     """The routes' view of the host: its workspace, the event hub and what to do on ``/release``."""
 
-    def __init__(self, live: Any, hub: Hub, settings: Settings, *, ready_timeout: float,
+    def __init__(self, live: HostedWorkspace, hub: Hub, settings: Settings, *, ready_timeout: float,
                  on_release: Callable[[], None] | None = None) -> None:  # fmt: skip
         self.live = live
         self.hub = hub
@@ -319,8 +351,11 @@ class Service:
 
     async def search(self, request: Request) -> Response:
         req = parse_search(await read_json(request), self.settings.search.mode)
-        if req.all_workspaces and self.settings.store.backend != "milvus":
-            raise ApiError(400, 'all_workspaces needs a shared store: store.backend = "milvus"')
+        if req.all_workspaces:
+            try:
+                store_kind(self.settings).require_all_workspaces("all_workspaces")
+            except NeedsSharedStore as exc:
+                raise ApiError(400, str(exc)) from None
         await self._wait_index()
         if req.mode != "bm25" and self.settings.embedding.backend != "none":
             await self._wait(self.hub.embedder_ready, "the embedder")
@@ -485,7 +520,7 @@ class Guard:
 
 
 def create_app(
-    live: Any, hub: Hub, settings: Settings, *, ready_timeout: float = READY_TIMEOUT,
+    live: HostedWorkspace, hub: Hub, settings: Settings, *, ready_timeout: float = READY_TIMEOUT,
     on_release: Callable[[], None] | None = None,
 ) -> tuple[Starlette, Service]:  # fmt: skip
     """The routes over a started workspace and its event hub. Each listener wraps the app in its own

@@ -21,16 +21,17 @@ import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from aide_tui.core.config import Settings
 from aide_tui.core.paths import fallback_dir, private_dir, trusted_dir
 from aide_tui.host.client import settings_fingerprint
 from aide_tui.host.deadline import header_deadline_protocol, raise_fd_limit
 from aide_tui.host.locations import TOKEN_NAME, prepare_socket_dir, socket_for
-from aide_tui.host.routes import Guard, Hub, create_app
+from aide_tui.host.routes import Guard, HostedWorkspace, Hub, create_app
 
 LOOPBACK_HOSTS = {"127.0.0.1": socket.AF_INET, "localhost": socket.AF_INET, "::1": socket.AF_INET6}
 MAX_CONNECTIONS = 512  # beyond this uvicorn answers 503 instead of queueing without bound
@@ -143,7 +144,7 @@ class _Server(uvicorn.Server):
         pass
 
 
-def _config(app: Any, lifespan: Literal["auto", "on", "off"]) -> uvicorn.Config:
+def _config(app: ASGIApp, lifespan: Literal["auto", "on", "off"]) -> uvicorn.Config:
     return uvicorn.Config(
         app,
         lifespan=lifespan,
@@ -160,8 +161,8 @@ class HostServer:
     """The workspace protocol over a started workspace and its hub, on the host's listeners."""
 
     def __init__(
-        self, root: Path, state: Path, settings: Settings, live: Any, hub: Hub, *, port: int | None = None,
-        host: str = "127.0.0.1", on_release: Callable[[], None] | None = None,
+        self, root: Path, state: Path, settings: Settings, live: HostedWorkspace, hub: Hub, *,
+        port: int | None = None, host: str = "127.0.0.1", on_release: Callable[[], None] | None = None,
     ) -> None:  # fmt: skip
         if port is not None and host not in LOOPBACK_HOSTS:
             raise RefusedBind(f"refusing to listen on {host!r}: serve binds loopback only (127.0.0.1, ::1)")

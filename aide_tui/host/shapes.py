@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from aide_tui.core.search.response import SearchResponse
+
 TEXT_LINES = 40  # lines of chunk text an agent gets per result (read_span has the rest)
 TEXT_CHARS = 2000
 
@@ -15,7 +17,7 @@ def trim(text: str, lines: int = TEXT_LINES, chars: int = TEXT_CHARS) -> tuple[s
     return out, out != text
 
 
-def search_json(resp: Any, with_text: bool) -> dict[str, Any]:
+def search_json(resp: SearchResponse, with_text: bool) -> dict[str, Any]:
     """One ``search --json`` line (a SearchResponse's ``to_json``); ``with_text`` adds each result's chunk
     text, trimmed, and ``truncated`` (an extension that only ``mcp`` asks for): a trimmed row's
     ``end_line`` is then the last line its text holds (all of it, or the part :func:`trim` kept)."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aide_tui.core.config import Settings
 from aide_tui.core.index.scan import PRIVATE_DIRS, Scanner
 from aide_tui.core.secrets import mask_secrets
 
@@ -105,7 +106,7 @@ def _open_jailed(root: Path, parts: list[str]) -> int:
         os.close(fd)
 
 
-def read_span(root: Path, settings: Any, path: str, start_line: int, end_line: int) -> Span:
+def read_span(root: Path, settings: Settings, path: str, start_line: int, end_line: int) -> Span:
     """Lines ``start_line``..``end_line`` (1-based, inclusive) of a workspace file, at most MAX_SPAN_LINES."""
     if isinstance(start_line, bool) or isinstance(end_line, bool):
         raise SpanRefused("start_line and end_line must be integers")

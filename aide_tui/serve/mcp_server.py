@@ -23,17 +23,17 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
-from aide_tui.core.config import Settings
+from aide_tui.core.config import MODES, Settings
 from aide_tui.core.errors import IndexProblem
 from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
 from aide_tui.core.search.budget import Shape, budgeted_json
 from aide_tui.core.search.response import Hit
+from aide_tui.core.storekind import NeedsSharedStore, store_kind
 from aide_tui.core.textsafe import printable
 from aide_tui.host.shapes import search_json
 from aide_tui.host.workspace import Workspace
 from aide_tui.serve.jail import SpanRefused, is_unicode, read_span
 
-MODES = ("hybrid", "bm25", "dense")
 MAX_LIMIT = 100
 READY_TIMEOUT = 300.0
 INSTRUCTIONS = (
@@ -70,7 +70,7 @@ class Backend:
     def __init__(self, root: Path, settings: Settings, watch: bool = True) -> None:
         self.root = root
         self.settings = settings
-        self.ws = Workspace(root, settings, self._on_event, watch=watch, role="mcp")
+        self.ws = Workspace(root, settings, self._on_event, watch=watch, front_end="mcp")
         self._index_ready = threading.Event()
         self._opened = threading.Event()  # the first load ended, with an index or without
         self._embedder_ready = threading.Event()
@@ -230,8 +230,11 @@ def build_server(backend: Backend) -> MCPServer:
             raise ToolError(f"limit must be between 1 and {MAX_LIMIT}")
         if max_tokens != 0 and not MIN_TOKENS <= max_tokens <= MAX_TOKENS:
             raise ToolError(f"max_tokens must be 0 or between {MIN_TOKENS} and {MAX_TOKENS}")
-        if all_workspaces and backend.settings.store.backend != "milvus":
-            raise ToolError('all_workspaces needs a shared store: store.backend = "milvus"')
+        if all_workspaces:
+            try:
+                store_kind(backend.settings).require_all_workspaces("all_workspaces")
+            except NeedsSharedStore as exc:
+                raise ToolError(str(exc)) from None
         full = _full_query(query, path, lang, prefix)
         answer = await anyio.to_thread.run_sync(
             backend.search, full, limit, mode, all_workspaces, prefix, max_tokens

@@ -18,33 +18,14 @@ from typing import TextIO
 
 from aide_tui.core.config import Settings
 from aide_tui.core.textsafe import printable
-from aide_tui.host.client import ServeUnavailable, connect
 from aide_tui.host.locations import server_state_dir
-from aide_tui.host.lock import AlreadyHosted, acquire_host_lock, host_pid
+from aide_tui.host.lock import AlreadyHosted
 from aide_tui.host.server import LOOPBACK_HOSTS, HostServer, RefusedBind
+from aide_tui.host.tenure import Tenure
 from aide_tui.host.workspace import Workspace
 
 __all__ = ["AlreadyHosted", "RefusedBind", "serve"]
-HANDOVER_WAIT = 15.0  # seconds to wait for a background host to finish its batch and let go
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-def take_hosting(root: Path, settings: Settings, state: Path) -> int:
-    """The host lock: free, or given over by a background host; AlreadyHosted when another front end
-    hosts the workspace."""
-    try:
-        return acquire_host_lock(state, root=root)
-    except AlreadyHosted as exc:
-        client = connect(root, settings, any_settings=True)
-        if client is None:
-            raise
-        try:
-            client.release()
-        except ServeUnavailable:
-            raise AlreadyHosted(host_pid(state) or exc.pid) from None
-        finally:
-            client.close()
-    return acquire_host_lock(state, wait=HANDOVER_WAIT, root=root)
 
 
 async def _run(server: HostServer) -> None:
@@ -72,7 +53,8 @@ def serve(
     if port is not None and host not in LOOPBACK_HOSTS:
         raise RefusedBind(f"refusing to listen on {host!r}: serve binds loopback only (127.0.0.1, ::1)")
     state = server_state_dir(root)
-    fd = take_hosting(root, settings, state)
+    tenure = Tenure(root)
+    tenure.take_from_background(settings, state)  # a background host is asked to let go (/release)
     lost: list[str] = []
     server: HostServer | None = None
 
@@ -81,8 +63,8 @@ def serve(
         if server is not None:
             server.stop()
 
-    ws = Workspace(root, settings, lambda e: None, watch=watch, role="serve", lock_fd=fd, listen=False,
-                   on_lost=on_lost)  # fmt: skip
+    ws = Workspace(root, settings, lambda e: None, watch=watch, front_end="serve", tenure=tenure,
+                   listen=False, on_lost=on_lost)  # fmt: skip
     try:
         ws.start()
         started = time.monotonic()

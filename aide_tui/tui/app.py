@@ -92,7 +92,7 @@ class AideApp(App[None]):
         self.settings = settings
         self.app_state = AppState(self.root)
         self.live = Workspace(
-            self.root, settings, self._live_event, watch=watch, index=start_index, role="app"
+            self.root, settings, self._live_event, watch=watch, index=start_index, front_end="app"
         )
         self.main_screen = SearchScreen(
             self.live, settings, self.app_state, limit=limit, show_timing=show_timing, clock=clock
@@ -162,7 +162,9 @@ class AideApp(App[None]):
         main = self.main_screen
         live = keys.live_keys(self.keymap)
         for command in keys.COMMANDS:
-            if not command.palette or (command.action in keys.SHARED_STORE_ACTIONS and not self.live.shared):
+            if not command.palette or (
+                command.action in keys.SHARED_STORE_ACTIONS and not self.live.store.all_workspaces
+            ):
                 continue
             shown = keys.keys_display(live[command.id])
             action = command.action

@@ -100,7 +100,7 @@ async def test_an_attached_app_says_its_host_is_queued(tmp_path: Path, embedder:
     holder.start()
     assert held.wait(30)
     seen: list[object] = []
-    host = Workspace(root, settings, seen.append, watch=False, role="serve")
+    host = Workspace(root, settings, seen.append, watch=False, front_end="serve")
     try:
         host.start()
         assert host.hosting

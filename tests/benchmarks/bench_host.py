@@ -78,7 +78,7 @@ def edit_while_embedding(home: Path, files: int) -> float:
         name = type(e).__name__
         seen.append((time.monotonic(), f"{name}: {getattr(e, 'message', '')}" if name == "Failed" else name))
 
-    ws = Workspace(root, load_settings(root), note, role="app")
+    ws = Workspace(root, load_settings(root), note, front_end="app")
     ws.start()
     try:
         deadline = time.monotonic() + 30

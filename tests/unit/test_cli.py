@@ -120,7 +120,7 @@ def test_core_imports_no_textual() -> None:
 
 def test_second_writer_waits_then_exits_1_naming_holder(workspace: Path) -> None:
     from aide_tui.core.paths import index_dir_for
-    from aide_tui.core.store.segments import writer_lock
+    from aide_tui.core.store.records import writer_lock
 
     assert run("index", str(workspace), "--embedder", "none").returncode == 0
     with writer_lock(index_dir_for(workspace)):

@@ -162,7 +162,7 @@ def test_the_lock_notice_is_said_once_per_indexing_process(tmp_path: Path) -> No
     assert _search(root, "parse_header").returncode == 0  # an index to answer from
     (root / "src/httpclient/new.py").write_text("def fresh():\n    return 1\n")  # so the search updates
     env = _env(tmp_path)
-    take = (f"from aide_tui.core.store.segments import writer_lock\n"
+    take = (f"from aide_tui.core.store.records import writer_lock\n"
             f"hold = writer_lock(Path({str(root / '.aide' / 'index')!r}))\nhold.__enter__()\n")  # fmt: skip
     for _ in range(2):  # a second indexing process is named again
         holder = _holder(take, env)

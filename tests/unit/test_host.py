@@ -108,7 +108,7 @@ def test_a_front_end_attaches_and_sees_an_edit_while_the_host_embeds(
     os.environ.update({k: v for k, v in env.items() if k.startswith(("XDG_", "AIDE_"))})
     settings = load_settings(root)
     events: list[object] = []
-    ws = Workspace(root, settings, events.append, role="app")
+    ws = Workspace(root, settings, events.append, front_end="app")
     try:
         ws.start()
         attached = until(lambda: next((e for e in events if isinstance(e, Attached)), None), "attaching")
@@ -161,7 +161,7 @@ def test_a_front_end_waits_for_a_host_that_answers_late(
         if k.startswith(("XDG_", "AIDE_")):
             monkeypatch.setenv(k, v)
     events: list[object] = []
-    ws = Workspace(root, load_settings(root), events.append, role="app")
+    ws = Workspace(root, load_settings(root), events.append, front_end="app")
     try:
         until(flag.exists, "the slow host to take the lock", 30)
         ws.start()
@@ -191,7 +191,7 @@ def test_when_the_host_goes_the_attached_front_end_takes_over(
         srv.wait_ready()
         os.environ.update({k: v for k, v in env.items() if k.startswith(("XDG_", "AIDE_"))})
         events: list[object] = []
-        ws = Workspace(root, load_settings(root), events.append, role="app", watch=True)
+        ws = Workspace(root, load_settings(root), events.append, front_end="app", watch=True)
         ws.start()
         until(lambda: any(isinstance(e, Attached) for e in events), "attaching to serve")
         assert srv.stop() == 0

@@ -113,7 +113,7 @@ def test_the_app_gives_hosting_up_to_the_process_that_took_its_lock_and_takes_it
     lock = root / ".aide" / "serve.lock"
     events: list[object] = []
     settings = load_settings(root, {"embedding": {"backend": "none"}})
-    ws = Workspace(root, settings, events.append, role="app", watch=True)
+    ws = Workspace(root, settings, events.append, front_end="app", watch=True)
     try:
         ws.start()
         assert ws.index_ready.wait(60), "the first index"

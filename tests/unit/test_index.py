@@ -20,7 +20,8 @@ from aide_tui.core.events import Committed, Event, Progress
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search.searcher import Searcher
-from aide_tui.core.store.segments import read_index, writer_lock
+from aide_tui.core.store.records import writer_lock
+from aide_tui.core.store.segments import read_index
 from aide_tui.core.store.status import read_status
 
 REPO = Path(__file__).resolve().parents[2]
@@ -198,7 +199,7 @@ def test_lock_timeout_names_holder_and_stale_lock_is_taken(workspace: Path) -> N
         assert exc.value.pid == os.getpid() and str(os.getpid()) in str(exc.value)
     # a holder that died (SIGKILL) leaves the file behind; the kernel dropped its flock
     code = (
-        "import os, signal; from pathlib import Path; from aide_tui.core.store.segments import writer_lock\n"
+        "import os, signal; from pathlib import Path; from aide_tui.core.store.records import writer_lock\n"
         f"with writer_lock(Path({str(idx)!r})):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)

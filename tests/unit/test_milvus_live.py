@@ -23,6 +23,7 @@ from aide_tui.core.config import Settings  # noqa: E402
 from aide_tui.core.live import LiveWorkspace, Opened  # noqa: E402
 from aide_tui.core.milvus.connection import workspace_id  # noqa: E402
 from aide_tui.core.search.milvus import MilvusRetriever  # noqa: E402
+from aide_tui.host.tenure import EngineHost  # noqa: E402
 
 
 def until(cond: Any, what: str, timeout: float = 60.0) -> Any:
@@ -49,7 +50,7 @@ def team(tmp_path: Path) -> dict[str, Any]:
 def test_live_workspace_indexes_watches_and_searches_a_lite_store(team: dict[str, Any]) -> None:
     alpha, beta, db = team["alpha"], team["beta"], team["db"]
     events: list[object] = []
-    live = LiveWorkspace(alpha, milvus_settings(db), events.append, watch=True)
+    live = LiveWorkspace(alpha, milvus_settings(db), events.append, watch=True, engine=EngineHost())
     live.start()
     try:
         assert live.index_ready.wait(90), events
@@ -94,7 +95,7 @@ def test_a_damaged_lite_store_is_one_message_and_no_indexing(tmp_path: Path) -> 
     db = tmp_path / "team.db"
     db.mkdir()  # a folder that is not a Lite store
     events: list[object] = []
-    live = LiveWorkspace(root, milvus_settings(db), events.append, watch=False)
+    live = LiveWorkspace(root, milvus_settings(db), events.append, watch=False, engine=EngineHost())
     live.start()
     try:
         opened = until(lambda: next((e for e in events if isinstance(e, Opened)), None), "the open")
@@ -172,7 +173,9 @@ def test_a_server_that_comes_up_later_is_indexed_without_a_restart(tmp_path: Pat
     port = free_port()
     root = write_workspace(tmp_path / "ws")
     events: list[object] = []
-    live = LiveWorkspace(root, milvus_settings(f"http://127.0.0.1:{port}"), events.append, watch=False)
+    live = LiveWorkspace(
+        root, milvus_settings(f"http://127.0.0.1:{port}"), events.append, watch=False, engine=EngineHost()
+    )
     live.start()
     try:
         opened = until(lambda: next((e for e in events if isinstance(e, Opened)), None), "the open")
@@ -189,7 +192,7 @@ def test_a_reindex_asked_before_the_engine_is_hosted_waits_for_it(team: dict[str
     """A watcher event or a key press right at start must not start the indexing process on the Lite
     file itself (it would hold the store and lock the front end out)."""
     alpha, db = team["alpha"], team["db"]
-    live = LiveWorkspace(alpha, milvus_settings(db), lambda e: None, watch=False)
+    live = LiveWorkspace(alpha, milvus_settings(db), lambda e: None, watch=False, engine=EngineHost())
     live.start()
     live.reindex()
     live.reindex(paths=["src/httpclient/headers.py"])
@@ -207,7 +210,7 @@ def test_a_malformed_workspace_record_from_another_writer_is_skipped(team: dict[
     backend.store().put_meta("evil", ["not", "an", "object"])  # type: ignore[arg-type]
     backend.close()
     events: list[object] = []
-    live = LiveWorkspace(alpha, milvus_settings(db), events.append, watch=False)
+    live = LiveWorkspace(alpha, milvus_settings(db), events.append, watch=False, engine=EngineHost())
     live.start()
     try:
         assert live.index_ready.wait(90)
@@ -220,7 +223,9 @@ def test_a_malformed_workspace_record_from_another_writer_is_skipped(team: dict[
 
 def test_a_read_only_shared_store_never_starts_indexing(team: dict[str, Any]) -> None:
     beta, db = team["beta"], team["db"]
-    live = LiveWorkspace(beta, milvus_settings(db, read_only=True), lambda e: None, watch=False)
+    live = LiveWorkspace(
+        beta, milvus_settings(db, read_only=True), lambda e: None, watch=False, engine=EngineHost()
+    )
     live.start()
     try:
         assert live.index_ready.wait(60)

@@ -370,8 +370,8 @@ def test_without_the_extra_mcp_exits_2(workspace: Path) -> None:
 
 def test_blank_query_answer_matches_the_search_module() -> None:
     """The served path answers blank batch lines itself (no numpy import); the shape must not drift."""
-    from aide_tui.cli.served import BLANK
     from aide_tui.core.search.response import SearchResponse
+    from aide_tui.host.served import BLANK
 
     got = dict(BLANK, query="  ")
     assert json.dumps(got) == json.dumps(SearchResponse(query="  ", results=[]).to_json())

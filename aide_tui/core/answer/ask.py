@@ -41,11 +41,16 @@ PROBE_TIMEOUT = 2.0  # seconds to wait for the model server to accept a connecti
 
 
 class ResponseLike(Protocol):
-    """What ``search`` returns (``SearchResponse``)."""
+    """What ``search`` returns (``SearchResponse``): read only."""
 
-    results: Sequence[HitLike]
-    error: str | None
-    degraded_reason: str | None
+    @property
+    def results(self) -> Sequence[HitLike]: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def degraded_reason(self) -> str | None: ...
 
 
 SearchFn = Callable[[str, int], ResponseLike]

@@ -28,9 +28,9 @@ from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, RunHo
 from aide_tui.core.store.centrality import MAX_RANK_FILES, STALE_SHARE, file_rank
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.part import Part
+from aide_tui.core.store.records import FileRecord
 from aide_tui.core.store.segment_write import sorted_docs
 from aide_tui.core.store.segments import (
-    FileRecord,
     Manifest,
     SegmentData,
     SegmentEntry,
@@ -48,6 +48,7 @@ from aide_tui.core.store.segments import (
 )
 from aide_tui.core.store.terms import sort_terms
 from aide_tui.core.store.version_meta import Counts, IndexMeta
+from aide_tui.core.storekind import LOCAL
 
 MAX_BLOCKS = 12  # more vector blocks in one segment than this are compacted into one
 MAX_DEAD_SHARE = 0.3  # a segment is rewritten when this share of its chunk rows is dead
@@ -125,7 +126,7 @@ class LocalWriter:
     batch_files: int | None = BATCH_FILES
     batch_bytes: int | None = BATCH_BYTES
     inline_vectors = False
-    stores_static = True
+    stores_static = LOCAL.static_tier
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings

@@ -15,6 +15,7 @@ from typing import Any
 
 import pathspec
 
+from aide_tui.core.config import Settings
 from aide_tui.core.filekinds import not_indexed_reason
 from aide_tui.core.index.generated import (
     content_reason,
@@ -207,7 +208,7 @@ class Scanner:
         self._spec_cache: dict[str, pathspec.GitIgnoreSpec | None] = {}
 
     @classmethod
-    def from_settings(cls, root: Path, settings: Any) -> Scanner:
+    def from_settings(cls, root: Path, settings: Settings) -> Scanner:
         """The scanner of a workspace's ``[index]`` settings (the indexer, the watcher and read_span
         apply the same rules)."""
         s = settings.index

@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from aide_tui.core.embed.base import Embedder
 from aide_tui.core.priority import WORKER_NICE, lower_priority
 
 
@@ -58,7 +59,9 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
 
     try:
-        embedder: Any = make_embedder(settings, for_indexing=True, recorded=recorded_embedder(root, settings))
+        embedder: Embedder | None = make_embedder(
+            settings, for_indexing=True, recorded=recorded_embedder(root, settings)
+        )
         emb_error = None
     except EmbedderError as exc:
         embedder, emb_error = None, str(exc)
@@ -91,8 +94,9 @@ def main(argv: list[str]) -> int:
                 continue
             emit(Cancelled() if report.cancelled else report)
     finally:
-        if hasattr(embedder, "close"):
-            embedder.close()
+        close = getattr(embedder, "close", None)
+        if close is not None:
+            close()
 
 
 def _read_requests(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aide_tui.core.search.hitlines import hit_best_line, term_spans
-from aide_tui.core.search.response import Hit
+from aide_tui.core.search.response import Hit, SearchResponse
 from aide_tui.core.tokens import estimate_tokens
 
 PIECE_LINES = 30  # a best piece up to this long is shown whole
@@ -163,7 +163,11 @@ def _focus(line: str, terms: Sequence[str]) -> int:
 
 
 def budgeted_json(
-    resp: Any, max_tokens: int, limit: int | None = None, shape: Shape = with_ranks, ascii: bool = True
+    resp: SearchResponse,
+    max_tokens: int,
+    limit: int | None = None,
+    shape: Shape = with_ranks,
+    ascii: bool = True,
 ) -> dict[str, Any]:
     """A response's JSON (``SearchResponse.to_json``) with its first ``limit`` hits fitted to
     ``max_tokens``: the rows (as ``shape`` makes them; by default ``search --json``'s, with ``ranks``,

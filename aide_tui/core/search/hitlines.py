@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from aide_tui.core.textsafe import printable
-from aide_tui.core.tokens import _CAMEL, _WORD, _fold
+from aide_tui.core.tokens import CAMEL_PARTS, IDENTIFIER, fold
 
 _SPLIT = re.compile(r"[._]")
 _DEFINING = "def|class|fn|func|function|struct|enum|interface|trait|type|impl|const|let|var"
@@ -39,7 +39,7 @@ def _part_spans(word: str, start: int) -> Iterable[tuple[int, int, str]]:
     for piece in _SPLIT.split(word):
         at = word.index(piece, pos) if piece else pos
         pos = at + len(piece)
-        for m in _CAMEL.finditer(piece):
+        for m in CAMEL_PARTS.finditer(piece):
             yield start + at + m.start(), start + at + m.end(), m.group()
 
 
@@ -61,14 +61,14 @@ def term_spans(line: str, terms: Iterable[str]) -> list[tuple[int, int, str]]:
 def _spans(line: str, wanted: set[str]) -> list[tuple[int, int, str]]:
     """:func:`term_spans` without its first test."""
     out: list[tuple[int, int, str]] = []
-    for m in _WORD.finditer(line):
+    for m in IDENTIFIER.finditer(line):
         word = m.group()
         low = word.lower()
         if low in wanted:
             out.append((m.start(), m.end(), low))
             continue
         for s, e, part in _part_spans(word, m.start()):
-            term = _fold(part.lower())
+            term = fold(part.lower())
             if term in wanted:
                 out.append((s, e, term))
     return out
@@ -161,7 +161,7 @@ def hit_best_line(hit: object) -> BestLine:
     return best_line("\n".join(lines), lo, [], symbol)
 
 
-_NAMED = re.compile(rf"({_DEFINES.pattern})\s+(?:\([^)]*\)\s*)?\*?\s*((?:[^\W\d]|\$)[\w$]*)")
+NAMED_DEFINITION = re.compile(rf"({_DEFINES.pattern})\s+(?:\([^)]*\)\s*)?\*?\s*((?:[^\W\d]|\$)[\w$]*)")
 
 
 def _indent(line: str) -> int:
@@ -216,7 +216,7 @@ def symbol_at_line(hit: object, line: int) -> str | None:
     symbol = getattr(hit, "symbol", None)
     lines = str(getattr(hit, "text", "")).split("\n")
     prose = prose_lines(lines, str(getattr(hit, "language", "") or ""))
-    named = [None if i in prose else _NAMED.match(text) for i, text in enumerate(lines)]
+    named = [None if i in prose else NAMED_DEFINITION.match(text) for i, text in enumerate(lines)]
     defined = {m.group(2) for m in named if m}
     if len(defined) < 2:
         return symbol  # one definition (or none): the chunk's symbol is the one

@@ -16,7 +16,7 @@ import keyword
 import re
 from dataclasses import dataclass
 
-from aide_tui.core.search.hitlines import _NAMED, term_spans
+from aide_tui.core.search.hitlines import NAMED_DEFINITION, term_spans
 
 MAX_CANDIDATES = 8  # names asked of the graph, at most, for one line
 
@@ -55,7 +55,7 @@ def line_names(line: str, terms: list[str] | None = None) -> LineNames:
     """The names on ``line`` in the order to try them (see the module docstring); ``terms``: the query's
     terms, as the index folds them."""
     wanted = [t.lower() for t in terms or [] if t]
-    named = _NAMED.match(line)
+    named = NAMED_DEFINITION.match(line)
     defines = named.group(2) if named else None
     code = _code_only(line)
     seen: dict[str, tuple[int, int, int]] = {}

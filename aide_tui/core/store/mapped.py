@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from aide_tui.core.errors import IndexCorrupt
-from aide_tui.core.safeio import UnsafeFile, _npy_header, open_regular
+from aide_tui.core.safeio import UnsafeFile, npy_header, open_regular
 
 BLOCK = 1 << 16  # bytes per checksummed block of a big file (a check costs ~20 µs)
 RELEASE_BYTES = 16 << 20  # a pass over more than this drops its pages from the resident set as it goes
@@ -157,7 +157,7 @@ class MappedArray:
     def __init__(self, f: MappedFile) -> None:
         self.file = f
         try:
-            shape, dtype, fortran, offset = _npy_header(bytes(f.view(0, min(len(f), 4096))))
+            shape, dtype, fortran, offset = npy_header(bytes(f.view(0, min(len(f), 4096))))
         except ValueError as exc:
             raise IndexCorrupt(f"index file {f.where} is not a valid array ({exc}); rebuilding") from None
         count = int(np.prod(shape)) if shape else 1

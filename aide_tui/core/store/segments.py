@@ -44,7 +44,7 @@ from aide_tui.core.safeio import UnsafeFile, read_bounded
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.mapped import FileSum
 from aide_tui.core.store.part import Part
-from aide_tui.core.store.records import FileRecord, lock_holder, lock_is_held, writer_lock
+from aide_tui.core.store.records import FileRecord
 from aide_tui.core.store.segment_write import (
     BASE_FILES,
     SEGMENT_FILES,
@@ -61,11 +61,11 @@ from aide_tui.core.store.version_meta import Counts, IndexMeta, VersionStamp
 from aide_tui.core.store.view import IndexView
 
 __all__ = [
-    "FORMAT_VERSION", "FileRecord", "IndexData", "Manifest", "SEGMENT_FILES", "SegmentData", "SegmentEntry",
+    "FORMAT_VERSION", "IndexData", "Manifest", "SEGMENT_FILES", "SegmentData", "SegmentEntry",
     "atomic_write_bytes", "check_sizes", "commit", "consolidate", "encode_manifest", "load_view",
-    "lock_holder", "lock_is_held", "npy_bytes", "parse_manifest", "parse_segment", "read_index",
+    "npy_bytes", "parse_manifest", "parse_segment", "read_index",
     "read_manifest", "read_rank", "read_segment", "referenced_bytes", "retire", "write_block",
-    "write_rank", "write_segment", "write_static", "writer_lock",
+    "write_rank", "write_segment", "write_static",
 ]  # fmt: skip
 
 T = TypeVar("T")

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aide_tui.core.errors import IndexCorrupt, IndexMissing
+from aide_tui.core.errors import IndexCorrupt, IndexMissing, IndexProblem
 from aide_tui.core.paths import index_dir_for
 from aide_tui.core.status import IndexStatus
 from aide_tui.core.store.segments import check_sizes, read_manifest, referenced_bytes
+
+
+def has_readable_index(root: Path) -> bool:
+    """Whether ``root``'s local store has a manifest that reads (a damaged one counts as none: it is
+    rebuilt)."""
+    try:
+        read_manifest(index_dir_for(root, create=False))
+    except IndexProblem:
+        return False
+    return True
 
 
 def read_status(root: Path, backend: str = "none") -> IndexStatus:

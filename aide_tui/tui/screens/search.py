@@ -34,8 +34,9 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from aide_tui.core.appstate import AppState
-from aide_tui.core.config import Settings
+from aide_tui.core.config import MODES, Settings
 from aide_tui.core.search.response import SearchResponse
+from aide_tui.core.storekind import SHARED_STORE, NeedsSharedStore
 from aide_tui.host.workspace import Workspace
 from aide_tui.tui import commands, keys
 from aide_tui.tui.memory import WorkspaceMemory
@@ -46,8 +47,6 @@ from aide_tui.tui.search_loop import SearchAnswer, SearchLoop, SearchRequest
 from aide_tui.tui.widgets import HelpScreen, IndexBar, PreviewBody, QueryInput, ResultsList, StatusLine
 from aide_tui.tui.widgets.browser import Browser, empty_note, focus_zone
 from aide_tui.tui.widgets.footer import LookupFooter
-
-MODES = ("hybrid", "bm25", "dense")
 
 
 class SearchScreen(Screen[None]):
@@ -110,7 +109,7 @@ class SearchScreen(Screen[None]):
         yield self.browser.data_bind(SearchScreen.ready, SearchScreen.preview_visible)
         clock = self.clock if self.show_timing else None
         yield IndexBar(
-            live.root, shared=live.shared, index_enabled=live.index_enabled, clock=clock, id="indexbar"
+            live.root, shared=live.store.shared, index_enabled=live.index_enabled, clock=clock, id="indexbar"
         )
         yield self.status.data_bind(SearchScreen.mode, SearchScreen.everywhere)
         yield self.footer
@@ -153,7 +152,7 @@ class SearchScreen(Screen[None]):
         go back to (else each is a key for the query: backspace then deletes a letter)."""
         if action == "back":
             return bool(self.browser.results.back)
-        return not (action == "toggle_scope" and parameters and not self.live.shared)
+        return not (action == "toggle_scope" and parameters and not self.live.store.all_workspaces)
 
     # -- searching -----------------------------------------------------------------------------------
 
@@ -294,9 +293,10 @@ class SearchScreen(Screen[None]):
 
     def action_toggle_scope(self, letter: bool = False) -> None:
         """Search this workspace or every workspace of the shared collection (Milvus store)."""
-        if not self.live.shared:
-            self.notify('all workspaces needs a shared store: store.backend = "milvus" (see the README)',
-                        severity="warning")  # fmt: skip
+        try:
+            self.live.store.require_all_workspaces("all workspaces", f"{SHARED_STORE} (see the README)")
+        except NeedsSharedStore as exc:
+            self.notify(str(exc), severity="warning")
             return
         self.everywhere = not self.everywhere
         self.notify("searching all workspaces" if self.everywhere else "searching this workspace", timeout=2)

@@ -181,7 +181,7 @@ class Browser(Horizontal):
         hit, shown = self.results.selected_hit, self.preview.shown
         if (
             self.ready
-            and not self.live.shared
+            and self.live.store.symbol_graph
             and hit is not None
             and shown is not None
             and (shown.key == preview_key(hit))
@@ -200,7 +200,7 @@ class Browser(Horizontal):
             status.say("the index is not loaded yet")
         elif hit is None:
             status.say(f"nothing selected: {what} of which name?")
-        elif self.live.shared:
+        elif not self.live.store.symbol_graph:
             status.say(NO_GRAPH_SHORT)
         else:
             line = self.preview.lookup_line(hit)

@@ -1,7 +1,9 @@
-"""``search`` and ``status`` through a running ``aide-tui serve`` for the same root and settings.
+"""One-shot commands through the workspace's running host: ``search`` and ``status`` when it runs with
+the same settings, ``index`` whatever its settings (it indexes; the command waits for the run).
 
-Answers come from the server's warm index with output identical to in-process work; whenever the server
+Answers come from the host's warm index with output identical to in-process work; whenever the host
 cannot answer (none running, other settings, a refused request), the caller carries on in-process.
+Nothing here imports the search side (numpy): a served answer stays cheap.
 """
 
 from __future__ import annotations
@@ -9,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from aide_tui.core.config import Settings
+
+if TYPE_CHECKING:
+    from aide_tui.core.events import Done
+    from aide_tui.core.status import IndexStatus
 
 # SearchResponse(query, []).to_json(), without importing the search module (numpy) on the served path
 BLANK: dict[str, Any] = {
@@ -20,7 +28,7 @@ BLANK: dict[str, Any] = {
 
 def served_search(
     root: Path,
-    settings: Any,
+    settings: Settings,
     queries: list[str],
     limit: int,
     mode: str,
@@ -63,7 +71,7 @@ def served_search(
     return done
 
 
-def served_status(root: Path, settings: Any) -> tuple[dict[str, Any], Any] | None:
+def served_status(root: Path, settings: Settings) -> tuple[dict[str, Any], IndexStatus] | None:
     """(``status --json`` object, IndexStatus) from a running server, or None."""
     from aide_tui.core.status import IndexStatus
     from aide_tui.host.client import ServeUnavailable, connect
@@ -79,3 +87,38 @@ def served_status(root: Path, settings: Any) -> tuple[dict[str, Any], Any] | Non
         client.close()
     names = {f.name for f in fields(IndexStatus)}
     return obj, IndexStatus(**{k: v for k, v in obj.items() if k in names})
+
+
+def workspace_status(
+    root: Path, settings: Settings, use_server: bool = True
+) -> tuple[dict[str, Any] | None, IndexStatus]:
+    """(the host's ``status --json`` object or None, the status): through the running host when
+    ``use_server`` and it serves the same settings (a local store: a shared store's status is read from
+    the store), else read from the store without loading the index."""
+    from aide_tui.core.search.stores import store_status
+    from aide_tui.core.storekind import store_kind
+
+    served = served_status(root, settings) if use_server and not store_kind(settings).shared else None
+    return served if served is not None else (None, store_status(root, settings))
+
+
+def served_index(root: Path, settings: Settings, rebuild: bool) -> Done | None:
+    """When another process hosts the workspace, it indexes: ask it and wait for the run (its done
+    event); None when nobody hosts it (index here). IndexProblem when the host did not index it."""
+    from aide_tui.core.errors import IndexProblem
+    from aide_tui.core.events import Done, event_from_json
+    from aide_tui.host.client import ServeUnavailable, connect
+
+    client = connect(root, settings, any_settings=True)
+    if client is None:
+        return None
+    try:
+        outcome = event_from_json(client.reindex(rebuild=rebuild, wait=True))
+    except ServeUnavailable as exc:
+        raise IndexProblem(f"the process hosting {root} did not index it: {exc}") from None
+    finally:
+        client.close()
+    if not isinstance(outcome, Done):
+        why = getattr(outcome, "message", "") or "no answer"
+        raise IndexProblem(f"the process hosting {root} could not index it: {why}")
+    return outcome

@@ -1,0 +1,49 @@
+"""A search kept to a folder inside an indexed workspace (``search --path DIR`` from deep in a checkout,
+DIR without an index of its own): the enclosing workspace's index answers, kept to DIR's files, with
+their paths relative to DIR, as its own index would give them (no second index of the same files, no
+second background host)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aide_tui.core.paths import state_dir
+from aide_tui.host.lock import host_pid
+
+
+def _indexed(root: Path) -> bool:
+    """Whether ``root`` has an index of its own (readable, or being built by its host)."""
+    from aide_tui.core.store.status import has_readable_index
+
+    return has_readable_index(root) or host_pid(state_dir(root, create=False)) is not None
+
+
+def enclosing_workspace(root: Path) -> tuple[Path, str] | None:
+    """The indexed workspace ``root`` sits inside, and ``root``'s path in it, when ``root`` has no index
+    of its own; None otherwise."""
+    if _indexed(root):
+        return None
+    for outer in root.parents:
+        if _indexed(outer):
+            return outer, root.relative_to(outer).as_posix()
+    return None
+
+
+class Within:
+    """Answers from an enclosing workspace's index kept to ``rel``'s files, with their paths relative to
+    the root that was asked for (as its own index would give them)."""
+
+    def __init__(self, rel: str) -> None:
+        self.prefix = rel.rstrip("/") + "/"
+
+    def query(self, q: str) -> str:
+        return f"{q} path:{self.prefix}*" if q.strip() else q
+
+    def inside(self, path: str) -> bool:
+        return path.startswith(self.prefix)
+
+    def answer(self, answer: dict[str, Any]) -> dict[str, Any]:
+        kept = [dict(h, path=h["path"][len(self.prefix) :]) for h in answer.get("results", [])
+                if self.inside(str(h.get("path", "")))]  # fmt: skip
+        return {**answer, "results": kept}
