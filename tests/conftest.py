@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
 import textwrap
@@ -126,23 +127,32 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One models folder for the session (``AIDE_MODELS_DIR``): the onnx graphs and the static tier's
     table are built once, not once per test (each takes tens of seconds). The static table is linked
     from the user's own cache when it is there (it is checked against its sha256 when read), else
-    distilled here once, so that no test depends on which test distils it first."""
+    distilled here once, so that no test depends on which test distils it first. Parallel workers
+    (``pytest -n``) share the folder: the first one to take its lock fills it."""
     from aide_tui.core.embed.static import StaticEmbedder
     from aide_tui.core.paths import models_dir as user_models
 
     os.environ.pop("AIDE_MODELS_DIR", None)
-    shared = tmp_path_factory.mktemp("models")
-    name = StaticEmbedder().table_path().name
-    mine = user_models() / name
-    if mine.is_file() and mine.with_suffix(".json").is_file():
-        for src in (mine, mine.with_suffix(".json")):
-            (shared / src.name).symlink_to(src)
-    else:
-        os.environ["AIDE_MODELS_DIR"] = str(shared)
-        try:
-            StaticEmbedder().load()
-        finally:
-            os.environ.pop("AIDE_MODELS_DIR", None)
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, above each worker's own
+    shared = base / "models"
+    shared.mkdir(exist_ok=True)
+    with open(base / "models.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        name = StaticEmbedder().table_path().name
+        if (shared / name).exists():
+            return shared  # another worker filled it
+        mine = user_models() / name
+        if mine.is_file() and mine.with_suffix(".json").is_file():
+            for src in (mine, mine.with_suffix(".json")):
+                (shared / src.name).symlink_to(src)
+        else:
+            os.environ["AIDE_MODELS_DIR"] = str(shared)
+            try:
+                StaticEmbedder().load()
+            finally:
+                os.environ.pop("AIDE_MODELS_DIR", None)
     return shared
 
 

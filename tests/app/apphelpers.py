@@ -4,6 +4,7 @@ bounded waits driven by pilot pauses (no wall-clock assertions) and the screen a
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,16 +18,21 @@ from aide_tui.tui.app import AideApp
 from aide_tui.tui.widgets import IndexBar, Preview, QueryInput, ResultsList, StatusLine
 
 STEP = 0.05
+HANG = 180.0  # seconds of waiting before a wait counts as a hang
 
 
 async def wait_for(
     pilot: Pilot[Any], cond: Callable[[], bool], what: str = "condition", steps: int = 600
 ) -> None:
-    """Pause until ``cond()`` holds, at most ``steps`` pauses (a hang fails instead of blocking)."""
-    for _ in range(steps):
+    """Pause until ``cond()`` holds; fail after at least ``steps`` pauses and ``HANG`` seconds (a hang
+    fails instead of blocking, and a busy machine still gets the time its work needs)."""
+    start = time.monotonic()
+    done = 0
+    while done < steps or time.monotonic() - start < HANG:
         if cond():
             return
         await pilot.pause(STEP)
+        done += 1
     raise AssertionError(f"timed out waiting for {what}")
 
 

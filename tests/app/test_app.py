@@ -96,7 +96,8 @@ async def test_progress_and_status_during_a_cold_index(workspace: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
         assert index_bar(app).state == "ready", index_bar(app).label
-        assert "5 files" in status(app).plain
+        # the status line follows the same version in a message of its own: wait for it, then read it
+        await wait_for(pilot, lambda: "5 files" in status(app).plain, "the status line's count")
         assert (workspace / ".aide" / ".gitignore").read_text().strip() == "*"
 
 

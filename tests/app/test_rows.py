@@ -100,7 +100,7 @@ async def test_the_symbol_gets_the_room_the_terminal_has(
         row = _list_row(app, "async_pool_manager.py:")
         location, shown, tags, score = _cells(row)
         assert location.endswith("async_pool_manager.py:1-11")  # the file name and its range stay whole
-        assert tags.startswith("B1") and score == f"{results(app).hits[0].score:.3f}"  # the fused score, whole
+        assert tags.startswith("B1") and score == f"{results(app).hits[0].score:.3f}"  # the fused score
         if size[0] >= 120 and not with_preview:
             assert shown == QUALIFIED  # the whole qualified name: the path's folders gave way for it
             assert location.startswith("src/httpclient/") and "…/" in location

@@ -33,6 +33,9 @@ from aide_tui.tui.widgets import HelpScreen, Preview, QueryInput
 from aide_tui.tui.widgets.answer import AnswerView, CitationList
 from aide_tui.tui.widgets.footer import LookupFooter
 
+# one worker for them all (pytest -n): they share the fixed workspace whose path the pictures show
+pytestmark = pytest.mark.xdist_group("snapshots")
+
 
 def _with_results(app: AideApp, query: str, *keys: str) -> Callable[[Pilot[Any]], Awaitable[None]]:
     async def run_before(pilot: Pilot[Any]) -> None:

@@ -230,7 +230,8 @@ def test_updating_handed_over_closed(tmp_path: Path, env: dict[str, str]) -> Non
         child = host_pid(root / ".aide")
         assert child and child != os.getpid() and not tenure.holds
         # its command line (empty while the kernel is still setting the new program up)
-        until(lambda: b"aide_tui\x00host" in Path(f"/proc/{child}/cmdline").read_bytes(), "the host's command line")
+        cmdline = Path(f"/proc/{child}/cmdline")
+        until(lambda: b"aide_tui\x00host" in cmdline.read_bytes(), "the host's command line")
         tenure.release()
         tenure.roles.move(Role.CLOSED)
         until(lambda: (root / ".aide" / "serve.sock").exists(), "the background host to answer", 60)
