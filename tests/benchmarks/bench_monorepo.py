@@ -364,6 +364,8 @@ class Bench:
             env["XDG_CACHE_HOME"] = str(self.home / "cache")
         if not self.args.app:
             env["PYTHONPATH"] = str(REPO)
+        if self.args.milvus_lite:
+            env["AIDE_STORE_BACKEND"] = "milvus"  # a Milvus Lite folder, .aide/milvus.db
         return env
 
     def eflag(self, embedder: str | None = None) -> list[str]:
@@ -1141,6 +1143,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", default="120x40", help="the tmux window")
     p.add_argument("--typed", help="queries typed in the app, comma-separated (default: the query set's)")
     p.add_argument("--pause", type=float, default=0.05, help="seconds between a key's paint and the next key")
+    p.add_argument("--milvus-lite", action="store_true", help="the index in Milvus Lite (.aide/milvus.db)")
     p.add_argument("--isolate-cache", action="store_true", help="a fresh XDG_CACHE_HOME (models built again)")
     p.add_argument("--json", help="where the figures go (default ./bench_monorepo-ROOTNAME.json)")
     args = p.parse_args(argv)

@@ -90,6 +90,30 @@ def test_sphinx_sources_in_a_build_folder_are_indexed_and_the_rendered_site_is_n
     assert not any(p.endswith(".html") for p in found), found
 
 
+def test_a_build_on_every_core_leaves_the_rendered_site_out_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helpers of a parallel cold build apply the same content rules as the indexer's own process
+    (they read every file of a big tree: SQLAlchemy's 170 rendered pages came back through them)."""
+    from aide_tui.core.index import parallel
+    from aide_tui.core.index.indexer import Indexer
+    from aide_tui.core.paths import index_dir_for
+    from aide_tui.core.store.segments import read_index
+
+    root = _sphinx_sdist(tmp_path / "ws")
+    for i in range(12):  # enough files for several batches
+        _w(root, f"lib/sqlalchemy/mod_{i}.py", f"def function_{i}():\n    return {i}\n" * 40)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "MIN_BATCH_BYTES", 1_000)
+    settings = load_settings(root, {"embedding": {"backend": "none"}, "index": {"build_workers": 2}})
+    rep = Indexer(root, settings).run()
+    paths = {c.path for c in read_index(index_dir_for(root)).chunks}
+    assert "doc/build/orm/session_basics.rst" in paths and "lib/sqlalchemy/mod_11.py" in paths
+    assert not any(p.endswith(".html") and not p.startswith("doc/_templates/") for p in paths), paths
+    skipped = dict(rep.skipped_files)
+    assert skipped.get("doc/orm/session_basics.html") == "generated: an HTML page rendered by Sphinx", skipped
+
+
 def test_a_negated_exclude_brings_generated_files_back(tmp_path: Path) -> None:
     root = _sphinx_sdist(tmp_path / "ws")
     _w(root, ".aide/config.toml", '[index]\nexclude = ["!doc/_static/", "!doc/index.html"]\n')

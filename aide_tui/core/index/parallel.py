@@ -25,7 +25,7 @@ from aide_tui.core.index.built import Built
 from aide_tui.core.index.gcpause import gc_paused
 from aide_tui.core.index.local_writer import build_segment
 from aide_tui.core.index.reading import BatchNotes, read_batch
-from aide_tui.core.index.scan import FileEntry
+from aide_tui.core.index.scan import FileEntry, Scanner
 from aide_tui.core.store.records import FileRecord
 
 PARALLEL_MIN_BYTES = 4 << 20  # a backlog smaller than this is read in the indexer's own process
@@ -57,8 +57,17 @@ def _build(job: Job) -> Built:
 
     s = job.settings.index
     notes = BatchNotes()
+    content_rule = (
+        Scanner.from_settings(Path(job.root), job.settings).content_skip_reason if job.root else None
+    )
     delta = read_batch(
-        job.entries, job.prev, s.max_file_kb * 1024, s.chunk_budget, job.keep_incomplete, notes
+        job.entries,
+        job.prev,
+        s.max_file_kb * 1024,
+        s.chunk_budget,
+        job.keep_incomplete,
+        notes,
+        content_rule=content_rule,
     )
     tier = static_tier_for(job.settings)
     if tier is not None and tier.embedder.ready() and delta.pieces:  # never distils: the indexer does
