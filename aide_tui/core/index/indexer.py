@@ -320,7 +320,7 @@ class _Run:
         """Build a big backlog on every core (parallel.py): each batch a segment, committed as it lands."""
         idx_dir = state_dir(self.root) / "index"
         staging = staging_dir(idx_dir)
-        size = batch_bytes(total, helpers + 1)
+        size = batch_bytes(total, helpers)
         keep = not self.writer.inline_vectors
         jobs = [Job(b, prev_of(b, prev), str(staging), self.settings, keep, str(self.root))
                 for b in batches(to_read, self.writer.batch_files, size)]  # fmt: skip
@@ -343,7 +343,7 @@ class _Run:
         def stop() -> bool:
             return self.cancel is not None and self.cancel.is_set()
 
-        self.emit(Progress("indexing", 0, len(to_read), message=f"reading on {helpers + 1} cores"))
+        self.emit(Progress("indexing", 0, len(to_read), message=f"reading on {helpers} cores"))
         try:
             run_batches(jobs, helpers, on_built, stop)
         finally:

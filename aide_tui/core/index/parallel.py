@@ -90,8 +90,9 @@ def _build(job: Job) -> Built:
 
 def batch_bytes(total: int, workers: int) -> int:
     """The size of a batch for a backlog of ``total`` bytes shared by ``workers`` processes: a few
-    batches each (the load evens out), each at least 1 MiB, at most 16 MiB (a helper's memory)."""
-    return max(MIN_BATCH_BYTES, min(MAX_BATCH_BYTES, total // max(1, 2 * workers)))
+    batches each (the load evens out: a batch of rendered pages read and left out costs a tenth of one
+    of code), each at least 1 MiB, at most 16 MiB (a helper's memory)."""
+    return max(MIN_BATCH_BYTES, min(MAX_BATCH_BYTES, total // max(1, 4 * workers)))
 
 
 def helpers_for(settings: Settings, total: int) -> int:
@@ -99,7 +100,7 @@ def helpers_for(settings: Settings, total: int) -> int:
     if total < PARALLEL_MIN_BYTES:
         return 0
     cores = settings.index.build_workers or min(2, os.cpu_count() or 1)
-    return max(0, cores - 1)
+    return cores if cores > 1 else 0  # one per core: this process commits what they build
 
 
 def run_batches(
@@ -109,9 +110,11 @@ def run_batches(
     stop: Callable[[], bool],
     in_process: Callable[[Job], Built] = build,
 ) -> None:
-    """Build every job, ``helpers`` of them at a time in helper processes while this process builds the
-    rest; ``on_built`` gets each result as it finishes (in this process). ``stop()`` is asked between
-    batches: when it says so, no new batch is started and the finished ones are still handed over."""
+    """Build every job, ``helpers`` of them at a time in helper processes (one per core), a helper taking
+    the next job as soon as it is free, while this process commits: ``on_built`` gets each result as it
+    finishes (in this process). Without helpers, or for a single job, this process builds them. ``stop()``
+    is asked between batches: when it says so, no new batch is started and the finished ones are still
+    handed over. (This process used to build a share itself, and a helper done early waited for it.)"""
     if helpers <= 0 or len(jobs) < 2:
         for job in jobs:
             if stop():
@@ -126,9 +129,7 @@ def run_batches(
             while todo or running:
                 while todo and len(running) < helpers and not stop():
                     running.add(pool.submit(build, todo.pop(0)))
-                if todo and not stop():
-                    on_built(in_process(todo.pop()))  # this process's share: from the other end
-                for fut in _finished(running, block=not todo or stop()):
+                for fut in _finished(running, block=True):
                     running.discard(fut)
                     on_built(fut.result())
                 if stop():
