@@ -14,8 +14,12 @@ from pathlib import Path
 import pytest
 
 from aide_tui.core.config import load_settings
+from aide_tui.core.index import parallel
 from aide_tui.core.index.generated import content_reason
+from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.index.scan import Scanner
+from aide_tui.core.paths import index_dir_for
+from aide_tui.core.store.segments import read_index
 from aide_tui.serve.jail import SpanRefused, read_span
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,11 +99,6 @@ def test_a_build_on_every_core_leaves_the_rendered_site_out_too(
 ) -> None:
     """The helpers of a parallel cold build apply the same content rules as the indexer's own process
     (they read every file of a big tree: SQLAlchemy's 170 rendered pages came back through them)."""
-    from aide_tui.core.index import parallel
-    from aide_tui.core.index.indexer import Indexer
-    from aide_tui.core.paths import index_dir_for
-    from aide_tui.core.store.segments import read_index
-
     root = _sphinx_sdist(tmp_path / "ws")
     for i in range(12):  # enough files for several batches
         _w(root, f"lib/sqlalchemy/mod_{i}.py", f"def function_{i}():\n    return {i}\n" * 40)

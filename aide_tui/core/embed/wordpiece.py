@@ -135,9 +135,6 @@ class WordPieceTokenizer:
         return "".join([norm(c) for c in text]).split()
 
     # -- wordpiece --------------------------------------------------------------------------------
-    def _word_ids(self, word: str) -> list[int]:
-        return self._word_cache[word]
-
     def _wordpiece(self, word: str) -> list[int]:
         """Greedy longest-match-first pieces of one word ([UNK] alone when none or too long)."""
         vocab = self.vocab

@@ -114,7 +114,7 @@ def run_batches(
     the next job as soon as it is free, while this process commits: ``on_built`` gets each result as it
     finishes (in this process). Without helpers, or for a single job, this process builds them. ``stop()``
     is asked between batches: when it says so, no new batch is started and the finished ones are still
-    handed over. (This process used to build a share itself, and a helper done early waited for it.)"""
+    handed over."""
     if helpers <= 0 or len(jobs) < 2:
         for job in jobs:
             if stop():
@@ -129,7 +129,7 @@ def run_batches(
             while todo or running:
                 while todo and len(running) < helpers and not stop():
                     running.add(pool.submit(build, todo.pop(0)))
-                for fut in _finished(running, block=True):
+                for fut in _finished(running):
                     running.discard(fut)
                     on_built(fut.result())
                 if stop():
@@ -139,10 +139,11 @@ def run_batches(
                 fut.cancel()
 
 
-def _finished(running: set[Future[Built]], block: bool) -> Iterator[Future[Built]]:
+def _finished(running: set[Future[Built]]) -> Iterator[Future[Built]]:
+    """The helpers' jobs that are done, waiting for at least one (none when nothing runs)."""
     if not running:
         return iter(())
-    done, _ = wait(running, timeout=None if block else 0, return_when=FIRST_COMPLETED)
+    done, _ = wait(running, return_when=FIRST_COMPLETED)
     return iter(sorted(done, key=id))
 
 
