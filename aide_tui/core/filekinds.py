@@ -28,6 +28,7 @@ KINDS = (SOURCE, DOCS, CHANGELOG, TRANSLATION, IMAGE, CI, CONFIG, DATA, EXAMPLE)
 # catalogue or drawing can hold thousands of lines of near-noise. A negated ``index.exclude`` pattern
 # (``!*.svg``) brings them back.
 NOT_INDEXED_BY_DEFAULT = {TRANSLATION: ("*.po", "*.pot"), IMAGE: ("*.svg",)}
+_EXT_KINDS = {"po": TRANSLATION, "pot": TRANSLATION, "svg": IMAGE}  # kinds an extension decides first
 
 _DOC_EXT = frozenset("md markdown mdx rst txt adoc asciidoc rdoc tex texi org pod man 1 3 5 8".split())
 _CONFIG_EXT = frozenset("cfg ini toml yaml yml json jsonc json5 conf properties env editorconfig".split())
@@ -85,19 +86,17 @@ def kind_of(path: str) -> str:
     name = parts[-1]
     ext = name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else ""
     dirs = parts[:-1]
-    if ext in ("po", "pot"):
-        return TRANSLATION
-    if ext == "svg":
-        return IMAGE
-    if name in _CI_FILES or any(d in _CI_DIRS for d in dirs):
+    if ext in _EXT_KINDS:
+        return _EXT_KINDS[ext]
+    if name in _CI_FILES or not _CI_DIRS.isdisjoint(dirs):
         return CI
     if _CHANGELOG.match(name):
         return CHANGELOG
     if ext in _DOC_EXT or name in ("readme", "authors", "contributors", "license", "copying", "notice"):
         return DOCS
-    if any(d in _DOC_DIRS for d in dirs):
+    if not _DOC_DIRS.isdisjoint(dirs):
         return DOCS
-    if any(d in _EXAMPLE_DIRS for d in dirs):
+    if not _EXAMPLE_DIRS.isdisjoint(dirs):
         return EXAMPLE
     if ext in _CONFIG_EXT:
         return CONFIG
@@ -125,8 +124,10 @@ def prior(path: str, exempt: set[str] | frozenset[str] = frozenset(), strength: 
 
 def not_indexed_reason(rel: str) -> str | None:
     """Why a file of a kind left out by default is not indexed (None = index it)."""
-    kind = kind_of(rel)
-    patterns = NOT_INDEXED_BY_DEFAULT.get(kind)
+    name = rel.rsplit("/", 1)[-1].lower()
+    ext = name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else ""
+    kind = _EXT_KINDS.get(ext)  # the kinds left out are told by the extension alone (a walk's hot path)
+    patterns = NOT_INDEXED_BY_DEFAULT.get(kind) if kind is not None else None
     if patterns is None:
         return None
     undo = ", ".join(f"'!{p}'" for p in patterns)

@@ -41,11 +41,11 @@ from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
 from aide_tui.core.index.gcpause import gc_paused
 from aide_tui.core.index.parallel import Job, batch_bytes, helpers_for, prev_of, run_batches
 from aide_tui.core.index.reading import BatchNotes, read_batch
-from aide_tui.core.index.scan import FileEntry, Scanner
+from aide_tui.core.index.scan import VERDICT_RULES, FileEntry, Scanner
 from aide_tui.core.index.static_tier import StaticTier
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, StoreWriter
 from aide_tui.core.paths import state_dir
-from aide_tui.core.store.records import FileRecord, writer_lock
+from aide_tui.core.store.records import FileRecord, PassedFile, PassedFiles, writer_lock
 
 EMBED_BATCH = 32  # pieces per embedder call (split across workers), at most
 MIN_EMBED_BATCH = 4
@@ -160,6 +160,8 @@ class _Run:
         self.turn_over: Callable[[int, int], bool] = _no_turns  # the bulk budget's turn (budget.py)
         self.targeted = False
         self.merge_cap: int | None = None
+        self.passed: dict[str, PassedFile] = {}
+        self._gone_dirs: tuple[str, ...] = ()
         self._done = 0
         self.report = Done()
         self.state = Path()
@@ -248,7 +250,7 @@ class _Run:
         fresh, skipped, gone = found
         self.targeted = True
         self.report.skipped_files = skipped
-        gone_dirs = tuple(g + "/" for g in gone)
+        gone_dirs = self._gone_dirs = tuple(g + "/" for g in gone)
         entries = [
             # never read: size and mtime come from the records, so the diff passes them over
             FileEntry(p, os.path.join(scanner.root, p), r.size, r.mtime_ns, dev=-1, ino=-1)
@@ -259,7 +261,7 @@ class _Run:
 
     def update(self, prev: dict[str, FileRecord] | None, emb: EmbedderState, entries: list[FileEntry],
                embed: bool) -> None:  # fmt: skip
-        plan = diff(entries, prev)
+        plan = diff(self.pass_over(entries), prev)
         to_read = plan.to_read
         if (
             self.writer.inline_vectors and emb.embedder is not None
@@ -286,6 +288,27 @@ class _Run:
         rank = getattr(self.writer, "rank", None)
         if rank is not None and not self.report.preempted:
             self.committed(rank(self))
+
+    def pass_over(self, entries: list[FileEntry]) -> list[FileEntry]:
+        """``entries`` less the files an earlier run left out for their content, unchanged since (not
+        read again: their verdict and reason carry over; a targeted run keeps the others' verdicts)."""
+        stored: PassedFiles | None = getattr(self.writer, "passed_files", lambda: None)()
+        known = stored.files if stored is not None and stored.rules == VERDICT_RULES else {}
+        paths, gone = self.paths or set(), self._gone_dirs
+        self.passed = (
+            {p: v for p, v in known.items() if p not in paths and not (gone and p.startswith(gone))}
+            if self.targeted
+            else {}
+        )
+        left: list[FileEntry] = []
+        for e in entries:
+            v = known.get(e.rel)
+            if v is not None and v.size == e.size and v.mtime_ns == e.mtime_ns:
+                self.passed[e.rel] = v
+                self.report.skipped_files[e.rel] = v.reason
+            else:
+                left.append(e)
+        return left
 
     def build_here(
         self,
@@ -331,6 +354,7 @@ class _Run:
         def on_built(built: Built) -> None:
             nonlocal gone, done
             self.report.skipped_files.update(built.notes.skipped)
+            self.passed.update(built.notes.passed)
             self.report.warnings.extend(built.notes.warnings)
             with gc_paused():
                 self.committed(self.writer.commit_built(built, gone, emb, cache))  # type: ignore[attr-defined]
@@ -395,7 +419,7 @@ class _Run:
                 self.check_cancel()
                 self.emit(Progress("indexing", done + n + 1, total, message=entry.rel))
 
-        notes = BatchNotes(self.report.skipped_files, self.report.warnings)
+        notes = BatchNotes(self.report.skipped_files, self.report.warnings, self.passed)
         s = self.settings.index
         keep = not self.writer.inline_vectors
         delta = read_batch(entries, prev, s.max_file_kb * 1024, s.chunk_budget, keep, notes, on_file,

@@ -24,11 +24,12 @@ from aide_tui.core.errors import IndexCorrupt, IndexMissing
 from aide_tui.core.events import Committed, Progress
 from aide_tui.core.index.built import Built, staging_dir
 from aide_tui.core.index.embcache import EmbeddingCache
+from aide_tui.core.index.scan import VERDICT_RULES
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, RunHooks, index_settings_key
 from aide_tui.core.store.centrality import MAX_RANK_FILES, STALE_SHARE, file_rank
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.part import Part
-from aide_tui.core.store.records import FileRecord
+from aide_tui.core.store.records import FileRecord, PassedFiles
 from aide_tui.core.store.segment_write import sorted_docs
 from aide_tui.core.store.segments import (
     Manifest,
@@ -296,7 +297,8 @@ class LocalWriter:
             counts = replace(
                 counts, static_missing=sum(r.chunks for r in files.values() if r.segment in lacking)
             )
-        return Manifest(f"v{time.time_ns():x}", "", segments, files, counts, meta)
+        passed = PassedFiles(VERDICT_RULES, dict(self.run.passed))
+        return Manifest(f"v{time.time_ns():x}", "", segments, files, counts, meta, passed)
 
     def _commit(self, manifest: Manifest, prev: Manifest | None) -> Committed:
         commit(self.idx_dir, manifest, prev)
@@ -447,7 +449,7 @@ class LocalWriter:
             counts = replace(
                 counts, static_missing=sum(r.chunks for r in files.values() if r.segment in lacking)
             )
-        merged = Manifest(f"v{time.time_ns():x}", "", segments, files, counts, manifest.meta)
+        merged = Manifest(f"v{time.time_ns():x}", "", segments, files, counts, manifest.meta, manifest.passed)
         run.report.merged = True
         return self._commit(merged, self.manifest)
 
@@ -455,8 +457,8 @@ class LocalWriter:
         """Store the files' centrality with the version when it has none or a tenth of the files are new
         to it (store/centrality.py): a reader then never walks the whole graph."""
         manifest = self.manifest
-        if manifest is None or run.should_yield():
-            return None
+        if manifest is None or run.should_yield() or (manifest.meta.rank_file and not run.report.wrote):
+            return None  # (a run that wrote nothing leaves the version its stored centrality was made for)
         view = load_view(self.idx_dir)
         graph = view.graph
         paths = graph.paths()
@@ -473,18 +475,27 @@ class LocalWriter:
         run.check_cancel()
         name, size, crc = write_rank(self.idx_dir, ranks) if ranks else ("", 0, 0)
         meta = replace(manifest.meta, rank_file=name, rank_size=size, rank_crc=crc)
-        new = Manifest(f"v{time.time_ns():x}", "", manifest.segments, manifest.files, manifest.counts, meta)
+        new = replace(manifest, version=f"v{time.time_ns():x}", written="", meta=meta)
         return self._commit(new, manifest)
+
+    def passed_files(self) -> PassedFiles | None:
+        """The files the previous version left out for their content (the indexer passes them over)."""
+        return None if self.manifest is None else self.manifest.passed
 
     def finish(self, emb: EmbedderState, run: RunHooks) -> Committed | None:
         manifest = self.manifest
         assert manifest is not None
+        passed = PassedFiles(VERDICT_RULES, dict(run.passed))
+        committed = None
+        if passed != manifest.passed:  # a run that changed nothing else still keeps its verdicts
+            old, manifest = manifest, replace(manifest, version=f"v{time.time_ns():x}", passed=passed)
+            committed = self._commit(manifest, old)
         c = manifest.counts
         r = run.report
         r.files, r.chunks, r.embedded = c.files, c.chunks, c.embedded
         r.vectors_missing, r.embedder = c.vectors_missing, emb.emb_id
         r.static_missing, r.static = c.static_missing, manifest.meta.static
-        return None
+        return committed
 
     def close(self) -> None:
         pass

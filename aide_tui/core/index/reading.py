@@ -9,17 +9,19 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from aide_tui.core.index.scan import FileEntry, read_entry
+from aide_tui.core.index.scan import ContentVerdict, FileEntry, read_entry
 from aide_tui.core.index.writer import Delta
-from aide_tui.core.store.records import FileRecord
+from aide_tui.core.store.records import FileRecord, PassedFile
 
 
 @dataclass
 class BatchNotes:
-    """What reading a batch found besides its delta: files left out (and why), chunker warnings."""
+    """What reading a batch found besides its delta: files left out (and why), chunker warnings, and
+    the files whose content kept them out (with the stat the scan saw: not read again while it holds)."""
 
     skipped: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    passed: dict[str, PassedFile] = field(default_factory=dict)
 
 
 def read_batch(
@@ -45,6 +47,8 @@ def read_batch(
         old = prev.get(entry.rel) if prev is not None else None
         if text is None or raw is None:
             notes.skipped[entry.rel] = why or "unreadable"
+            if isinstance(why, ContentVerdict):
+                notes.passed[entry.rel] = PassedFile(entry.size, entry.mtime_ns, why)
             if old is not None:
                 delta.gone.add(entry.rel)
             continue

@@ -501,6 +501,15 @@ def read_text(path: str, max_bytes: int) -> tuple[str | None, bytes | None, str 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 
 
+# bump when decode_text or generated.content_reason judge differently: stored verdicts are taken again
+VERDICT_RULES = "1"
+
+
+class ContentVerdict(str):
+    """A reason a file is left out that its bytes decided (binary, generated, grown past the cap): the
+    same size and mtime give the same verdict, so a later run need not read the file again."""
+
+
 def read_entry(
     entry: FileEntry, max_bytes: int, content_rule: Callable[[str, str], str | None] | None = None
 ) -> tuple[str | None, bytes | None, str | None]:
@@ -548,9 +557,9 @@ def read_entry(
     finally:
         os.close(fd)
     if len(raw) > max_bytes:
-        return None, None, f"over size cap (> {max_bytes // 1024} KB)"
+        return None, None, ContentVerdict(f"over size cap (> {max_bytes // 1024} KB)")
     text, why = decode_text(raw)
     if text is None:
-        return None, None, why
+        return None, None, ContentVerdict(why or "not text")
     why = content_rule(entry.rel, text) if content_rule is not None else None
-    return (text, raw, None) if why is None else (None, None, why)
+    return (text, raw, None) if why is None else (None, None, ContentVerdict(why))

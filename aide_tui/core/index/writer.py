@@ -25,7 +25,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.events import Committed, Done, Event
 from aide_tui.core.index.embcache import EmbeddingCache
 from aide_tui.core.model import EMBED_TEXT_VERSION, GRAPH_VERSION, Chunk, FileGraph
-from aide_tui.core.store.records import FileRecord
+from aide_tui.core.store.records import FileRecord, PassedFile
 from aide_tui.core.tokens import TOKENIZER_VERSION, term_counts
 
 
@@ -102,6 +102,7 @@ class RunHooks(Protocol):
     report: Done
     targeted: bool  # the run looked at the files a watcher named, not the whole tree
     merge_cap: int | None  # live chunks a merge may read in this run (None: the writer's own bound)
+    passed: dict[str, PassedFile]  # files left out for their content: the version keeps them unread
 
     def emit(self, event: Event) -> None: ...
 

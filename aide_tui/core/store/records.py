@@ -14,7 +14,7 @@ import math
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,31 @@ class FileRecord:
     def to_json(self) -> list[Any]:
         return [self.size, self.mtime_ns, self.sha1, self.segment, self.chunks, self.pieces, self.vectors,
                 self.embedded]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PassedFile:
+    """A file left out for what it holds (binary, generated), with the size and mtime it had: while
+    they stay the same a run passes it over without reading it again."""
+
+    size: int
+    mtime_ns: int
+    reason: str
+
+    def to_json(self) -> list[Any]:
+        return [self.size, self.mtime_ns, str(self.reason)]
+
+
+@dataclass
+class PassedFiles:
+    """The files a version left out for their content, and the version of the rules that judged them
+    (other rules: every verdict is taken again)."""
+
+    rules: str = ""
+    files: dict[str, PassedFile] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rules": self.rules, "files": {p: f.to_json() for p, f in self.files.items()}}
 
 
 @contextlib.contextmanager

@@ -44,7 +44,7 @@ from aide_tui.core.safeio import UnsafeFile, read_bounded
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.mapped import FileSum
 from aide_tui.core.store.part import Part
-from aide_tui.core.store.records import FileRecord
+from aide_tui.core.store.records import FileRecord, PassedFile, PassedFiles
 from aide_tui.core.store.segment_write import (
     BASE_FILES,
     SEGMENT_FILES,
@@ -91,6 +91,7 @@ class Manifest:
     files: dict[str, FileRecord]
     counts: Counts
     meta: IndexMeta
+    passed: PassedFiles = field(default_factory=PassedFiles)  # left out for their content, not re-read
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,6 +102,7 @@ class Manifest:
             "files": {p: r.to_json() for p, r in self.files.items()},
             "counts": self.counts.to_json(),
             "meta": self.meta.to_json(),
+            "passed": self.passed.to_json(),
         }
 
 
@@ -237,17 +239,36 @@ def parse_manifest(raw: bytes) -> Manifest:
     segments = [parse_segment(s) for s in obj["segments"]]
     _need(len({s.name for s in segments}) == len(segments), "duplicate segment")
     files: dict[str, FileRecord] = {}
-    for path, rec in obj["files"].items():
-        _need(isinstance(rec, list) and len(rec) == 8, "file record")
-        size, mtime, sha1, seg, *n = rec
+    n_segments = len(segments)
+    for path, rec in obj["files"].items():  # inline checks: a monorepo's manifest holds 30k of these
+        _need(type(rec) is list and len(rec) == 8, "file record")
+        size, mtime, sha1, seg, chunks, pieces, vectors, embedded = rec
         _need(
-            _int(size) and type(mtime) is int and isinstance(sha1, str) and all(map(_int, n)), "file record"
-        )
-        _need(_int(seg) and seg < len(segments), "file record segment")
-        files[path] = FileRecord(size, mtime, sha1, seg, *n)
+            type(size) is int and size >= 0 and type(mtime) is int and type(sha1) is str
+            and type(chunks) is int and chunks >= 0 and type(pieces) is int and pieces >= 0
+            and type(vectors) is int and vectors >= 0 and type(embedded) is int and embedded >= 0,
+            "file record",
+        )  # fmt: skip
+        _need(type(seg) is int and 0 <= seg < n_segments, "file record segment")
+        files[path] = FileRecord(size, mtime, sha1, seg, chunks, pieces, vectors, embedded)
     counts, meta = Counts.from_json(obj["counts"]), IndexMeta.from_json(obj["meta"])
     _need(isinstance(obj.get("written", ""), str), "written")
-    return Manifest(obj["version"], obj.get("written", ""), segments, files, counts, meta)
+    passed = _parse_passed(obj.get("passed", {"rules": "", "files": {}}))
+    return Manifest(obj["version"], obj.get("written", ""), segments, files, counts, meta, passed)
+
+
+def _parse_passed(obj: Any) -> PassedFiles:
+    """The manifest's files left out for their content (absent in a manifest written before them)."""
+    _need(isinstance(obj, dict) and isinstance(obj.get("rules"), str), "passed")
+    files = obj.get("files")
+    _need(isinstance(files, dict), "passed files")
+    out: dict[str, PassedFile] = {}
+    for path, rec in files.items():
+        _need(isinstance(rec, list) and len(rec) == 3, "passed file")
+        size, mtime, reason = rec
+        _need(_int(size) and type(mtime) is int and isinstance(reason, str), "passed file")
+        out[path] = PassedFile(size, mtime, reason)
+    return PassedFiles(obj["rules"], out)
 
 
 _parsed: dict[str, tuple[tuple[int, int, int], Manifest]] = {}
