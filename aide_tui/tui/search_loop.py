@@ -9,7 +9,8 @@ one thread, no thread start per key and no worker bookkeeping on the UI thread.
 
 Once an answer is delivered and no newer request waits, the loop labels its rows by the definition at
 each hit's best line (``label``; a few milliseconds per screenful) and delivers the answer again with
-its ``labels``: the rows appear as soon as the search returns and get their labels right after.
+its ``labels``: the rows appear as soon as the search returns and get their labels right after. A key
+typed meanwhile stops the labelling at once: the next search never waits for the last one's labels.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aide_tui.core.search.hitlines import symbol_at_best_line
 from aide_tui.core.search.response import SearchResponse
 
 LABELLED = 60  # rows labelled by the definition at their best line (more than a screen shows)
+LABEL_CHECK = 4  # rows labelled between two looks for a newer query (a row: about a millisecond)
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,17 @@ def answer(search: SearchFn, request: SearchRequest, limit: int) -> SearchAnswer
     return SearchAnswer(request, resp)
 
 
-def row_labels(resp: SearchResponse) -> list[str | None]:
-    """Each row's label: the definition at its hit's best line (the first :data:`LABELLED` rows)."""
-    return [symbol_at_best_line(h) if i < LABELLED else h.symbol for i, h in enumerate(resp.results)]
+def row_labels(
+    resp: SearchResponse, overtaken: Callable[[], bool] = lambda: False
+) -> list[str | None] | None:
+    """Each row's label: the definition at its hit's best line (the first :data:`LABELLED` rows); None
+    as soon as ``overtaken()`` says a newer query waits (its search must not wait for these labels)."""
+    labels: list[str | None] = []
+    for i, h in enumerate(resp.results):
+        if i < LABELLED and i % LABEL_CHECK == 0 and overtaken():
+            return None
+        labels.append(symbol_at_best_line(h) if i < LABELLED else h.symbol)
+    return labels
 
 
 def _empty(request: SearchRequest) -> SearchResponse:
@@ -85,7 +95,7 @@ class SearchLoop:
         search: SearchFn,
         deliver: Callable[[SearchAnswer], None],
         limit: int = 50,
-        label: Callable[[SearchResponse], list[str | None]] | None = row_labels,
+        label: Callable[[SearchResponse, Callable[[], bool]], list[str | None] | None] | None = row_labels,
     ) -> None:
         self.search = search
         self.deliver = deliver
@@ -171,8 +181,8 @@ class SearchLoop:
             if self.label is None or not result.response.results or not self._idle(request):
                 continue
             try:
-                labels = self.label(result.response)
+                labels = self.label(result.response, lambda: not self._idle(request))
             except Exception:  # noqa: BLE001, S112 - the rows keep their chunks' symbols
                 continue
-            if self._idle(request):
+            if labels is not None and self._idle(request):
                 self.deliver(replace(result, labels=labels))

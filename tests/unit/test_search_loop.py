@@ -7,6 +7,8 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -193,7 +195,7 @@ def test_rows_are_labelled_once_the_loop_is_idle(gated: GatedSearch) -> None:
 def test_an_answer_overtaken_while_its_rows_are_labelled_gets_no_labels(gated: GatedSearch) -> None:
     labelling, release = threading.Event(), threading.Event()
 
-    def slow_labels(resp: SearchResponse) -> list[str | None]:
+    def slow_labels(resp: SearchResponse, overtaken: object) -> list[str | None]:
         labelling.set()
         assert release.wait(WAIT)
         return [h.symbol for h in resp.results]
@@ -212,3 +214,45 @@ def test_an_answer_overtaken_while_its_rows_are_labelled_gets_no_labels(gated: G
         assert answers.get(timeout=WAIT).request.query == "retry"  # then "retry"'s own labels
     finally:
         loop.stop()
+
+
+def test_labelling_stops_when_a_newer_query_is_typed(gated: GatedSearch) -> None:
+    """The rows of "client" are being labelled when "retry" is typed: labelling gives way at once (the
+    next search does not wait for it) and "client" gets no labels."""
+    labelling, gave_way = threading.Event(), threading.Event()
+
+    def patient_labels(resp: SearchResponse, overtaken: Callable[[], bool]) -> list[str | None] | None:
+        labelling.set()
+        deadline = time.monotonic() + WAIT
+        while resp.query == "client" and time.monotonic() < deadline:
+            if overtaken():
+                gave_way.set()
+                return None
+            time.sleep(0.005)
+        return [h.symbol for h in resp.results]  # never overtaken: the test fails below
+
+    answers: queue.SimpleQueue[SearchAnswer] = queue.SimpleQueue()
+    loop = SearchLoop(gated, answers.put, limit=10, label=patient_labels)
+    loop.start()
+    try:
+        loop.submit("client", "bm25")
+        assert answers.get(timeout=WAIT).labels is None
+        assert labelling.wait(WAIT)
+        labelling.clear()
+        loop.submit("retry", "bm25")
+        assert gave_way.wait(WAIT)
+        got = answers.get(timeout=WAIT)
+        assert got.request.query == "retry" and got.labels is None  # "retry"'s rows, not "client"'s labels
+        assert labelling.wait(WAIT)  # and now "retry" is labelled
+    finally:
+        loop.stop()
+
+
+def test_row_labels_stop_when_overtaken(gated: GatedSearch) -> None:
+    from aide_tui.tui.search_loop import row_labels
+
+    resp = gated("client", 10, "bm25", False)
+    assert resp.results
+    labels = row_labels(resp)
+    assert labels is not None and len(labels) == len(resp.results)
+    assert row_labels(resp, lambda: True) is None

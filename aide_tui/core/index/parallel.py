@@ -28,7 +28,7 @@ from aide_tui.core.index.reading import BatchNotes, read_batch
 from aide_tui.core.index.scan import FileEntry, Scanner
 from aide_tui.core.store.records import FileRecord
 
-PARALLEL_MIN_BYTES = 4 << 20  # a backlog smaller than this is read in the indexer's own process
+PARALLEL_MIN_BYTES = 2 << 20  # a smaller backlog is read in-process (textual, 3.4 MB: 4.6 -> 3.6 s, 2 cores)
 MIN_BATCH_BYTES = 1 << 20
 MAX_BATCH_BYTES = 16 << 20
 

@@ -136,6 +136,7 @@ class Browser(Horizontal):
         self._looked_at = tuple(dict.fromkeys(h.path for h in resp.results[:20]))
         self.status.show_response(resp if query.strip() else None)
         if not resp.results:
+            self.footer.forget(clear=True)
             preview.clear(note)
         elif self.preview_visible:
             # same query, newer index: the selection's preview at once; typing: wait for a pause
@@ -188,7 +189,7 @@ class Browser(Horizontal):
         ):
             self.footer.work_out(hit, self.preview.lookup_line(hit), self.live.line_symbols)
         else:
-            self.footer.forget()
+            self.footer.forget(clear=True)
 
     # -- definitions and references (d, r, back) --------------------------------------------------------
 

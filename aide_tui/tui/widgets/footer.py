@@ -77,32 +77,38 @@ class LookupFooter(FittingFooter):
     ``refs Session``). :meth:`work_out` finds them in a thread; an answer for a line left since is
     dropped."""
 
-    names: var[NamesChosen | None] = var(None, bindings=True)  # the footer is redrawn when they change
+    # what d and r are labelled with: the footer is recomposed only when a label changes (a recompose is
+    # a layout pass of the whole screen; typing moves the names on every key)
+    labels: var[tuple[str | None, str | None]] = var((None, None), bindings=True)
 
     def __init__(self) -> None:
         super().__init__()
         self._asked = 0  # the latest request (an older answer is dropped)
+        self._names: NamesChosen | None = None
+
+    @property
+    def names(self) -> NamesChosen | None:
+        """The names worked out for the line the preview shows (None: not yet, or stale)."""
+        return self._names
 
     def description(self, action: str) -> str | None:
-        names = self.names
-        if names is None or action not in ("screen.definition", "screen.references"):
-            return None
-        choice = names.definition if action == "screen.definition" else names.references
-        if choice.name is None:
-            return None
-        name = printable(choice.name)
-        name = name if len(name) <= FOOTER_NAME else name[: FOOTER_NAME - 1] + "…"
-        return f"{'def' if action == 'screen.definition' else 'refs'} {name}"
+        if action == "screen.definition":
+            return self.labels[0]
+        return self.labels[1] if action == "screen.references" else None
 
     def names_for(self, line: Line) -> NamesChosen | None:
         """The names worked out for ``line``, if they were."""
-        names = self.names
+        names = self._names
         return names if names is not None and names.line == line else None
 
-    def forget(self) -> None:
-        """The selection or the line shown changed: the names are stale (one on its way is dropped)."""
+    def forget(self, clear: bool = False) -> None:
+        """The selection or the line shown changed: the names are stale (one on its way is dropped). The
+        labels stay until the next names arrive, as the preview stays on its line until typing pauses
+        (``d`` and ``r`` never act on stale names: see :meth:`names_for`); ``clear``: drop them now."""
         self._asked += 1
-        self.names = None
+        self._names = None
+        if clear:
+            self.labels = (None, None)
 
     def work_out(self, hit: Hit, line: Line, on_line: OnLine) -> None:
         """Find the names ``d`` and ``r`` take on ``line`` of ``hit`` (``on_line``: the symbol graph)."""
@@ -120,7 +126,16 @@ class LookupFooter(FittingFooter):
     def _chosen(self, message: NamesChosen) -> None:
         message.stop()
         if message.seq == self._asked:
-            self.names = message
+            self._names = message
+            self.labels = (_label("def", message.definition.name), _label("refs", message.references.name))
+
+
+def _label(what: str, name: str | None) -> str | None:
+    """``def Session`` / ``refs Session`` (a long name cut), None without a name."""
+    if name is None:
+        return None
+    name = printable(name)
+    return f"{what} {name if len(name) <= FOOTER_NAME else name[: FOOTER_NAME - 1] + '…'}"
 
 
 def _width(item: object) -> int:
