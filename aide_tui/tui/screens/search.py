@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.message import Message
@@ -79,6 +79,7 @@ class SearchScreen(Screen[None]):
         self.settings = settings
         self.state = state
         self.memory = WorkspaceMemory(state, settings.tui, lambda text: self.notify(text, severity="warning"))
+        self._restored: str | None = None  # the last query put back at start, while it is untouched
         self.show_timing = show_timing
         self.clock = clock
         self.modes = MODES if settings.embedding.backend != "none" else ("bm25", "dense")
@@ -121,7 +122,22 @@ class SearchScreen(Screen[None]):
         self.set_class(not self.preview_visible, "-no-preview")
         if self.memory.last_query:
             self.query_box.set_text(self.memory.last_query)
+            self._restored = self.memory.last_query
         self.post_message(self.Mounted())
+
+    async def on_key(self, event: events.Key) -> None:
+        """Keys typed while the app was starting (before the query box had the focus) were sent to the
+        screen: they are the start of a query, not lost. The query box takes every printable key it
+        has the focus for, so only those reach here; a last query restored meanwhile, never seen, is
+        replaced by what was typed."""
+        box = self.query_box
+        if self.focused is not box or not event.is_printable or not event.character:
+            return
+        if self._restored is not None and box.value == self._restored:
+            box.set_text("")
+        self._restored = None
+        event.stop()
+        await box.take_key(event)
 
     def on_unmount(self) -> None:
         self.loop.stop()
