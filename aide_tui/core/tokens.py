@@ -12,10 +12,15 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-TOKENIZER_VERSION = "3"
+TOKENIZER_VERSION = "4"  # 4: letters of every script are word characters (größe, модуль, 数据)
 
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|[0-9]+[A-Za-z0-9_]*")
-CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# A word starts with a letter of any script or an underscore and goes on with word characters; dots
+# join a qualified name. camelCase splits at ASCII capitals; any other letter (ä, Ä, д,
+# 数) goes with the lower-case run it is in, so a word of another script stays whole (a run of CJK
+# characters is one term: a search names it whole).
+IDENTIFIER = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*|[0-9]+\w*")  # [^\W\d]: a letter or _
+_LOWER = r"[^\W\dA-Z_]"  # ASCII lower case, or a letter of another script
+CAMEL_PARTS = re.compile(rf"[A-Z]+(?=[A-Z]{_LOWER})|[A-Z]?{_LOWER}+|[A-Z]+|[0-9]+")
 
 STOPWORDS = frozenset(
     """

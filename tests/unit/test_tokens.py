@@ -36,3 +36,33 @@ def test_inflections_share_a_stem() -> None:
     assert tokenize("followed")[0] == tokenize("follows")[0] == tokenize("follow")[0]
     assert tokenize("classes")[0] == tokenize("class")[0] == "class"
     assert tokenize("status") == ["status"] and tokenize("address") == ["address"]
+
+
+def test_letters_of_every_script_are_word_characters() -> None:
+    """A German, Russian or Chinese name is a term (ASCII-only words cut ``größe`` into ``gr`` and
+    ``e`` and dropped the others); camelCase still splits at ASCII capitals."""
+    assert tokenize("größe_berechnen") == ["größe_berechnen", "größ", "berechnen"]
+    assert tokenize("модуль загрузки") == ["модуль", "загрузки"]
+    assert tokenize("# 数据处理 函数") == ["数据处理", "函数"]
+    assert tokenize("ÄrgerZähler café") == ["ärgerzähler", "ärger", "zähler", "café"]
+    assert tokenize("naïve_parse") == ["naïve_parse", "naïv", "pars"]
+
+
+def test_a_non_ascii_name_is_found_by_keyword(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from aide_tui.core.config import load_settings
+    from aide_tui.core.index.indexer import Indexer
+    from aide_tui.core.search.searcher import Searcher
+
+    root = Path(str(tmp_path)) / "ws"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "mass.py").write_text("def größe_berechnen(breite, höhe):\n    return breite * höhe\n")
+    (root / "pkg" / "data.py").write_text("# 数据处理: 读取文件\ndef lade_daten(pfad):\n    return pfad\n")
+    (root / "pkg" / "other.py").write_text("def gr(e):\n    return e\n")
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    Indexer(root, settings).run()
+    searcher = Searcher(root, settings)
+    assert searcher.search("größe", limit=3, mode="bm25").results[0].path == "pkg/mass.py"
+    assert searcher.search("höhe", limit=3, mode="bm25").results[0].path == "pkg/mass.py"
+    assert searcher.search("数据处理", limit=3, mode="bm25").results[0].path == "pkg/data.py"
