@@ -78,13 +78,18 @@ ISSUE_PRIORS: dict[str, float] = {
 }
 
 
+def _ext(name: str) -> str:
+    """A lower-case file name's extension ("" for none, and for a dot file such as ``.svg``)."""
+    return name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else ""
+
+
 @lru_cache(maxsize=100_000)
 def kind_of(path: str) -> str:
     """The kind of the file at ``path`` (posix, relative to the workspace root)."""
     low = path.lower()
     parts = low.split("/")
     name = parts[-1]
-    ext = name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else ""
+    ext = _ext(name)
     dirs = parts[:-1]
     if ext in _EXT_KINDS:
         return _EXT_KINDS[ext]
@@ -124,9 +129,7 @@ def prior(path: str, exempt: set[str] | frozenset[str] = frozenset(), strength: 
 
 def not_indexed_reason(rel: str) -> str | None:
     """Why a file of a kind left out by default is not indexed (None = index it)."""
-    name = rel.rsplit("/", 1)[-1].lower()
-    ext = name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else ""
-    kind = _EXT_KINDS.get(ext)  # the kinds left out are told by the extension alone (a walk's hot path)
+    kind = _EXT_KINDS.get(_ext(rel.rsplit("/", 1)[-1].lower()))  # told by the extension alone (hot path)
     patterns = NOT_INDEXED_BY_DEFAULT.get(kind) if kind is not None else None
     if patterns is None:
         return None

@@ -4,6 +4,9 @@ bounded waits driven by pilot pauses (no wall-clock assertions) and the screen a
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -101,3 +104,26 @@ def screen_text(app: App[Any]) -> list[str]:
     update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     console.print(update)
     return console.export_text().splitlines()
+
+
+# -- the app in tmux ------------------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tmux(sock: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """One tmux command on the private server ``sock``."""
+    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, timeout=30)
+
+
+def indexed_in_a_private_home(tmp_path: Path, root: Path) -> str:
+    """Index ``root`` (BM25) with configuration, cache and state under ``tmp_path``, as a user would
+    from a shell; the ``env …`` prefix that starts the app in tmux with the same home."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIDE_")}
+    env.update(PYTHONPATH=str(REPO), XDG_CONFIG_HOME=str(tmp_path / "cfg"),
+               XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_STATE_HOME=str(tmp_path / "state"))  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "none"],
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    kept = ("PYTHONPATH", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "PATH", "HOME")
+    return "env " + " ".join(f"{k}={v!r}" for k, v in env.items() if k in kept)

@@ -7,20 +7,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from apphelpers import indexed_in_a_private_home, tmux
 from conftest import write_workspace
 
-REPO = Path(__file__).resolve().parents[2]
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
-
-
-def _tmux(sock: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, timeout=30)
 
 
 def _cells(line: str) -> list[tuple[str, int | None, int | None]]:
@@ -68,22 +63,15 @@ def _cells(line: str) -> list[tuple[str, int | None, int | None]]:
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)])
 def test_the_selected_row_reads_on_a_16_colour_console(tmp_path: Path, size: tuple[int, int]) -> None:
     root = write_workspace(tmp_path / "ws")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIDE_")}
-    env.update(PYTHONPATH=str(REPO), XDG_CONFIG_HOME=str(tmp_path / "cfg"),
-               XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_STATE_HOME=str(tmp_path / "state"))  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "none"],
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    home = indexed_in_a_private_home(tmp_path, root)
     sock = f"aide-colours-{os.getpid()}-{size[0]}"
-    exports = " ".join(f"{k}={v!r}" for k, v in env.items() if k in ("PYTHONPATH", "XDG_CONFIG_HOME",
-                       "XDG_CACHE_HOME", "XDG_STATE_HOME", "PATH", "HOME"))  # fmt: skip
-    cmd = f"env {exports} TERM=linux {sys.executable} -m aide_tui {root} --embedder none --no-watch"
-    started = _tmux(sock, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(size[0]), "-y",
+    cmd = f"{home} TERM=linux {sys.executable} -m aide_tui {root} --embedder none --no-watch"
+    started = tmux(sock, "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(size[0]), "-y",
                     str(size[1]), cmd)  # fmt: skip
     assert started.returncode == 0, started.stderr
 
     def screen(colours: bool = False) -> list[str]:
-        return _tmux(sock, "capture-pane", "-p", *(["-e"] if colours else []), "-t", "t").stdout.splitlines()
+        return tmux(sock, "capture-pane", "-p", *(["-e"] if colours else []), "-t", "t").stdout.splitlines()
 
     def wait(cond: object, what: str) -> None:
         deadline = time.monotonic() + 60
@@ -93,17 +81,17 @@ def test_the_selected_row_reads_on_a_16_colour_console(tmp_path: Path, size: tup
 
     try:
         wait(lambda: any("Type to search" in line for line in screen()), "the app")
-        _tmux(sock, "send-keys", "-t", "t", "-l", "return")
+        tmux(sock, "send-keys", "-t", "t", "-l", "return")
         wait(lambda: sum(".py:" in line.split("││")[0] for line in screen()[2:8]) >= 2, "two rows at least")
 
         def selected_rows() -> list[list[tuple[str, int | None, int | None]]]:
             return [c for i, line in enumerate(screen(True)) if i >= 2 and _cursor_row(c := _cells(line))]
 
-        _tmux(sock, "send-keys", "-t", "t", "Down")  # the cursor on the second row, the list blurred
+        tmux(sock, "send-keys", "-t", "t", "Down")  # the cursor on the second row, the list blurred
         wait(lambda: any(".py:" in "".join(ch for ch, _, _ in r) for r in selected_rows())
              and _cursor_row(_cells(screen(True)[3])), "the cursor on the second row")  # fmt: skip
         blurred = selected_rows()
-        _tmux(sock, "send-keys", "-t", "t", "Tab")  # the list focused: the cursor's other colours
+        tmux(sock, "send-keys", "-t", "t", "Tab")  # the list focused: the cursor's other colours
         wait(lambda: any(" e edit " in line for line in screen()), "the list focused")
         wait(lambda: bool(selected_rows()), "the focused cursor")
         for cells in [*blurred, *selected_rows()]:
@@ -111,7 +99,7 @@ def test_the_selected_row_reads_on_a_16_colour_console(tmp_path: Path, size: tup
             unreadable = [ch for ch, fg, bg in cells if bg == row_bg and fg == row_bg and ch.strip()]
             assert not unreadable, f"{''.join(unreadable)!r} drawn in the row's own background colour"
     finally:
-        _tmux(sock, "kill-server")
+        tmux(sock, "kill-server")
 
 
 def _cursor_bg(cells: list[tuple[str, int | None, int | None]]) -> int | None:

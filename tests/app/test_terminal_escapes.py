@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from apphelpers import indexed_in_a_private_home, tmux
 from conftest import write_workspace
 
 from aide_tui.core.textsafe import visible
@@ -56,49 +57,37 @@ def test_preview_segments_carry_no_control_characters(tmp_path: Path) -> None:
     assert "␛]52;c;cHduZWQ=␇" in text
 
 
-def _tmux(sock: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["tmux", "-L", sock, *args], capture_output=True, text=True, timeout=30)
-
-
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 def test_a_hostile_file_in_the_preview_reaches_no_terminal(tmp_path: Path) -> None:
     root = write_workspace(tmp_path / "ws", {"a.py": HOSTILE})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIDE_")}
-    env.update(PYTHONPATH=str(REPO), XDG_CONFIG_HOME=str(tmp_path / "cfg"),
-               XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_STATE_HOME=str(tmp_path / "state"),
-               TERM="xterm-256color")  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "none"],
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    home = indexed_in_a_private_home(tmp_path, root)
     conf = tmp_path / "tmux.conf"
     conf.write_text("set -g set-clipboard on\nset -g allow-rename on\nset -g history-limit 100\n")
     sock = f"aide-esc-{os.getpid()}"
-    exports = " ".join(f"{k}={v!r}" for k, v in env.items() if k in ("PYTHONPATH", "XDG_CONFIG_HOME",
-                       "XDG_CACHE_HOME", "XDG_STATE_HOME", "PATH", "HOME"))  # fmt: skip
-    cmd = f"env {exports} {sys.executable} -m aide_tui {root} --embedder none"
-    started = _tmux(sock, "-f", str(conf), "new-session", "-d", "-s", "t", "-x", "120", "-y", "40", cmd)
+    cmd = f"{home} {sys.executable} -m aide_tui {root} --embedder none"
+    started = tmux(sock, "-f", str(conf), "new-session", "-d", "-s", "t", "-x", "120", "-y", "40", cmd)
     assert started.returncode == 0, started.stderr
     try:
-        _tmux(sock, "set-option", "-t", "t", "remain-on-exit", "on")
+        tmux(sock, "set-option", "-t", "t", "remain-on-exit", "on")
         deadline = time.monotonic() + 60
-        while "Type to search" not in _tmux(sock, "capture-pane", "-p", "-t", "t").stdout:
-            assert time.monotonic() < deadline, _tmux(sock, "capture-pane", "-p", "-t", "t").stdout
+        while "Type to search" not in tmux(sock, "capture-pane", "-p", "-t", "t").stdout:
+            assert time.monotonic() < deadline, tmux(sock, "capture-pane", "-p", "-t", "t").stdout
             time.sleep(0.2)
-        _tmux(sock, "send-keys", "-t", "t", "-l", "zq")
+        tmux(sock, "send-keys", "-t", "t", "-l", "zq")
         deadline = time.monotonic() + 60
         screen = ""
         while "52;c;cHduZWQ=" not in screen:  # the preview shows the line (with ␛ in front)
             assert time.monotonic() < deadline, screen
             time.sleep(0.2)
-            screen = _tmux(sock, "capture-pane", "-p", "-t", "t").stdout
+            screen = tmux(sock, "capture-pane", "-p", "-t", "t").stdout
         time.sleep(1.0)  # let any pending output reach the terminal
         assert "␛]52;c;cHduZWQ=␇" in screen, screen
-        buffers = _tmux(sock, "list-buffers").stdout
+        buffers = tmux(sock, "list-buffers").stdout
         assert "pwned" not in buffers and "cHduZWQ" not in buffers, buffers  # the clipboard is untouched
-        title = _tmux(sock, "display-message", "-p", "-t", "t", "#{pane_title}").stdout.strip()
+        title = tmux(sock, "display-message", "-p", "-t", "t", "#{pane_title}").stdout.strip()
         assert "HACKED" not in title and "C1" not in title, title
     finally:
-        _tmux(sock, "kill-server")
+        tmux(sock, "kill-server")
 
 
 def test_cli_location_formats_escape_names_and_text(tmp_path: Path) -> None:

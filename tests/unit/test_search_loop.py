@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.searcher import Searcher
-from aide_tui.tui.search_loop import SearchAnswer, SearchLoop
+from aide_tui.tui.search_loop import SearchAnswer, SearchLoop, row_labels
 
 WAIT = 10.0  # seconds: a bound against hangs, never a measurement
 
@@ -57,9 +58,10 @@ def gated(workspace: Path) -> GatedSearch:
     return GatedSearch(workspace)
 
 
-def _loop(search: GatedSearch, label: bool = False) -> tuple[SearchLoop, queue.SimpleQueue[SearchAnswer]]:
+def _loop(search: GatedSearch, label: Any = None) -> tuple[SearchLoop, queue.SimpleQueue[SearchAnswer]]:
+    """A started loop over ``search`` and the queue its answers land in (``label``: none by default)."""
     answers: queue.SimpleQueue[SearchAnswer] = queue.SimpleQueue()
-    loop = SearchLoop(search, answers.put, limit=10, **({} if label else {"label": None}))
+    loop = SearchLoop(search, answers.put, limit=10, label=label)
     loop.start()
     return loop, answers
 
@@ -179,7 +181,7 @@ def test_the_loop_module_does_not_import_textual() -> None:
 def test_rows_are_labelled_once_the_loop_is_idle(gated: GatedSearch) -> None:
     """The answer comes first, then (nothing newer waiting) the same answer with each row's label: the
     definition at its best line."""
-    loop, answers = _loop(gated, label=True)
+    loop, answers = _loop(gated, label=row_labels)
     try:
         loop.submit("max_hops", "bm25")
         first, second = answers.get(timeout=WAIT), answers.get(timeout=WAIT)
@@ -200,9 +202,7 @@ def test_an_answer_overtaken_while_its_rows_are_labelled_gets_no_labels(gated: G
         assert release.wait(WAIT)
         return [h.symbol for h in resp.results]
 
-    answers: queue.SimpleQueue[SearchAnswer] = queue.SimpleQueue()
-    loop = SearchLoop(gated, answers.put, limit=10, label=slow_labels)
-    loop.start()
+    loop, answers = _loop(gated, label=slow_labels)
     try:
         loop.submit("client", "bm25")
         assert answers.get(timeout=WAIT).labels is None
@@ -231,9 +231,7 @@ def test_labelling_stops_when_a_newer_query_is_typed(gated: GatedSearch) -> None
             time.sleep(0.005)
         return [h.symbol for h in resp.results]  # never overtaken: the test fails below
 
-    answers: queue.SimpleQueue[SearchAnswer] = queue.SimpleQueue()
-    loop = SearchLoop(gated, answers.put, limit=10, label=patient_labels)
-    loop.start()
+    loop, answers = _loop(gated, label=patient_labels)
     try:
         loop.submit("client", "bm25")
         assert answers.get(timeout=WAIT).labels is None
@@ -249,8 +247,6 @@ def test_labelling_stops_when_a_newer_query_is_typed(gated: GatedSearch) -> None
 
 
 def test_row_labels_stop_when_overtaken(gated: GatedSearch) -> None:
-    from aide_tui.tui.search_loop import row_labels
-
     resp = gated("client", 10, "bm25", False)
     assert resp.results
     labels = row_labels(resp)

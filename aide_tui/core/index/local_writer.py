@@ -297,8 +297,7 @@ class LocalWriter:
             counts = replace(
                 counts, static_missing=sum(r.chunks for r in files.values() if r.segment in lacking)
             )
-        passed = PassedFiles(VERDICT_RULES, dict(self.run.passed))
-        return Manifest(f"v{time.time_ns():x}", "", segments, files, counts, meta, passed)
+        return Manifest(f"v{time.time_ns():x}", "", segments, files, counts, meta, _verdicts(self.run))
 
     def _commit(self, manifest: Manifest, prev: Manifest | None) -> Committed:
         commit(self.idx_dir, manifest, prev)
@@ -485,7 +484,7 @@ class LocalWriter:
     def finish(self, emb: EmbedderState, run: RunHooks) -> Committed | None:
         manifest = self.manifest
         assert manifest is not None
-        passed = PassedFiles(VERDICT_RULES, dict(run.passed))
+        passed = _verdicts(run)
         committed = None
         if passed != manifest.passed:  # a run that changed nothing else still keeps its verdicts
             old, manifest = manifest, replace(manifest, version=f"v{time.time_ns():x}", passed=passed)
@@ -499,3 +498,8 @@ class LocalWriter:
 
     def close(self) -> None:
         pass
+
+
+def _verdicts(run: RunHooks) -> PassedFiles:
+    """The files the run left out for their content, as the version it commits keeps them."""
+    return PassedFiles(VERDICT_RULES, dict(run.passed))
