@@ -23,6 +23,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.errors import IndexCorrupt, IndexMissing, IndexProblem
 from aide_tui.core.events import Committed, Done, Event, Failed
+from aide_tui.core.index.gcpause import freeze_heap
 from aide_tui.core.index.service import IndexService
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.searcher import Searcher
@@ -82,6 +83,7 @@ class WatchFailed:
 RETRY_FIRST, RETRY_MAX = 2.0, 60.0  # seconds before a shared store's failed run is tried again
 NO_ENGINE_GATE = "a store that needs an engine host is indexed through its host's EngineGate (host/tenure.py)"
 EVERYWHERE_TTL = 10.0  # seconds an all-workspaces view is used before the workspace list is read again
+QUIET_SECONDS = 1.0  # no search for this long before a loaded version is frozen out of the collector's walks
 
 
 @dataclass
@@ -157,6 +159,7 @@ class LiveWorkspace:
         self._retry_timer: threading.Timer | None = None
         self._everywhere_at = 0.0
         self._threads: list[threading.Thread] = []
+        self._searched_at = 0.0  # when the last search started (monotonic)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -271,7 +274,25 @@ class LiveWorkspace:
             self._set_embedder(embedder, None, emb_id)
         finally:
             if self.index_ready.is_set():
-                self.searcher.warm()  # the app searches as one types (after the encoder is ready)
+                self.searcher.warm(self._load_waits)  # the app searches as one types
+                self._settle_heap()
+
+    def _load_waits(self) -> bool:
+        """A newer version waits to be loaded, or the workspace closes (warming the loaded one stops)."""
+        return self._reload_wanted.is_set() or self._stop.is_set()
+
+    def _settle_heap(self) -> None:
+        """Once no search has run for ``QUIET_SECONDS``, collect and freeze what the loaded version holds
+        (see gcpause.freeze_heap: its full collection holds the interpreter for a few hundred ms in the
+        app, so it waits for a pause in the typing); a newer version to load, or closing, skips it (the
+        next load settles)."""
+        while not self._stop.is_set():
+            quiet = QUIET_SECONDS - (time.monotonic() - self._searched_at)
+            if quiet <= 0:
+                freeze_heap()
+                return
+            if self._reload_wanted.wait(quiet):
+                return
 
     def _host_again(self) -> None:
         """A request after hosting the engine failed: try again (the other process may have let it go)."""
@@ -301,6 +322,7 @@ class LiveWorkspace:
         ``all_workspaces``: every workspace of a shared (Milvus) collection, each hit labelled with
         its workspace; ValueError for the local store. ``prefix``: search as you type (the word being
         typed also finds the words it begins, see Searcher.search)."""
+        self._searched_at = time.monotonic()
         searcher = self._all_searcher() if all_workspaces else self.searcher
         if all_workspaces and time.monotonic() - self._everywhere_at > EVERYWHERE_TTL:
             searcher.refresh()  # other workspaces change without this one committing
@@ -426,7 +448,8 @@ class LiveWorkspace:
                 continue
             self.index_ready.set()
             self._emit(Reloaded(self.current_status(), self.searcher.version))
-            self.searcher.warm()
+            self.searcher.warm(self._load_waits)
+            self._settle_heap()
 
     # -- watching ----------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from apphelpers import (
@@ -153,3 +154,30 @@ async def test_moves_in_a_burst_wait_for_the_results_they_were_typed_against(wor
         await pilot.pause(0.2)
         assert len(results(app).hits) >= 3 and results(app).cursor == 2
         await wait_for(pilot, lambda: previewing_selection(app), "the preview of the selection")
+
+
+async def test_typing_repaints_the_query_box_without_a_screen_layout(workspace: Path) -> None:
+    """Each keystroke changes the box's virtual size; Textual's Input asks for a layout of the whole
+    screen for it (15 ms a key on a big workspace). The box repaints alone, and a query longer than the
+    box still scrolls to show its end."""
+    app = make_app(workspace)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await indexed(pilot, app)
+        box = query_box(app)
+        layouts: list[bool] = []
+        plain_refresh = box.refresh
+
+        def counting_refresh(*regions: Any, layout: bool = False, **kwargs: Any) -> Any:
+            layouts.append(layout)
+            return plain_refresh(*regions, layout=layout, **kwargs)
+
+        box.refresh = counting_refresh  # type: ignore[method-assign]
+        long_query = (
+            "return the value of the redirect location header when the client follows it to another host"
+        )
+        for ch in long_query:
+            await pilot.press("space" if ch == " " else ch)
+        await wait_for(pilot, lambda: shown_query(app) == long_query, "the long query's results")
+        assert layouts and not any(layouts), f"{sum(layouts)} of {len(layouts)} refreshes asked for a layout"
+        assert box.max_scroll_x > 0 and box.scroll_x == box.max_scroll_x
+        assert "follows it" in screen_text(app)[0]

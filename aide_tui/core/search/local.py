@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -225,11 +225,24 @@ class LocalRetriever:
             self._key = key
             return True
 
-    def warm_vectors(self, static_id: str = "") -> None:
-        """Build the dense prefilter's projections of the loaded version (a long-lived reader)."""
+    def warm_tables(self) -> None:
+        """Build the loaded version's tie order, path index and graph tables (a long-lived reader)."""
         view = self._view
         if view is not None:
-            view.warm_vectors(static_id)
+            view.warm_tables()
+
+    def warm_postings(self, pause: Callable[[], bool] = lambda: False) -> None:
+        """Check the loaded version's postings (a long-lived reader; ``pause`` before each segment)."""
+        view = self._view
+        if view is not None:
+            view.warm_postings(pause)
+
+    def warm_vectors(self, static_id: str = "", pause: Callable[[], bool] = lambda: False) -> None:
+        """Build the dense prefilter's projections of the loaded version (a long-lived reader; ``pause``
+        before each block)."""
+        view = self._view
+        if view is not None:
+            view.warm_vectors(static_id, pause)
 
     def files(self) -> list[IndexedFile]:
         return [IndexedFile(p) for p in self._loaded().files]

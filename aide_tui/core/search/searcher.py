@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from aide_tui.core.embed.static import StaticEmbedder
 
 QUERY_CACHE = 256  # query vectors remembered
+WARM_GAP = 0.1  # seconds after a search before warming takes its next step...
+WARM_WAIT = 0.25  # ... waiting at most this long for such a gap (a busy host still warms in seconds)
 MAX_QUERY_CHARS = 20_000
 
 
@@ -69,6 +72,10 @@ class Searcher:
         )
         self._qcache: dict[tuple[str, str], np.ndarray] = {}
         self._qlock = threading.Lock()
+        self._warm_lock = threading.Lock()
+        self._quiet = threading.Condition()  # searches running and when the last ended (warming waits)
+        self._searching = 0
+        self._searched_at = 0.0
 
     @property
     def version(self) -> str:
@@ -79,11 +86,16 @@ class Searcher:
         """Load the index if it changed; returns True when (re)loaded. Raises IndexProblem."""
         return self.retriever.refresh()
 
-    def warm(self) -> None:
+    def warm(self, interrupted: Callable[[], bool] = lambda: False) -> None:
         """Open what the first queries read (a long-lived searcher calls it after each load, off the query
         path): the term dictionaries that search as you type completes over, the vocabulary's letter
-        trigrams (a typed word that reads as no word of the code: core/wordshape.py), the static tier's
-        table, and the dense prefilter's projections of a big index."""
+        trigrams (a typed word that reads as no word of the code: core/wordshape.py), the version's tie
+        order, path index and graph tables, the static tier's table, the dense prefilter's projections
+        of a big index, and the postings (checked)."""
+        with self._warm_lock:  # two loads' warms at once would build the same projections twice
+            self._warm(interrupted)
+
+    def _warm(self, interrupted: Callable[[], bool]) -> None:
         if not self.retriever.loaded:
             return
         stats = self.retriever.term_stats
@@ -97,9 +109,32 @@ class Searcher:
                 static_id = self.static.id
             except EmbedderError:
                 pass
+        warm_tables = getattr(self.retriever, "warm_tables", None)
+        if warm_tables is not None:
+            warm_tables()
+
+        def pause() -> bool:
+            return self._let_searches_run(interrupted)
+
         warm_vectors = getattr(self.retriever, "warm_vectors", None)
         if warm_vectors is not None:
-            warm_vectors(static_id)
+            warm_vectors(static_id, pause)
+        warm_postings = getattr(self.retriever, "warm_postings", None)
+        if warm_postings is not None:
+            warm_postings(pause)
+
+    def _let_searches_run(self, interrupted: Callable[[], bool]) -> bool:
+        """Wait while a search runs or ran in the last ``WARM_GAP`` seconds (at most ``WARM_WAIT``): what
+        warming does in steps gives way to the searches of someone typing. True: stop warming now
+        (``interrupted``, e.g. a newer version waits to be loaded)."""
+        deadline = time.monotonic() + WARM_WAIT
+        with self._quiet:
+            while not interrupted() and (
+                (wait := min(deadline, self._searched_at + WARM_GAP) - time.monotonic()) > 0
+                or (self._searching and time.monotonic() < deadline)
+            ):
+                self._quiet.wait(min(max(wait, 0.01), 0.05))
+        return interrupted()
 
     def search(
         self, query: str, limit: int = 20, mode: str | None = None, prefix: bool = False
@@ -109,6 +144,17 @@ class Searcher:
         ``prefix`` (search as you type): the word being typed, the last one when no space follows it,
         also finds the words it begins (``timeou`` finds ``timeout``).
         """
+        with self._quiet:
+            self._searching += 1
+        try:
+            return self._search(query, limit, mode, prefix)
+        finally:
+            with self._quiet:
+                self._searching -= 1
+                self._searched_at = time.monotonic()
+                self._quiet.notify_all()
+
+    def _search(self, query: str, limit: int, mode: str | None, prefix: bool) -> SearchResponse:
         mode = mode or self.settings.search.mode
         t0 = time.perf_counter()
         retriever = self.retriever

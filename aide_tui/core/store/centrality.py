@@ -48,13 +48,23 @@ class Graph(Protocol):
 
 def _exists(files: FileIndex, path: str) -> bool:
     name = path.rsplit("/", 1)[-1].lower()
-    return path in set(files.get(name, ()))
+    return path in _as_set(files.get(name, ()))
+
+
+def _as_set(paths: Iterable[str]) -> set[str] | frozenset[str]:
+    return paths if isinstance(paths, (set, frozenset)) else set(paths)
 
 
 def _with_suffix(files: FileIndex, tail: str) -> list[str]:
-    """Indexed files whose path ends with ``tail`` (whole components)."""
-    name = tail.rsplit("/", 1)[-1].lower()
-    return sorted(p for p in files.get(name, ()) if p == tail or p.endswith("/" + tail))
+    """Indexed files whose path ends with ``tail`` (whole components). A tail with a folder looks only
+    at the files both named like its file and under a folder named like its last folder (``__init__.py``
+    alone is thousands of files in a big tree)."""
+    comps = tail.lower().rsplit("/", 2)
+    cands: Iterable[str] = files.get(comps[-1], ())
+    if len(comps) > 1:
+        named, under = _as_set(cands), _as_set(files.get(comps[-2], ()))
+        cands = named & under if len(named) <= len(under) else under & named
+    return sorted(p for p in cands if p == tail or p.endswith("/" + tail))
 
 
 def _python(module: str, importer: str, files: FileIndex) -> list[str]:

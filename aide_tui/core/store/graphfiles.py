@@ -111,6 +111,11 @@ class MappedGraph:
     def _bad(self, what: str) -> IndexCorrupt:
         return IndexCorrupt(f"index segment {self.where} symbol graph is malformed ({what}); rebuilding")
 
+    def warm(self) -> None:
+        """Open and check what following a query's names reads first (a long-lived reader, off the query
+        path): the name dictionary, the imports, the definition and reference tables."""
+        _ = self.names, self._meta, self._defs.all(), self._refs
+
     @cached_property
     def names(self) -> TermDict:
         f = self._file

@@ -21,7 +21,7 @@ from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.model import Chunk
 from aide_tui.core.store.graphfiles import MappedGraph
 from aide_tui.core.store.mapped import MappedArray, MappedFile
-from aide_tui.core.store.quantize import SCALE_BYTES, unpack
+from aide_tui.core.store.quantize import SCALE_BYTES, unpack, unpacked_matmul
 from aide_tui.core.store.segment_write import SegmentEntry
 from aide_tui.core.store.terms import TermDict
 
@@ -54,6 +54,10 @@ class VectorBlock:
     def _f32(self, rows: np.ndarray) -> np.ndarray:
         return unpack(rows) if self.packed else np.asarray(rows, np.float32)
 
+    def _times(self, rows: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """``rows @ right`` in float32 (packed rows scaled after the product)."""
+        return unpacked_matmul(rows, right) if self.packed else np.asarray(rows, np.float32) @ right
+
     def scan(self, q: np.ndarray) -> np.ndarray:
         """``matrix @ q`` in float32, a window of rows at a time; a mapped matrix drops each window's
         pages after it (a one-shot search does not keep the vectors it scanned resident)."""
@@ -63,7 +67,7 @@ class VectorBlock:
             return np.asarray(m @ q, np.float32)
         out = np.empty(len(m), np.float32)
         for lo in range(0, len(m), WINDOW_ROWS):
-            out[lo : lo + WINDOW_ROWS] = self._f32(m[lo : lo + WINDOW_ROWS]) @ q
+            out[lo : lo + WINDOW_ROWS] = self._times(m[lo : lo + WINDOW_ROWS], q)
             if isinstance(src, MappedArray):
                 src.release_rows(lo, lo + WINDOW_ROWS)
         return out
@@ -88,7 +92,7 @@ class VectorBlock:
             src = self._source
             out = np.empty((len(m), projection.shape[1]), np.float32)
             for lo in range(0, len(m), WINDOW_ROWS):
-                out[lo : lo + WINDOW_ROWS] = self._f32(m[lo : lo + WINDOW_ROWS]) @ projection
+                out[lo : lo + WINDOW_ROWS] = self._times(m[lo : lo + WINDOW_ROWS], projection)
                 if isinstance(src, MappedArray):
                     src.release_rows(lo, lo + WINDOW_ROWS)
             cached = (projection, out)
@@ -112,6 +116,14 @@ class Field:
         self._dl = part.array(f"{prefix}_len.npy")
         if len(self.ptr) != part.terms.n + 1 or len(self._doc) != len(self._tf) or len(self._dl) != n_docs:
             raise part.bad(f"{prefix} postings disagree on their sizes")
+
+    def warm(self) -> None:
+        """Check every posting list once (a long-lived reader, off the query path; the pages read are
+        dropped from the resident set as the check goes), so the first queries verify nothing."""
+        self.ptr.all()
+        self._doc.file.check_all()
+        self._tf.file.check_all()
+        _ = self.lengths
 
     def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
         """(documents, weighted tfs) of term ``tid``."""

@@ -33,3 +33,13 @@ def unpack(packed: np.ndarray) -> np.ndarray:
     d = width(packed)
     scale = np.ascontiguousarray(packed[:, d:]).view(np.float32).reshape(len(packed))
     return packed[:, :d].astype(np.float32) * scale[:, None]
+
+
+def unpacked_matmul(packed: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``unpack(packed) @ right`` without the scaled float32 copy of the rows: the int8 values are
+    multiplied, then each row of the product is scaled (one pass less over the big side)."""
+    d = width(packed)
+    scale = np.ascontiguousarray(packed[:, d:]).view(np.float32).reshape(len(packed))
+    product: np.ndarray = packed[:, :d].astype(np.float32) @ right
+    out: np.ndarray = product * (scale[:, None] if product.ndim == 2 else scale)
+    return out

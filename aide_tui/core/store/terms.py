@@ -15,7 +15,9 @@ whole: a reader touches the hash array (4 bytes a term) and the probed terms onl
 from __future__ import annotations
 
 import zlib
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 
 import numpy as np
 
@@ -44,6 +46,9 @@ def encode_terms(terms: Sequence[str]) -> dict[str, bytes | np.ndarray]:
         "term_hash.npy": hashes[order],
         "term_hid.npy": order.astype(np.int32),
     }
+
+
+SAMPLE_EVERY = 64  # terms per in-memory sample entry of a dictionary (prefix lookups bisect it first)
 
 
 class TermDict:
@@ -77,6 +82,14 @@ class TermDict:
         rel = (off - base).tolist()
         return [blob[rel[k] : rel[k + 1]].decode("utf-8", "surrogatepass") for k in range(hi - lo)]
 
+    def terms_at(self, ids: np.ndarray) -> list[str]:
+        """The terms of ``ids``, decoded (the whole dictionary verified once, then read in place)."""
+        off = self.off.all()
+        blob = self.blob.view()
+        ids = np.asarray(ids, np.int64)
+        spans = zip(off[ids].tolist(), off[ids + 1].tolist(), strict=True)
+        return [bytes(blob[lo:hi]).decode("utf-8", "surrogatepass") for lo, hi in spans]
+
     def ids(self, terms: Sequence[str]) -> np.ndarray:
         """The id of each term (-1 when this segment does not hold it)."""
         out = np.full(len(terms), -1, np.int64)
@@ -100,9 +113,18 @@ class TermDict:
         p = term_bytes(prefix)
         return self._bisect(p), self._bisect(p + b"\xff")
 
+    @cached_property
+    def _sample(self) -> list[bytes]:
+        """Every ``SAMPLE_EVERY``-th term (what a prefix lookup bisects first, in memory)."""
+        off = self.off.all().tolist()
+        blob = self.blob.view()
+        return [bytes(blob[off[i] : off[i + 1]]) for i in range(0, self.n, SAMPLE_EVERY)]
+
     def _bisect(self, key: bytes) -> int:
-        """The first id whose term is not below ``key``."""
-        lo, hi = 0, self.n
+        """The first id whose term is not below ``key``: among the sampled terms in memory, then in the
+        block of ``SAMPLE_EVERY`` ids that holds it."""
+        k = bisect_left(self._sample, key)
+        lo, hi = max(0, (k - 1) * SAMPLE_EVERY + 1), min(self.n, k * SAMPLE_EVERY)
         while lo < hi:
             mid = (lo + hi) // 2
             if self.term_at(mid) < key:

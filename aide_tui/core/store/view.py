@@ -11,7 +11,7 @@ query reads the postings of its terms and the rows it shows, whatever the size o
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, overload
 
@@ -69,16 +69,18 @@ class ConcatChunks(Sequence[Chunk]):
 
 
 class Vocabulary:
-    """Whether a term occurs in some segment of the version (``term in vocab``)."""
+    """Whether a term occurs in some segment of the version (``term in vocab``). It holds the version's
+    segments, not the version: a version in a reference cycle outlives its last user until the next
+    full collection (a monorepo version is some 100k objects)."""
 
-    def __init__(self, view: IndexView) -> None:
-        self._view = view
+    def __init__(self, parts: list[Part]) -> None:
+        self._parts = parts
 
     def __contains__(self, term: object) -> bool:
-        return isinstance(term, str) and any(p.term_ids([term])[0] >= 0 for p in self._view.parts)
+        return isinstance(term, str) and any(p.term_ids([term])[0] >= 0 for p in self._parts)
 
     def __len__(self) -> int:
-        return sum(p.terms.n for p in self._view.parts)
+        return sum(p.terms.n for p in self._parts)
 
 
 class IndexView:
@@ -98,7 +100,7 @@ class IndexView:
         self.offsets: list[int] = np.cumsum([0] + [p.n_chunks for p in parts]).tolist()
         self.piece_offsets: list[int] = np.cumsum([0] + [p.n_pieces for p in parts]).tolist()
         self.chunks: Sequence[Chunk] = ConcatChunks([PartChunks(p) for p in parts], self.offsets)
-        self.vocab = Vocabulary(self)
+        self.vocab = Vocabulary(parts)
         self.prefilter = False  # set by a long-lived reader (warm_vectors): queries may prefilter
 
     def warm(self) -> None:
@@ -106,6 +108,16 @@ class IndexView:
         for part in self.parts:
             _ = part.c_path, part.terms
         _ = self.alive_mask
+
+    def warm_tables(self) -> None:
+        """Build what a version's first queries derive from it (a long-lived reader calls it after
+        loading, off the query path): the tie order, the path index, each segment's graph tables and
+        which of their files are live."""
+        _ = self.row_order, self.path_parts
+        graph = self.graph
+        for k, part in enumerate(self.parts):
+            part.graph.warm()
+            graph.live_paths(k)
 
     # -- rows --------------------------------------------------------------------------------------
 
@@ -223,6 +235,23 @@ class IndexView:
                 found.append((k, j, docs, tfs))
         return df, found
 
+    def live_df(self, terms: list[str]) -> np.ndarray:
+        """Live document frequency of each term over chunks: a segment without dead rows gives its stored
+        frequencies (no postings read), one with dead rows counts the live documents of each list."""
+        df = np.zeros(len(terms), np.int64)
+        for part, live in zip(self.parts, self.alive, strict=True):
+            if not part.n_chunks:
+                continue
+            tids = np.asarray(part.term_ids(terms), np.int64)
+            has = tids >= 0
+            if live is None:
+                df[has] += part.chunk_field.df(tids[has])
+                continue
+            for j in np.flatnonzero(has).tolist():
+                docs, _ = part.chunk_field.postings(int(tids[j]))
+                df[j] += int(live[docs].sum())
+        return df
+
     def _idf(self, df: np.ndarray, pieces: bool) -> np.ndarray:
         n, _ = self._stats(pieces)
         return idf_of(n, df)
@@ -280,15 +309,14 @@ class IndexView:
             if len(pick) > want:  # the most frequent, with every term tied at the cut
                 cut = np.partition(-stored, want - 1)[want - 1]
                 pick = np.flatnonzero(-stored <= cut)
-            for i in pick.tolist():
-                term = part.terms.term(lo + i)
+            for i, term in zip(pick.tolist(), part.terms.terms_at(lo + pick), strict=True):
                 if ":" in term or (not compounds and ("." in term or "_" in term)):
                     continue
                 pool[term] = pool.get(term, 0) + int(stored[i])
         if not pool:
             return []
         terms = sorted(pool, key=lambda t: (-pool[t], t))[: PREFIX_POOL * cap]
-        df, _ = self._postings(terms, False)
+        df = self.live_df(terms)
         live = [(t, int(d)) for t, d in zip(terms, df.tolist(), strict=True) if d > 0]
         live.sort(key=lambda td: (-td[1], td[0]))
         return live[:cap]
@@ -521,15 +549,29 @@ class IndexView:
             return False
         return all("_projected" in b.__dict__ for b, _, _ in blocks)
 
-    def warm_vectors(self, static_id: str = "") -> None:
+    def warm_postings(self, pause: Callable[[], bool] = lambda: False) -> None:
+        """Check each segment's postings (chunks and pieces) before the first query reads them; ``pause``
+        before each segment, as :meth:`warm_vectors`."""
+        for part in self.parts:
+            if pause():
+                return
+            part.chunk_field.warm()
+            if part.n_pieces:
+                part.piece_field.warm()
+
+    def warm_vectors(self, static_id: str = "", pause: Callable[[], bool] = lambda: False) -> None:
         """Build the prefilter's projections of the transformer's vectors and the static tier's (what a
-        long-lived reader calls after loading, off the query path)."""
+        long-lived reader calls after loading, off the query path); ``pause`` is called before each
+        block (a reader lets its searches run first: a block is up to a second of CPU) and says whether
+        to stop (the blocks projected so far keep theirs)."""
         self.prefilter = True
         for tier in ("", static_id) if static_id else ("",):
             blocks = self._live_blocks(tier)
             if sum(len(ids) for _, _, ids in blocks) >= PREFILTER_MIN:
                 proj = self._projection(blocks, blocks[0][0].width)
                 for b, _, _ in blocks:
+                    if pause():
+                        return
                     b.projected(proj)
 
     def _projection(self, blocks: list[tuple[VectorBlock, np.ndarray, np.ndarray]], dim: int) -> np.ndarray:

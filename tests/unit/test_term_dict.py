@@ -1,0 +1,88 @@
+"""The mapped term dictionary: prefix ranges bisect an in-memory sample first, batches decode in place,
+and the static tier's packed vectors multiply without a scaled copy; each checked against the plain
+computation on real files."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aide_tui.core.store.mapped import FileSum, MappedArray, MappedFile
+from aide_tui.core.store.quantize import pack, unpack, unpacked_matmul
+from aide_tui.core.store.terms import SAMPLE_EVERY, TermDict, encode_terms, sort_terms, term_bytes
+
+
+def _open(folder: Path, terms: list[str]) -> TermDict:
+    """Write ``terms``' dictionary files to ``folder`` and map them as a reader does."""
+    files: dict[str, MappedFile] = {}
+    for name, data in encode_terms(terms).items():
+        if isinstance(data, np.ndarray):
+            buf = io.BytesIO()
+            np.save(buf, data)
+            raw = buf.getvalue()
+        else:
+            raw = data
+        (folder / name).write_bytes(raw)
+        files[name] = MappedFile(folder / name, FileSum.of(raw), name)
+    return TermDict(
+        files["terms.bin"],
+        MappedArray(files["term_off.npy"]),
+        MappedArray(files["term_hash.npy"]),
+        MappedArray(files["term_hid.npy"]),
+    )
+
+
+def _naive_range(terms: list[str], prefix: str) -> tuple[int, int]:
+    hits = [i for i, t in enumerate(terms) if term_bytes(t).startswith(term_bytes(prefix))]
+    return (hits[0], hits[-1] + 1) if hits else (-1, -1)
+
+
+WORDS = st.text(alphabet="abcdeé_.x9", min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(WORDS, min_size=1, max_size=5 * SAMPLE_EVERY), st.lists(WORDS, min_size=1, max_size=8))
+def test_prefix_range_matches_a_scan_of_every_term(
+    tmp_path_factory, words: list[str], prefixes: list[str]
+) -> None:
+    terms = sort_terms(words)
+    d = _open(tmp_path_factory.mktemp("terms"), terms)
+    for prefix in [*prefixes, terms[0], terms[-1], "", "zzz", "\u0000"]:
+        lo, hi = d.prefix_range(prefix)
+        want = _naive_range(terms, prefix)
+        if want == (-1, -1):
+            assert lo == hi, (prefix, lo, hi)
+        else:
+            assert (lo, hi) == want, prefix
+        assert d.terms_at(np.arange(lo, hi)) == terms[lo:hi]
+
+
+def test_prefix_range_at_every_sample_boundary(tmp_path: Path) -> None:
+    """Terms exactly at, before and after each sampled id: the bisect must not skip a block."""
+    terms = sort_terms(f"t{i:05d}" for i in range(4 * SAMPLE_EVERY + 3))
+    d = _open(tmp_path, terms)
+    for i in range(0, len(terms), SAMPLE_EVERY // 2):
+        for j in (i - 1, i, i + 1):
+            if 0 <= j < len(terms):
+                assert d.prefix_range(terms[j]) == (j, j + 1)
+    assert d.prefix_range("t") == (0, len(terms))
+    assert d.prefix_range("t000") == (0, 100)  # t00000 … t00099
+    assert d.prefix_range("t0025") == (250, len(terms))  # t00250 … t00258
+    assert d.terms_at(np.asarray([0, SAMPLE_EVERY, len(terms) - 1])) == [
+        terms[0], terms[SAMPLE_EVERY], terms[-1]
+    ]  # fmt: skip
+
+
+def test_packed_product_equals_the_product_of_the_unpacked_rows() -> None:
+    rng = np.random.default_rng(7)
+    v = rng.standard_normal((300, 48)).astype(np.float32) * rng.uniform(0.01, 5, (300, 1)).astype(np.float32)
+    packed = pack(v)
+    right = rng.standard_normal((48, 9)).astype(np.float32)
+    q = rng.standard_normal(48).astype(np.float32)
+    np.testing.assert_allclose(unpacked_matmul(packed, right), unpack(packed) @ right, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(unpacked_matmul(packed, q), unpack(packed) @ q, rtol=1e-4, atol=1e-4)
+    assert unpacked_matmul(packed[:0], q).shape == (0,)
