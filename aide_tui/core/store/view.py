@@ -22,6 +22,7 @@ from aide_tui.core.errors import VectorDimensionMismatch
 from aide_tui.core.model import Chunk
 from aide_tui.core.store.graphview import GraphView
 from aide_tui.core.store.part import Field, Part, PartChunks, VectorBlock
+from aide_tui.core.store.pathindex import PathIndex
 from aide_tui.core.store.version_meta import VersionStamp
 
 PREFILTER_MIN = 60_000  # live vectors from which queries prefilter in a projected space
@@ -424,15 +425,9 @@ class IndexView:
         return part.text(r).split("\n")[line - s]
 
     @cached_property
-    def path_parts(self) -> dict[str, set[str]]:
+    def path_parts(self) -> PathIndex:
         """Folder name, file name or stem (lower case) → files."""
-        out: dict[str, set[str]] = {}
-        for p in self.files:
-            parts = p.lower().split("/")
-            stem = parts[-1].rsplit(".", 1)[0]
-            for part in {*parts[:-1], stem, parts[-1]}:
-                out.setdefault(part, set()).add(p)
-        return out
+        return PathIndex(self.files)
 
     # -- dense -------------------------------------------------------------------------------------
 

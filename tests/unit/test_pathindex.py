@@ -1,0 +1,40 @@
+"""The path index answers every lookup as the whole map built file by file would."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aide_tui.core.store.pathindex import PathIndex
+
+COMP = st.text(alphabet="abAB._-x", min_size=1, max_size=5)
+PATH = st.lists(COMP, min_size=1, max_size=4).map("/".join)
+
+
+def _whole_map(files: list[str]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for p in files:
+        parts = p.lower().split("/")
+        stem = parts[-1].rsplit(".", 1)[0]
+        for part in {*parts[:-1], stem, parts[-1]}:
+            out.setdefault(part, set()).add(p)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(PATH, max_size=30, unique=True), st.lists(COMP, max_size=10))
+def test_every_lookup_matches_the_whole_map(files: list[str], probes: list[str]) -> None:
+    index, want = PathIndex(files), _whole_map(files)
+    assert set(index) == set(want) and len(index) == len(want)
+    for key in [*want, *probes, *(p.lower() for p in probes)]:
+        assert index.get(key, set()) == want.get(key, set()), key
+        assert (key in index) == (key in want)
+
+
+def test_folder_file_and_stem() -> None:
+    index = PathIndex(["src/Utils/io.py", "src/utils.py", "docs/utils/index.md", "Makefile"])
+    assert index["utils"] == {"src/Utils/io.py", "src/utils.py", "docs/utils/index.md"}
+    assert index["utils.py"] == {"src/utils.py"}
+    assert index["src"] == {"src/Utils/io.py", "src/utils.py"}
+    assert index["makefile"] == {"Makefile"} and "Makefile" not in index
+    assert index.get("nothing") is None
