@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import write_workspace
 
@@ -429,3 +430,33 @@ def test_unicode_identifiers_are_looked_up(tmp_path: Path) -> None:
     out = run_cli("refs", "--path", str(root), "ñandú", "--embedder", "none", cwd=root)
     assert out.returncode == 0 and out.stdout.startswith("uni.py:10:12:"), out.stderr
     assert split_name("Client.ñandú") == ("ñandú", ["Client"]) and split_name("not a name") is None
+
+
+def test_graph_rows_are_two_bytes_a_value_unless_a_value_needs_four(tmp_path: Path) -> None:
+    """A segment whose paths, names, lines and columns fit 16 bits stores its graph's rows as uint16; a
+    definition past line 65,535 keeps the segment's rows at int32, and both answer the same lookups (the
+    merge of the two segments too)."""
+    root = write_workspace(tmp_path / "ws")
+    index(root)
+    idx = index_dir_for(root)
+
+    def graph_dtypes() -> set[tuple[str, str]]:
+        seg_names = [s.name for s in read_manifest(idx).segments]
+        return {
+            (n, str(np.load(idx / s / n, mmap_mode="r").dtype))
+            for s in seg_names
+            for n in ("g_defs.npy", "g_refs.npy")
+        }
+
+    assert graph_dtypes() == {("g_defs.npy", "uint16"), ("g_refs.npy", "uint16")}
+    big = root / "src/httpclient/far.py"
+    big.write_text("x = 1\n" * 70_000 + "def far_away():\n    return backoff_delays()\n")
+    index(root)
+    assert ("g_defs.npy", "int32") in graph_dtypes()
+    s = searcher(root)
+    assert _defs_refs(s, "far_away")[0] == [("src/httpclient/far.py", 70_001, 5)]
+    assert ("src/httpclient/far.py", 70_002, 12) in _defs_refs(s, "backoff_delays")[1]
+    assert s.definitions("backoff_delays").total == 1
+    index(root, rebuild=True)
+    s = searcher(root)
+    assert _defs_refs(s, "far_away")[0] == [("src/httpclient/far.py", 70_001, 5)]

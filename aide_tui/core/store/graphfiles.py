@@ -5,11 +5,13 @@ Files (every one listed and checksummed in the manifest; path indexes are the se
     g_names.bin, g_name_off.npy,     the names (definitions' and references'), a term dictionary
     g_name_hash.npy, g_name_hid.npy  (see terms.py): exact lookups
     g_lower_hash.npy, g_lower_ids.npy  CRC-32 of each name lower-cased, sorted, and its name id
-    g_defs.npy       (d, 6) int32: path, name, kind, line, col, end_line; sorted by name, path, line
+    g_defs.npy       (d, 6) uint16 (int32 when a value needs it): path, name, kind, line, col, end_line;
+                     sorted by name, path, line
     g_def_ptr.npy    (names + 1,) int64: the definitions of name n are rows [ptr[n], ptr[n + 1])
     g_qual.bin, g_qual_off.npy       each definition's qualified name
     g_def_bypath.npy, g_def_path_ptr.npy   definition rows by path and line, and each path's range
-    g_refs.npy       (r, 5) int32: path, name, kind, line, col; sorted by name, path, line, col
+    g_refs.npy       (r, 5) uint16 (int32 when a value needs it): path, name, kind, line, col; sorted by
+                     name, path, line, col
     g_ref_ptr.npy    (names + 1,) int64
     g_ref_bypath.npy, g_ref_path_ptr.npy   reference rows by path, line and column, per path
     g_files.npy      the paths that have a graph
@@ -44,6 +46,15 @@ GRAPH_FILES = (
 )  # fmt: skip
 
 
+def narrowest(rows: np.ndarray) -> np.ndarray:
+    """``rows`` as uint16 when every value fits (a segment's paths, names, lines and columns nearly always
+    do: half the bytes of the graph's biggest tables), else int32. Readers take either: they index with
+    the values or convert them to ints, never compute in the stored type."""
+    if rows.size == 0 or (int(rows.min()) >= 0 and int(rows.max()) <= np.iinfo(np.uint16).max):
+        return rows.astype(np.uint16)
+    return rows.astype(np.int32)
+
+
 def _ptr(keys: np.ndarray, n: int) -> np.ndarray:
     """(n + 1,) offsets of each key's run in ``keys`` (sorted)."""
     ptr = np.zeros(n + 1, np.int64)
@@ -72,7 +83,7 @@ def encode_graph(table: GraphTable, path_ids: Sequence[int], n_paths: int) -> di
     quals = [d[3] for d in t.defs]
     by_name = np.lexsort((defs[:, 4], defs[:, 3], defs[:, 0], defs[:, 1])) if len(defs) else np.zeros(0, int)
     defs, quals = defs[by_name], [quals[i] for i in by_name.tolist()]
-    out["g_defs.npy"] = defs.astype(np.int32)
+    out["g_defs.npy"] = narrowest(defs)
     out["g_def_ptr.npy"] = _ptr(defs[:, 1], len(names))
     qb = [q.encode("utf-8", "surrogatepass") for q in quals]
     qoff = np.zeros(len(qb) + 1, np.int64)
@@ -85,7 +96,7 @@ def encode_graph(table: GraphTable, path_ids: Sequence[int], n_paths: int) -> di
     if len(refs):
         refs[:, 1] = remap[refs[:, 1]]
         refs = refs[np.lexsort((refs[:, 4], refs[:, 3], refs[:, 0], refs[:, 1]))]
-    out["g_refs.npy"] = refs.astype(np.int32).reshape(-1, 5)
+    out["g_refs.npy"] = narrowest(refs.reshape(-1, 5))
     out["g_ref_ptr.npy"] = _ptr(refs[:, 1] if len(refs) else np.zeros(0, np.int64), len(names))
     rby = np.lexsort((refs[:, 4], refs[:, 3], refs[:, 0])) if len(refs) else np.zeros(0, int)
     out["g_ref_bypath.npy"] = rby.astype(np.int32)

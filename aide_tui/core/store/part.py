@@ -141,7 +141,7 @@ class Field:
         if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
             raise self.part.bad("postings point outside the segment")
         ptr = self.ptr.all()
-        if ptr.size and (int(ptr[0]) != 0 or int(ptr[-1]) != len(docs) or bool(np.any(np.diff(ptr) < 0))):
+        if ptr.size and (int(ptr[0]) != 0 or int(ptr[-1]) != len(docs) or bool(np.any(ptr[1:] < ptr[:-1]))):
             raise self.part.bad("postings pointers")
         return docs, self._tf.all().astype(np.float32)
 
@@ -151,7 +151,8 @@ class Field:
         if tids.size == 0:
             return np.zeros(0, np.int64)
         ptr = self.ptr.all()
-        return np.asarray(ptr[tids + 1] - ptr[tids], np.int64)
+        df: np.ndarray = ptr[tids + 1].astype(np.int64) - ptr[tids]
+        return df
 
     @cached_property
     def lengths(self) -> np.ndarray:
