@@ -116,9 +116,10 @@ class TermDict:
     @cached_property
     def _sample(self) -> list[bytes]:
         """Every ``SAMPLE_EVERY``-th term (what a prefix lookup bisects first, in memory)."""
-        off = self.off.all().tolist()
+        off = self.off.all()
+        starts, ends = off[0 : self.n : SAMPLE_EVERY].tolist(), off[1 : self.n + 1 : SAMPLE_EVERY].tolist()
         blob = self.blob.view()
-        return [bytes(blob[off[i] : off[i + 1]]) for i in range(0, self.n, SAMPLE_EVERY)]
+        return [bytes(blob[lo:hi]) for lo, hi in zip(starts, ends, strict=True)]
 
     def _bisect(self, key: bytes) -> int:
         """The first id whose term is not below ``key``: among the sampled terms in memory, then in the
