@@ -159,7 +159,7 @@ class LiveWorkspace:
         self._retry_timer: threading.Timer | None = None
         self._everywhere_at = 0.0
         self._threads: list[threading.Thread] = []
-        self._searched_at = 0.0  # when the last search started (monotonic)
+        self._searched_at = 0.0  # when the last search or lookup started (monotonic)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -274,8 +274,21 @@ class LiveWorkspace:
             self._set_embedder(embedder, None, emb_id)
         finally:
             if self.index_ready.is_set():
-                self.searcher.warm(self._load_waits)  # the app searches as one types
-                self._settle_heap()
+                self._warm_and_settle()  # the app searches as one types
+
+    def _warm_and_settle(self) -> None:
+        """Warm the loaded version, then settle the heap. Warming checks whole files, so it finds damage
+        a query might not have touched yet: that is reported like a failed load, and the thread goes on
+        (the reloader must outlive any bad version)."""
+        try:
+            self.searcher.warm(self._load_waits)
+        except IndexProblem as exc:
+            self._emit(ReloadFailed(str(exc)))
+            return
+        except Exception as exc:  # noqa: BLE001 - as the reloader's own loads
+            self._emit(ReloadFailed(f"{exc.__class__.__name__}: {exc}"))
+            return
+        self._settle_heap()
 
     def _load_waits(self) -> bool:
         """A newer version waits to be loaded, or the workspace closes (warming the loaded one stops)."""
@@ -286,7 +299,7 @@ class LiveWorkspace:
         (see gcpause.freeze_heap: its full collection holds the interpreter for a few hundred ms in the
         app, so it waits for a pause in the typing); a newer version to load, or closing, skips it (the
         next load settles)."""
-        while not self._stop.is_set():
+        while not self._load_waits():
             quiet = QUIET_SECONDS - (time.monotonic() - self._searched_at)
             if quiet <= 0:
                 freeze_heap()
@@ -322,7 +335,7 @@ class LiveWorkspace:
         ``all_workspaces``: every workspace of a shared (Milvus) collection, each hit labelled with
         its workspace; ValueError for the local store. ``prefix``: search as you type (the word being
         typed also finds the words it begins, see Searcher.search)."""
-        self._searched_at = time.monotonic()
+        self._used()
         searcher = self._all_searcher() if all_workspaces else self.searcher
         if all_workspaces and time.monotonic() - self._everywhere_at > EVERYWHERE_TTL:
             searcher.refresh()  # other workspaces change without this one committing
@@ -333,16 +346,23 @@ class LiveWorkspace:
             resp.degraded, resp.degraded_reason = True, "the encoder is loading"
         return resp
 
+    def _used(self) -> None:
+        """A search or a lookup starts now (the heap is settled only after QUIET_SECONDS without one)."""
+        self._searched_at = time.monotonic()
+
     def definitions(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
         """Where ``name`` is defined in the loaded version (thread-safe; see Searcher.definitions)."""
+        self._used()
         return self.searcher.definitions(name, limit)
 
     def references(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
         """Where ``name`` is used in the loaded version (thread-safe; see Searcher.references)."""
+        self._used()
         return self.searcher.references(name, limit)
 
     def line_symbols(self, path: str, line: int, names: list[str]) -> LineSymbols:
         """What the loaded version's symbol graph says of a line and of ``names`` (thread-safe)."""
+        self._used()
         return self.searcher.line_symbols(path, line, names)
 
     def _all_searcher(self) -> Searcher:
@@ -448,8 +468,7 @@ class LiveWorkspace:
                 continue
             self.index_ready.set()
             self._emit(Reloaded(self.current_status(), self.searcher.version))
-            self.searcher.warm(self._load_waits)
-            self._settle_heap()
+            self._warm_and_settle()
 
     # -- watching ----------------------------------------------------------------------------------
 

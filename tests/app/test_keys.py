@@ -181,3 +181,8 @@ async def test_typing_repaints_the_query_box_without_a_screen_layout(workspace: 
         assert layouts and not any(layouts), f"{sum(layouts)} of {len(layouts)} refreshes asked for a layout"
         assert box.max_scroll_x > 0 and box.scroll_x == box.max_scroll_x
         assert "follows it" in screen_text(app)[0]
+        for key in ["left"] * 30 + ["delete"] * 30:  # back into the text, then cut its end: the box
+            await pilot.press(key)  # scrolls back with it
+        await pilot.pause()
+        assert box.value == long_query[:-30] and box.scroll_x == box.max_scroll_x
+        assert long_query[:-30].rsplit(" ", 1)[-1] in screen_text(app)[0]

@@ -4,8 +4,9 @@ reference cycle), and freezing what a load left alive still frees what cycles le
 from __future__ import annotations
 
 import gc
+import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,10 @@ from test_cli import run
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.index import gcpause
+from aide_tui.core.live import LiveEvent, LiveWorkspace, Reloaded, ReloadFailed
+from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.store.segments import read_manifest
 
 BM25 = {"embedding": {"backend": "none"}}
 
@@ -48,6 +52,25 @@ def test_a_replaced_version_is_freed_without_the_cycle_collector(tmp_path: Path,
     assert old() is None, [type(r).__name__ for r in gc.get_referrers(old())]
 
 
+def test_segments_a_rebuild_drops_are_freed_without_the_cycle_collector(
+    tmp_path: Path, collector_off: None
+) -> None:
+    """A segment no version holds any more closes its maps at once (its tables never point back at it:
+    an old segment kept open holds its deleted files' disk space)."""
+    root = write_workspace(tmp_path / "ws")
+    assert run("index", str(root), "--embedder", "none").returncode == 0
+    s = Searcher(root, load_settings(root, BM25))
+    s.refresh()
+    s.warm()
+    assert s.search("retry backoff", 10, "bm25").results and s.definitions("backoff_delays").total == 1
+    old_parts = [weakref.ref(p) for p in s.retriever.view.parts]  # type: ignore[attr-defined]
+    assert run("index", str(root), "--embedder", "none", "--rebuild").returncode == 0
+    assert s.refresh()
+    s.warm()
+    assert s.search("retry backoff", 10, "bm25").results
+    assert old_parts and all(p() is None for p in old_parts)
+
+
 class _Node:
     def __init__(self) -> None:
         self.me = self  # a reference cycle: only the cycle collector frees it
@@ -68,3 +91,36 @@ def test_freezing_keeps_cycles_collectable(monkeypatch: pytest.MonkeyPatch) -> N
         assert gone() is None  # a full call unfroze and collected it
     finally:
         gc.unfreeze()
+
+
+def test_damage_found_while_warming_is_reported_and_the_next_version_loads(tmp_path: Path) -> None:
+    """Warming checks whole files, so it can meet damage no query touched yet: the workspace says so and
+    its reloader lives on to load the rebuilt version."""
+    root = write_workspace(tmp_path / "ws")
+    assert run("index", str(root), "--embedder", "none").returncode == 0
+    seg = read_manifest(index_dir_for(root)).segments[0].name
+    doc = index_dir_for(root) / seg / "c_doc.npy"
+    raw = bytearray(doc.read_bytes())
+    raw[-1] ^= 0x01
+    doc.write_bytes(bytes(raw))
+    events: list[LiveEvent] = []
+    live = LiveWorkspace(root, load_settings(root, BM25), events.append, watch=False, index=False)
+    live.start()
+    try:
+        assert live.index_ready.wait(30)
+        assert _wait(lambda: any(isinstance(e, ReloadFailed) and "damaged" in e.message for e in events))
+        assert run("index", str(root), "--embedder", "none", "--rebuild").returncode == 0
+        live.reload()
+        assert _wait(lambda: any(isinstance(e, Reloaded) for e in events))
+        assert live.search("retry backoff", mode="bm25").results
+    finally:
+        live.close()
+
+
+def _wait(cond: Callable[[], bool], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()

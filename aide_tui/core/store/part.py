@@ -107,15 +107,15 @@ TERM_CACHE = 200_000  # term ids a part remembers
 class Field:
     """BM25 postings of one field (chunks or pieces) of a part: per term, its documents and weighted tfs."""
 
-    def __init__(self, part: Part, prefix: str, n_docs: int) -> None:
-        self.part = part
+    def __init__(self, files: SegmentFiles, prefix: str, n_docs: int, n_terms: int) -> None:
+        self.part = files  # what it reads from, and names in its errors (never the Part: no cycle)
         self.n_docs = n_docs
-        self.ptr = part.array(f"{prefix}_ptr.npy")
-        self._doc = part.array(f"{prefix}_doc.npy")
-        self._tf = part.array(f"{prefix}_tf.npy")
-        self._dl = part.array(f"{prefix}_len.npy")
-        if len(self.ptr) != part.terms.n + 1 or len(self._doc) != len(self._tf) or len(self._dl) != n_docs:
-            raise part.bad(f"{prefix} postings disagree on their sizes")
+        self.ptr = files.array(f"{prefix}_ptr.npy")
+        self._doc = files.array(f"{prefix}_doc.npy")
+        self._tf = files.array(f"{prefix}_tf.npy")
+        self._dl = files.array(f"{prefix}_len.npy")
+        if len(self.ptr) != n_terms + 1 or len(self._doc) != len(self._tf) or len(self._dl) != n_docs:
+            raise files.bad(f"{prefix} postings disagree on their sizes")
 
     def warm(self) -> None:
         """Check every posting list once (a long-lived reader, off the query path; the pages read are
@@ -162,53 +162,20 @@ class Field:
         return dl
 
 
-class Part:
-    """One immutable segment, opened lazily."""
+class SegmentFiles:
+    """The mapped files of one segment, each opened once and checked against the manifest's sums. What
+    a Part's tables keep to read from (the postings, the graph), so none of them points back at the
+    Part: a Part a newer version no longer holds is freed by reference counting, its maps closed."""
 
-    def __init__(self, index_dir: Path, entry: SegmentEntry) -> None:
-        self.index_dir = index_dir
-        self.entry = entry
+    def __init__(self, folder: Path, entry: SegmentEntry) -> None:
         self.name = entry.name
-        self.dir = index_dir / entry.name
-        self.n_chunks = entry.n_chunks
-        self.n_pieces = entry.n_pieces
+        self.dir = folder
+        self.entry = entry
         self._arrays: dict[str, MappedArray] = {}
         self._files: dict[str, MappedFile] = {}
-        self._tids: dict[str, int] = {}  # term -> id (-1: absent), for the terms queries asked
-        self._blocks: dict[str, VectorBlock] = {}  # transformer vector blocks opened, by name
-
-    def term_ids(self, terms: Sequence[str]) -> list[int]:
-        """The id of each term in this segment's dictionary (-1 when absent), remembered."""
-        cache = self._tids
-        missing = [t for t in dict.fromkeys(terms) if t not in cache]
-        if missing:
-            if len(cache) > TERM_CACHE:
-                cache.clear()
-            for t, tid in zip(missing, self.terms.ids(missing).tolist(), strict=True):
-                cache[t] = int(tid)
-        return [cache[t] for t in terms]
 
     def bad(self, what: str) -> IndexCorrupt:
         return IndexCorrupt(f"index segment {self.name} is malformed ({what}); rebuilding")
-
-    def with_entry(self, entry: SegmentEntry) -> Part:
-        """The same segment under a newer entry (more vector blocks, a static file): what is open stays."""
-        part = Part(self.index_dir, entry)
-        part._arrays = {
-            k: v for k, v in self._arrays.items() if entry.files.get(k) == self.entry.files.get(k)
-        }
-        part._files = {k: v for k, v in self._files.items() if entry.files.get(k) == self.entry.files.get(k)}
-        part._tids = self._tids
-        part._blocks = {k: v for k, v in self._blocks.items() if k in entry.blocks}  # their projections stay
-        if entry.static_file == self.entry.static_file and "static_block" in self.__dict__:
-            part.__dict__["static_block"] = self.__dict__["static_block"]
-        for key in ("paths", "languages", "c_path", "c_lines", "p_owner", "p_lines", "terms", "chunk_field",
-                    "piece_field", "graph", "trigrams", "symbols", "path_ids_of", "path_rows"):  # fmt: skip
-            if key in self.__dict__:
-                part.__dict__[key] = self.__dict__[key]
-        return part
-
-    # -- files -------------------------------------------------------------------------------------
 
     def file(self, name: str) -> MappedFile:
         f = self._files.get(name)
@@ -224,6 +191,64 @@ class Part:
         if a is None:
             a = self._arrays[name] = MappedArray(self.file(name))
         return a
+
+    def carried_to(self, entry: SegmentEntry) -> SegmentFiles:
+        """The files under a newer entry of the same segment: those whose sums did not change stay open."""
+        out = SegmentFiles(self.dir, entry)
+        same = {k for k, v in entry.files.items() if self.entry.files.get(k) == v}
+        out._arrays = {k: v for k, v in self._arrays.items() if k in same}
+        out._files = {k: v for k, v in self._files.items() if k in same}
+        return out
+
+
+class Part:
+    """One immutable segment, opened lazily."""
+
+    def __init__(self, index_dir: Path, entry: SegmentEntry, files: SegmentFiles | None = None) -> None:
+        self.index_dir = index_dir
+        self.entry = entry
+        self.name = entry.name
+        self.dir = index_dir / entry.name
+        self.n_chunks = entry.n_chunks
+        self.n_pieces = entry.n_pieces
+        self.files = files or SegmentFiles(self.dir, entry)
+        self._tids: dict[str, int] = {}  # term -> id (-1: absent), for the terms queries asked
+        self._blocks: dict[str, VectorBlock] = {}  # transformer vector blocks opened, by name
+
+    def term_ids(self, terms: Sequence[str]) -> list[int]:
+        """The id of each term in this segment's dictionary (-1 when absent), remembered."""
+        cache = self._tids
+        missing = [t for t in dict.fromkeys(terms) if t not in cache]
+        if missing:
+            if len(cache) > TERM_CACHE:
+                cache.clear()
+            for t, tid in zip(missing, self.terms.ids(missing).tolist(), strict=True):
+                cache[t] = int(tid)
+        return [cache[t] for t in terms]
+
+    def bad(self, what: str) -> IndexCorrupt:
+        return self.files.bad(what)
+
+    def with_entry(self, entry: SegmentEntry) -> Part:
+        """The same segment under a newer entry (more vector blocks, a static file): what is open stays."""
+        part = Part(self.index_dir, entry, self.files.carried_to(entry))
+        part._tids = self._tids
+        part._blocks = {k: v for k, v in self._blocks.items() if k in entry.blocks}  # their projections stay
+        if entry.static_file == self.entry.static_file and "static_block" in self.__dict__:
+            part.__dict__["static_block"] = self.__dict__["static_block"]
+        for key in ("paths", "languages", "c_path", "c_lines", "p_owner", "p_lines", "terms", "chunk_field",
+                    "piece_field", "graph", "trigrams", "symbols", "path_ids_of", "path_rows"):  # fmt: skip
+            if key in self.__dict__:
+                part.__dict__[key] = self.__dict__[key]
+        return part
+
+    # -- files -------------------------------------------------------------------------------------
+
+    def file(self, name: str) -> MappedFile:
+        return self.files.file(name)
+
+    def array(self, name: str) -> MappedArray:
+        return self.files.array(name)
 
     def _json(self, name: str) -> Any:
         try:
@@ -296,15 +321,15 @@ class Part:
 
     @cached_property
     def chunk_field(self) -> Field:
-        return Field(self, "c", self.n_chunks)
+        return Field(self.files, "c", self.n_chunks, self.terms.n)
 
     @cached_property
     def piece_field(self) -> Field:
-        return Field(self, "p", self.n_pieces)
+        return Field(self.files, "p", self.n_pieces, self.terms.n)
 
     @cached_property
     def graph(self) -> MappedGraph:
-        return MappedGraph(self.name, self.paths, self.array, self.file)
+        return MappedGraph(self.name, self.paths, self.files.array, self.files.file)
 
     @cached_property
     def trigrams(self) -> frozenset[str]:

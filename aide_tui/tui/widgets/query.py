@@ -32,6 +32,11 @@ class QueryInput(Input):
 
     virtual_size: Reactive[Size] = Reactive(Size(0, 0), repaint=True)  # no screen layout per keystroke
 
+    def _watch_virtual_size(self) -> None:
+        """What the layout did when the text shrank: keep the scroll within the text (ctrl+k after moving
+        left would otherwise leave the box scrolled past its end until the next layout)."""
+        self.scroll_x = self.validate_scroll_x(self.scroll_x)
+
     def __init__(self, memory: WorkspaceMemory | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.memory = memory
