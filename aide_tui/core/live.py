@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -30,7 +31,7 @@ from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.search.stores import open_retriever
 from aide_tui.core.search.symbols import MAX_LOCATIONS, LineSymbols, SymbolAnswer
 from aide_tui.core.status import IndexStatus
-from aide_tui.core.storekind import store_kind
+from aide_tui.core.storekind import LOCAL, store_kind
 
 
 @dataclass
@@ -160,6 +161,7 @@ class LiveWorkspace:
         self._everywhere_at = 0.0
         self._threads: list[threading.Thread] = []
         self._searched_at = 0.0  # when the last search or lookup started (monotonic)
+        self._reloading = False  # the reloader is loading a version (a search waits for it: _load_pending)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -336,6 +338,8 @@ class LiveWorkspace:
         its workspace; ValueError for the local store. ``prefix``: search as you type (the word being
         typed also finds the words it begins, see Searcher.search)."""
         self._used()
+        if not all_workspaces:
+            self._load_pending()
         searcher = self._all_searcher() if all_workspaces else self.searcher
         if all_workspaces and time.monotonic() - self._everywhere_at > EVERYWHERE_TTL:
             searcher.refresh()  # other workspaces change without this one committing
@@ -345,6 +349,16 @@ class LiveWorkspace:
         if loading and resp.mode != "bm25" and not resp.degraded:
             resp.degraded, resp.degraded_reason = True, "the encoder is loading"
         return resp
+
+    def _load_pending(self) -> None:
+        """A version committed and not loaded yet (the reloader is busy, or loading it now): load it here
+        first, so a search never answers from an older version than the status reports. The local store
+        only (its check is a stat; a shared store's reload reads the server); a version that fails to
+        load is the reloader's to report, and this search answers from the one loaded."""
+        if self.store is not LOCAL or not (self._reload_wanted.is_set() or self._reloading):
+            return
+        with suppress(IndexProblem):
+            self.searcher.refresh()
 
     def _used(self) -> None:
         """A search or a lookup starts now (the heap is settled only after QUIET_SECONDS without one)."""
@@ -454,6 +468,7 @@ class LiveWorkspace:
             self._reload_wanted.wait()
             if self._stop.is_set():
                 return
+            self._reloading = True
             self._reload_wanted.clear()
             try:
                 self.searcher.refresh()
@@ -466,6 +481,8 @@ class LiveWorkspace:
             except Exception as exc:  # noqa: BLE001 - the reloader must outlive any bad version
                 self._emit(ReloadFailed(f"{exc.__class__.__name__}: {exc}"))
                 continue
+            finally:
+                self._reloading = False
             self.index_ready.set()
             self._emit(Reloaded(self.current_status(), self.searcher.version))
             self._warm_and_settle()
