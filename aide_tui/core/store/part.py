@@ -108,7 +108,7 @@ class Field:
     """BM25 postings of one field (chunks or pieces) of a part: per term, its documents and weighted tfs."""
 
     def __init__(self, files: SegmentFiles, prefix: str, n_docs: int, n_terms: int) -> None:
-        self.part = files  # what it reads from, and names in its errors (never the Part: no cycle)
+        self.files = files  # what it reads from and names in its errors (never the Part: no cycle)
         self.n_docs = n_docs
         self.ptr = files.array(f"{prefix}_ptr.npy")
         self._doc = files.array(f"{prefix}_doc.npy")
@@ -129,20 +129,20 @@ class Field:
         """(documents, weighted tfs) of term ``tid``."""
         lo, hi = (int(x) for x in self.ptr.rows(tid, tid + 2))
         if not 0 <= lo <= hi <= len(self._doc):
-            raise self.part.bad("postings pointers")
+            raise self.files.bad("postings pointers")
         docs = self._doc.rows(lo, hi).astype(np.int64)
         if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
-            raise self.part.bad("postings point outside the segment")
+            raise self.files.bad("postings point outside the segment")
         return docs, self._tf.rows(lo, hi).astype(np.float32)
 
     def postings_all(self) -> tuple[np.ndarray, np.ndarray]:
         """Every posting's (document, weighted tf), term by term (what a merge reads)."""
         docs = self._doc.all().astype(np.int64)
         if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
-            raise self.part.bad("postings point outside the segment")
+            raise self.files.bad("postings point outside the segment")
         ptr = self.ptr.all()
         if ptr.size and (int(ptr[0]) != 0 or int(ptr[-1]) != len(docs) or bool(np.any(ptr[1:] < ptr[:-1]))):
-            raise self.part.bad("postings pointers")
+            raise self.files.bad("postings pointers")
         return docs, self._tf.all().astype(np.float32)
 
     def df(self, tids: np.ndarray) -> np.ndarray:
@@ -158,7 +158,7 @@ class Field:
     def lengths(self) -> np.ndarray:
         dl = self._dl.all()
         if dl.size and not np.isfinite(dl).all():
-            raise self.part.bad("document lengths")
+            raise self.files.bad("document lengths")
         return dl
 
 
