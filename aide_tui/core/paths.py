@@ -54,9 +54,18 @@ def trusted_dir(path: Path) -> bool:
     return not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
 
 
-def private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) if needed and make it user-only (0700) whatever the umask."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+def private_dir(path: Path, within: Path | None = None) -> Path:
+    """Create ``path`` (and parents) if needed and make it user-only (0700) whatever the umask. With
+    ``within`` (a folder above ``path``) only what lies below it is made: FileNotFoundError when it is
+    gone, so a writer inside a workspace that was moved or deleted never makes that workspace again."""
+    if within is None:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    else:
+        folder = Path(within)
+        for part in Path(path).relative_to(within).parts:
+            folder = folder / part
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(mode=0o700)
     with contextlib.suppress(OSError):
         if stat.S_IMODE(os.stat(path).st_mode) != 0o700:
             os.chmod(path, 0o700)
@@ -68,7 +77,7 @@ def _usable(state: Path) -> bool:
     if not (trusted_dir(state) and trusted_dir(state / "index")):
         return False
     try:
-        private_dir(state / "index")
+        private_dir(state / "index", within=state.parent)
         os.chmod(state, 0o700)
         probe = state / "index" / f".probe-{os.getpid()}"
         probe.write_bytes(b"")
@@ -124,5 +133,4 @@ def index_dir_for(root: Path, create: bool = True) -> Path:
 
 def cache_dir_for(state: Path) -> Path:
     """The user-only embedding cache folder inside a state dir."""
-    private_dir(state / "cache")
-    return private_dir(state / "cache" / "embeddings")
+    return private_dir(state / "cache" / "embeddings", within=state)

@@ -75,7 +75,7 @@ def prepare_socket_dir(sock: Path) -> None:
     elif not folder.is_dir():  # a state folder exists while its host runs: never make it (or its root) again
         raise FileNotFoundError(f"{folder} is gone (the workspace was moved or deleted)")
     else:
-        private_dir(folder)
+        private_dir(folder, within=folder.parent)
     why = untrusted_folder(folder)  # checked again after creating it: another user may have been first
     if why is not None:
         raise OSError(f"{why}: not using it for the server's socket")

@@ -57,6 +57,7 @@ class EmbeddingCache:
     def __init__(self, state: Path, embedder_id: str, dim: int) -> None:
         slug = hashlib.sha1(f"{embedder_id}\0{EMBED_TEXT_VERSION}\0{dim}".encode()).hexdigest()[:16]
         self.dir = cache_dir_for(state) / slug  # created (0700) when the first block is written
+        self._state = state
         self.embedder_id = embedder_id
         self.dim = dim
         self._blocks: list[_Block] = []
@@ -171,7 +172,7 @@ class EmbeddingCache:
 
     def _write_block(self, vectors: np.ndarray, keys: list[str]) -> _Block:
         name = f"b{time.time_ns():x}{os.getpid():x}"
-        private_dir(self.dir)
+        private_dir(self.dir, within=self._state)  # never the state folder (or its workspace) again
         vecs = np.ascontiguousarray(vectors, np.float32)
         vraw, kraw = npy_bytes(vecs), "\n".join(keys).encode("ascii")
         atomic_write_bytes(self.dir / f"{name}.npy", vraw)

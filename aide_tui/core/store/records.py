@@ -71,7 +71,7 @@ def writer_lock(index_dir: Path, timeout: float = 30.0, poll: float = 0.1) -> It
 
     flock is released by the kernel when its holder dies, so a stale lock is taken over at once.
     """
-    index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    index_dir.mkdir(exist_ok=True, mode=0o700)  # never its state folder (or workspace): they may be gone
     path = index_dir / "lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     wait = timeout if math.isfinite(timeout) and timeout >= 0 else 0.0
