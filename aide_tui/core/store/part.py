@@ -20,6 +20,7 @@ import numpy as np
 from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.model import Chunk
 from aide_tui.core.store.graphfiles import MappedGraph
+from aide_tui.core.store.headers import unpacked_header
 from aide_tui.core.store.mapped import MappedArray, MappedFile
 from aide_tui.core.store.quantize import SCALE_BYTES, unpack, unpacked_matmul
 from aide_tui.core.store.segment_write import SegmentEntry
@@ -375,13 +376,12 @@ class Part:
             sym, hdr, defines = json.loads(self._blob_row("c_meta.bin", "c_meta_off.npy", i, self.n_chunks))
         except (ValueError, TypeError):
             raise self.bad("chunk metadata") from None
-        if (
-            not (sym is None or isinstance(sym, str))
-            or not isinstance(hdr, str)
-            or not isinstance(defines, list)
-        ):
+        if not (sym is None or isinstance(sym, str)) or not isinstance(defines, list):
             raise self.bad("chunk metadata")
-        return sym, hdr, tuple(str(d) for d in defines)
+        header = unpacked_header(hdr, self.path_of(i), sym)
+        if header is None:
+            raise self.bad("chunk metadata")
+        return sym, header, tuple(str(d) for d in defines)
 
     def text(self, i: int) -> str:
         raw = self._blob_row("texts.bin", "text_off.npy", i, self.n_chunks)
@@ -410,9 +410,10 @@ class Part:
             raise self.bad("piece metadata") from None
         if sym == 0:
             sym = c.symbol
-        if hdr == 0:
-            hdr = c.header
-        if not (sym is None or isinstance(sym, str)) or not isinstance(hdr, str):
+        if not (sym is None or isinstance(sym, str)):
+            raise self.bad("piece metadata")
+        hdr = c.header if hdr == 0 else unpacked_header(hdr, c.path, sym)
+        if hdr is None:
             raise self.bad("piece metadata")
         s, e = (int(x) for x in self.p_lines[j])
         lines = c.text.split("\n")[s - c.start_line : e - c.start_line + 1]

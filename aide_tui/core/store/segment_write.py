@@ -10,6 +10,7 @@ another's files. Files (see :mod:`aide_tui.core.store.part` for how they are rea
     paths.json                the segment's files, in the order of their first chunk
     c_path.npy c_lines.npy c_lang.npy          per chunk: file, (first, last) line, language
     c_meta.bin c_meta_off.npy                  per chunk: [symbol, header, defines] as JSON
+                                               (headers without their file and symbol lines: headers.py)
     texts.bin text_off.npy                     chunk texts (UTF-8, each zlib-compressed on its own)
     p_owner.npy p_lines.npy p_meta.bin p_meta_off.npy   per piece: chunk, lines, [symbol, header]
                                                         (0 for the chunk's own)
@@ -42,6 +43,7 @@ from aide_tui.core.bm25 import DocTerms
 from aide_tui.core.model import Chunk
 from aide_tui.core.store.graphfiles import GRAPH_FILES, encode_graph
 from aide_tui.core.store.graphtable import GraphTable
+from aide_tui.core.store.headers import packed_header
 from aide_tui.core.store.mapped import FileSum
 from aide_tui.core.store.quantize import pack
 from aide_tui.core.store.terms import encode_terms, sort_terms
@@ -204,10 +206,15 @@ def segment_payloads(seg: SegmentData) -> dict[str, bytes | np.ndarray]:
     texts = [zlib.compress(c.text.encode("utf-8", "surrogatepass"), TEXT_LEVEL) for c in chunks]
     text_off = np.zeros(len(texts) + 1, np.int64)
     np.cumsum([len(t) for t in texts], out=text_off[1:])
-    c_meta, c_meta_off = _json_rows([[c.symbol, c.header, list(c.defines)] for c in chunks])
+    c_meta, c_meta_off = _json_rows(
+        [[c.symbol, packed_header(c.header, c.path, c.symbol), list(c.defines)] for c in chunks]
+    )
     owners = [int(o) for o in seg.owners]
     p_meta, p_meta_off = _json_rows([  # a piece's header and symbol are most often its chunk's: 0 says so
-        [0 if p.symbol == chunks[o].symbol else p.symbol, 0 if p.header == chunks[o].header else p.header]
+        [
+            0 if p.symbol == chunks[o].symbol else p.symbol,
+            0 if p.header == chunks[o].header else packed_header(p.header, p.path, p.symbol),
+        ]
         for p, o in zip(pieces, owners, strict=True)
     ])  # fmt: skip
     out: dict[str, bytes | np.ndarray] = {

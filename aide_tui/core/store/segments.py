@@ -77,7 +77,8 @@ T = TypeVar("T")
 #    tables as arrays, per-block checksums), and the static tier's vectors.
 # 9: static vectors as int8 rows with a scale, chunk texts compressed, whole-number tfs as uint16.
 # 10: postings of a segment of at most 65,536 rows as uint16, pieces name their chunk's header by 0.
-FORMAT_VERSION = 10
+# 11: headers stored without the file and symbol lines their rows already hold (headers.py).
+FORMAT_VERSION = 11
 MAX_MANIFEST_BYTES = 512 << 20
 
 
