@@ -32,7 +32,7 @@ def unpacked_header(stored: object, path: str, symbol: str | None) -> str | None
         return stored
     if not (isinstance(stored, list) and len(stored) == 2 and isinstance(stored[1], str)):
         return None
-    kind, rest = stored
+    kind, rest = stored[0], str(stored[1])
     if kind == 1:
         return "file: " + path + rest
     if kind == 2 and symbol:
