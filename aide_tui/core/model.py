@@ -66,6 +66,19 @@ def symbol_words(symbol: str | None) -> str:
     return " ".join(words)
 
 
+HEADER_SYMBOL_CHARS = 160  # a header's symbol line holds at most this many characters of the symbol
+
+
+def header_head(path: str, symbol: str | None) -> str:
+    """The first lines of every chunk's enrichment header: its file and, when it has one, its symbol
+    (what the chunker writes and what the store leaves out of each row: store/headers.py)."""
+    head = "file: " + path
+    if symbol:
+        short = symbol if len(symbol) <= HEADER_SYMBOL_CHARS else symbol[: HEADER_SYMBOL_CHARS - 3] + "..."
+        head += "\nsymbol: " + short
+    return head
+
+
 # -- the symbol graph ---------------------------------------------------------------------------------
 
 GRAPH_VERSION = "2"  # bump when what the graph records changes: indexes rebuild

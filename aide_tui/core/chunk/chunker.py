@@ -20,7 +20,7 @@ from aide_tui.core.chunk.code import Scan, anchor_units, python_units
 from aide_tui.core.chunk.graph import MARKUP, anchor_graph, python_graph
 from aide_tui.core.chunk.text import json_units, markdown_units, toml_units, yaml_units
 from aide_tui.core.languages import detect_language
-from aide_tui.core.model import Chunk, FileGraph
+from aide_tui.core.model import Chunk, FileGraph, header_head
 
 __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 
@@ -251,9 +251,7 @@ def _signature(src: Src, u: Unit, language: str) -> str:
 
 
 def _header(path: str, symbol: str | None, sigs: list[str]) -> str:
-    head = f"file: {path}"
-    if symbol:
-        head += "\nsymbol: " + (symbol if len(symbol) <= 160 else symbol[:157] + "...")
+    head = header_head(path, symbol)
     kept: list[str] = []
     room = _MAX_HEADER - len(head)
     for sig in reversed(sigs):  # innermost first: it is the most informative

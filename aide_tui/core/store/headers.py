@@ -1,6 +1,6 @@
 """A chunk's enrichment header as stored: without the file and symbol lines a row already holds.
 
-Every header begins ``file: <path>``, most go on ``\\nsymbol: <symbol>`` (see chunk/chunker.py); a
+Every header begins ``file: <path>``, most go on ``\\nsymbol: <symbol>`` (model.header_head); a
 segment stores each chunk's and piece's path and symbol beside it, so those lines are kept once, not in
 every row (on a 5.9M-line tree they were about half of the rows' metadata). A stored header is the text
 as it was when it does not begin that way, or ``[1, rest]`` (``file: <path>`` + rest) or ``[2, rest]``
@@ -9,21 +9,17 @@ as it was when it does not begin that way, or ``[1, rest]`` (``file: <path>`` + 
 
 from __future__ import annotations
 
-SYMBOL_CHARS = 160  # the header's symbol line holds at most this many characters (chunker.py)
-
-
-def _symbol_line(symbol: str) -> str:
-    return "\nsymbol: " + (symbol if len(symbol) <= SYMBOL_CHARS else symbol[: SYMBOL_CHARS - 3] + "...")
+from aide_tui.core.model import header_head
 
 
 def packed_header(header: str, path: str, symbol: str | None) -> str | list[object]:
     """``header`` as stored in a row of ``path`` whose symbol is ``symbol``."""
-    file_line = "file: " + path
-    if not header.startswith(file_line):
-        return header
-    if symbol and header.startswith(_symbol_line(symbol), len(file_line)):
-        return [2, header[len(file_line) + len(_symbol_line(symbol)) :]]
-    return [1, header[len(file_line) :]]
+    with_symbol, file_only = header_head(path, symbol), header_head(path, None)
+    if symbol and header.startswith(with_symbol):
+        return [2, header[len(with_symbol) :]]
+    if header.startswith(file_only):
+        return [1, header[len(file_only) :]]
+    return header
 
 
 def unpacked_header(stored: object, path: str, symbol: str | None) -> str | None:
@@ -33,8 +29,6 @@ def unpacked_header(stored: object, path: str, symbol: str | None) -> str | None
     if not (isinstance(stored, list) and len(stored) == 2 and isinstance(stored[1], str)):
         return None
     kind, rest = stored[0], str(stored[1])
-    if kind == 1:
-        return "file: " + path + rest
-    if kind == 2 and symbol:
-        return "file: " + path + _symbol_line(symbol) + rest
+    if kind == 1 or (kind == 2 and symbol):
+        return header_head(path, symbol if kind == 2 else None) + rest
     return None
