@@ -21,7 +21,12 @@ from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.store.segments import read_index
 
 REPO = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def _env() -> dict[str, str]:
+    """The environment of a test's subprocess, read when it starts: the isolation fixture's config,
+    cache and models folders, never the ones this module was imported under."""
+    return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
 def generate_repo(root: Path, n_files: int, seed: int) -> None:
@@ -65,7 +70,7 @@ def test_kill_9_at_random_points_never_corrupts(tmp_path: Path) -> None:
         p = root / "pkg0" / "mod_0.py"
         p.write_text(p.read_text() + f"\n\ndef timing_{mode}():\n    return 0\n")
         t0 = time.perf_counter()
-        subprocess.run([*cmd, *extra], env={**ENV, **env}, check=True, capture_output=True)
+        subprocess.run([*cmd, *extra], env={**_env(), **env}, check=True, capture_output=True)
         took[mode] = time.perf_counter() - t0
     survived = 0
     kinds = list(modes)
@@ -75,19 +80,19 @@ def test_kill_9_at_random_points_never_corrupts(tmp_path: Path) -> None:
         for i in rng.sample(range(120), 10):
             p = root / f"pkg{i % 7}" / f"mod_{i}.py"
             p.write_text(p.read_text() + f"\n\ndef round_{r}_{i}():\n    return {r}\n")
-        proc = subprocess.Popen([*cmd, *extra], env={**ENV, **env},
+        proc = subprocess.Popen([*cmd, *extra], env={**_env(), **env},
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         time.sleep(rng.uniform(0.0, took[mode] * 1.1))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         out = subprocess.run(
             [sys.executable, "-m", "aide_tui", "search", "--path", str(root), "--embedder", "none",
-             "--no-update", "--json", "parse_alpha"], env=ENV, capture_output=True, text=True, timeout=120,
+             "--no-update", "--json", "parse_alpha"], env=_env(), capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)["results"], "a valid (old or new) index answers"
         survived += 1
-    done = subprocess.run([*cmd, "--json"], env=ENV, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*cmd, "--json"], env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and json.loads(done.stdout.splitlines()[-1])["files"] == 120
     data = read_index(index_dir_for(root))
     assert any(f"round_{rounds - 1}_" in c.text for c in data.chunks)

@@ -13,7 +13,14 @@ import pytest
 from test_faults import generate_repo
 
 REPO = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(REPO), "AIDE_EMBEDDING_WORKERS": "2"}
+
+
+def _env() -> dict[str, str]:
+    """The environment of a test's subprocess, read when it starts: the isolation fixture's config,
+    cache and models folders, never the ones this module was imported under."""
+    return {**os.environ, "PYTHONPATH": str(REPO), "AIDE_EMBEDDING_WORKERS": "2"}
+
+
 GONE_WITHIN = 20.0  # without the fix they outlived their parent by minutes
 
 
@@ -48,7 +55,7 @@ def test_kill_9_during_embedding_leaves_no_workers_or_tracker(tmp_path: Path) ->
     generate_repo(root, 80, seed=3)
     proc = subprocess.Popen(
         [sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "builtin"],
-        env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     children: dict[int, str] = {}
     try:

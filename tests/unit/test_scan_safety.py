@@ -23,7 +23,14 @@ from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search.searcher import Searcher
 
 REPO = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def _env() -> dict[str, str]:
+    """The environment of a test's subprocess, read when it starts: the isolation fixture's config,
+    cache and models folders, never the ones this module was imported under."""
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
 MARKER = "outside_the_root_marker_7f3a"
 
 
@@ -160,7 +167,7 @@ def test_cli_index_finishes_with_a_fifo_in_the_tree_and_lists_it_skipped(tmp_pat
     os.mkfifo(root / "pipe.py")
     out = subprocess.run(
         [sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "none", "--progress"],
-        env=ENV, capture_output=True, text=True, timeout=120,
+        env=_env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     done = json.loads(out.stdout.splitlines()[-1])
@@ -318,7 +325,7 @@ def test_a_hard_link_is_neither_indexed_nor_served_unless_the_user_opts_in(tmp_p
     os.link(secret, root / "linked_notes.txt")
     out = subprocess.run(
         [sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "none", "--json"],
-        env=ENV, capture_output=True, text=True, timeout=120,
+        env=_env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     skipped = {s["path"]: s["reason"] for s in json.loads(out.stdout.splitlines()[-1])["skipped"]}
