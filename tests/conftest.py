@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +16,48 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "unit"))
 
 TEST_KNOBS = {"AIDE_KILL_ROUNDS"}  # variables that steer the tests themselves, not aide-tui
+SCRATCH_HOME = "_AIDE_TESTS_SCRATCH_HOME"  # set by the first process of a run; workers inherit it
+USER_MODELS = "_AIDE_TESTS_USER_MODELS"  # the developer's own models folder (read, never written)
+OWN_FOLDERS = (".cache/aide-tui", ".config/aide-tui", ".local/state/aide-tui")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Run the whole session with ``HOME`` in a scratch folder and no ``XDG_*`` or ``AIDE_*`` settings,
+    before any test module is imported: a module that copies ``os.environ`` at import (so its
+    subprocesses miss the per-test isolation below) then writes into the scratch home, where the
+    session's end finds it, never into the developer's own cache, config or app state."""
+    if os.environ.get(SCRATCH_HOME):
+        return  # a pytest-xdist worker: the controller already did this
+    from aide_tui.core.paths import models_dir as user_models
+
+    os.environ[USER_MODELS] = str(user_models())
+    home = tempfile.mkdtemp(prefix="aide-tests-home-")
+    for var in list(os.environ):
+        if var.startswith(("XDG_CONFIG", "XDG_CACHE", "XDG_STATE", "XDG_DATA")) or (
+            var.startswith("AIDE_") and var not in TEST_KNOBS
+        ):
+            del os.environ[var]
+    os.environ["HOME"] = os.environ[SCRATCH_HOME] = home
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when anything wrote aide-tui's own folders under the scratch home: some test's
+    process ran without the per-test isolation (its env was read before the fixture set it)."""
+    home = os.environ.get(SCRATCH_HOME)
+    if not home or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    leaked = [rel for rel in OWN_FOLDERS if (Path(home) / rel).exists()]
+    if leaked:
+        sys.stderr.write(
+            "\nerror: tests wrote into the user's own aide-tui folders (here a scratch HOME): "
+            + ", ".join(f"~/{rel}" for rel in leaked)
+            + ". A subprocess took an env read before the isolation fixture (copy os.environ at call time)."
+            + f" Left in {home}\n"
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return
+    shutil.rmtree(home, ignore_errors=True)
+
 
 FILES = {
     "src/httpclient/client.py": '''
@@ -143,7 +187,7 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         name = StaticEmbedder().table_path().name
         if (shared / name).exists():
             return shared  # another worker filled it
-        mine = user_models() / name
+        mine = Path(os.environ.get(USER_MODELS) or user_models()) / name
         if mine.is_file() and mine.with_suffix(".json").is_file():
             for src in (mine, mine.with_suffix(".json")):
                 (shared / src.name).symlink_to(src)
