@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aide_tui.core.store.mapped import FileSum, MappedArray, MappedFile
-from aide_tui.core.store.quantize import pack, unpack, unpacked_matmul
+from aide_tui.core.store.quantize import BLOCK_ROWS, pack, unpack, unpacked_matmul
 from aide_tui.core.store.terms import SAMPLE_EVERY, TermDict, encode_terms, sort_terms, term_bytes
 
 
@@ -86,3 +86,18 @@ def test_packed_product_equals_the_product_of_the_unpacked_rows() -> None:
     np.testing.assert_allclose(unpacked_matmul(packed, right), unpack(packed) @ right, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(unpacked_matmul(packed, q), unpack(packed) @ q, rtol=1e-4, atol=1e-4)
     assert unpacked_matmul(packed[:0], q).shape == (0,)
+
+
+def test_packed_product_over_several_blocks_and_a_ragged_last_one() -> None:
+    """The product is taken ``BLOCK_ROWS`` rows at a time through one buffer: every block's rows keep
+    their own scale, and a short last block is not padded with the previous block's values."""
+    rng = np.random.default_rng(11)
+    n = 2 * BLOCK_ROWS + 17
+    v = rng.standard_normal((n, 32)).astype(np.float32) * rng.uniform(0.01, 5, (n, 1)).astype(np.float32)
+    packed = pack(v)
+    q = rng.standard_normal(32).astype(np.float32)
+    right = rng.standard_normal((32, 5)).astype(np.float32)
+    np.testing.assert_allclose(unpacked_matmul(packed, q), unpack(packed) @ q, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(unpacked_matmul(packed, right), unpack(packed) @ right, rtol=1e-4, atol=1e-4)
+    tail = packed[-(BLOCK_ROWS + 3) :]  # a view that starts mid-block of the array it comes from
+    np.testing.assert_allclose(unpacked_matmul(tail, q), unpack(tail) @ q, rtol=1e-4, atol=1e-4)
