@@ -325,13 +325,58 @@ def reply_to_unreadable(exc: Exception) -> SessionMessage | None:
     return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=rid, error=error))
 
 
+class InFlight:
+    """The ids of the client's requests not answered yet, so that the end of its input (EOF right after
+    a request, as ``printf '…' | aide-tui mcp`` gives) waits for their answers instead of dropping them
+    with the session."""
+
+    def __init__(self) -> None:
+        self.ids: set[str | int] = set()
+        self._changed = anyio.Event()
+
+    def saw(self, item: SessionMessage) -> None:
+        """Note a message from the client: a request is awaited; a cancellation is not any more (a
+        cancelled request gets no answer)."""
+        msg = item.message
+        if isinstance(msg, mcp_types.JSONRPCRequest):
+            self.ids.add(msg.id)
+        elif isinstance(msg, mcp_types.JSONRPCNotification) and msg.method == "notifications/cancelled":
+            rid = (msg.params or {}).get("requestId")
+            if isinstance(rid, str | int):
+                self._settle(rid)
+
+    def answered(self, item: SessionMessage) -> None:
+        """Note a message to the client: a response or an error settles its request."""
+        msg = item.message
+        if isinstance(msg, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError) and msg.id is not None:
+            self._settle(msg.id)
+
+    def _settle(self, rid: str | int) -> None:
+        self.ids.discard(rid)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def drained(self, timeout: float) -> None:
+        """Return once every awaited request is answered, or after ``timeout`` seconds."""
+        with anyio.move_on_after(timeout):
+            while self.ids:
+                await self._changed.wait()
+
+
+DRAIN_TIMEOUT = 300.0  # seconds the answers to requests read before EOF may take (a cold first search)
+
+
 async def serve_stdio(server: MCPServer) -> None:
     """``MCPServer.run_stdio_async``, with :func:`reply_to_unreadable` between the transport and the
-    server: every request gets an answer."""
+    server, and the session kept open after EOF until the requests read before it are answered: every
+    request gets an answer."""
     lowlevel = server._lowlevel_server
+    flight = InFlight()
     async with stdio_server() as (read_stream, write_stream):
         relay: MemoryObjectSendStream[SessionMessage | Exception]
         relay, relayed = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        replies: MemoryObjectSendStream[SessionMessage]
+        replies, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
 
         async def forward() -> None:
             async with relay:
@@ -340,11 +385,27 @@ async def serve_stdio(server: MCPServer) -> None:
                     if reply is not None:
                         await write_stream.send(reply)
                     else:
+                        if isinstance(item, SessionMessage):
+                            flight.saw(item)
                         await relay.send(item)
+                await flight.drained(DRAIN_TIMEOUT)
+
+        async def answer() -> None:
+            async with outgoing:
+                async for item in outgoing:
+                    await write_stream.send(item)
+                    flight.answered(item)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(forward)
-            await lowlevel.run(relayed, write_stream, lowlevel.create_initialization_options())
+            tg.start_soon(answer)
+            async with replies:
+                await lowlevel.run(relayed, replies, lowlevel.create_initialization_options())
+            # ``forward`` closed the session once every request was answered (and written: ``answer``
+            # notes an answer after sending it); the SDK may still hold clones of ``replies`` open, so
+            # ``answer`` would wait for more: stop it.
+            tg.cancel_scope.cancel()
+        await write_stream.aclose()  # the transport's writer flushes what is left, then ends
 
 
 def run_stdio(root: Path, settings: Settings, watch: bool = True) -> None:

@@ -281,3 +281,62 @@ def test_a_lone_surrogate_gets_a_tool_error_not_silence(tmp_path: Path) -> None:
         )
     finally:
         raw.close()
+
+
+def test_requests_followed_at_once_by_eof_are_all_answered(tmp_path: Path) -> None:
+    """``printf '<requests>' | aide-tui mcp``: stdin ends right after the requests. Every request gets
+    its answer before the process exits (0)."""
+    root = write_workspace(tmp_path / "ws")
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "pipe", "version": "0"},
+    }
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "search_code", "arguments": {"query": "parse_header", "limit": 3}}},
+        {"jsonrpc": "2.0", "id": "three", "method": "tools/call",
+         "params": {"name": "find_definition", "arguments": {"name": "Client"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "no/such/method"},
+    ]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "aide_tui", "mcp", str(root), *NONE],
+        input="".join(json.dumps(m) + "\n" for m in lines).encode(),
+        capture_output=True, env=clean_env(tmp_path), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    replies = {r["id"]: r for r in map(json.loads, done.stdout.decode().splitlines())}
+    assert set(replies) == {1, 2, "three", 4}, done.stdout.decode()
+    found = json.loads(replies[2]["result"]["content"][0]["text"])
+    assert found["results"][0]["path"] == "src/httpclient/headers.py"
+    defs = json.loads(replies["three"]["result"]["content"][0]["text"])["definitions"]
+    assert defs[0]["path"] == "src/httpclient/client.py"
+    assert replies[4]["error"]["code"] == -32601
+    assert b"Traceback" not in done.stderr
+
+
+async def test_in_flight_requests_settle_on_an_answer_or_a_cancellation() -> None:
+    """What EOF waits for: requests, not notifications; an answer or the client's cancellation settles
+    one (a cancelled request gets no answer, so waiting for it would hang)."""
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    from aide_tui.serve.mcp_server import InFlight
+
+    def msg(**m: Any) -> SessionMessage:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python({"jsonrpc": "2.0", **m}))
+
+    flight = InFlight()
+    flight.saw(msg(id=1, method="tools/call", params={"name": "x"}))
+    flight.saw(msg(id="b", method="ping"))
+    flight.saw(msg(method="notifications/initialized"))
+    assert flight.ids == {1, "b"}
+    flight.answered(msg(id=1, result={}))
+    flight.saw(msg(method="notifications/cancelled", params={"requestId": "b"}))
+    assert flight.ids == set()
+    await flight.drained(5)  # returns at once
+    flight.saw(msg(id=3, method="ping"))
+    await flight.drained(0.05)  # gives up after its timeout
+    assert flight.ids == {3}
