@@ -32,6 +32,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if st.static:
         cover = f"{st.static_missing} chunks without it" if st.static_missing else "every chunk"
         print(f"static tier [{printable(st.static)}]: {cover}")
+    elif st.static_missing:
+        print(f"static tier: not in the index yet ({st.static_missing} chunks without it)")
     if st.vectors_missing:
         print(f"{st.vectors_missing} vectors still to compute")
     if st.degraded_reason:

@@ -56,6 +56,28 @@ def test_the_static_tier_alone_covers_every_chunk_in_the_lexical_commit(workspac
     assert any(r["ranks"].get("static") for r in got["results"])
 
 
+def test_an_index_without_the_tier_counts_every_chunk_missing_for_a_user_who_wants_it(
+    workspace: Path,
+) -> None:
+    """Built with ``--embedder none``, read by settings that use the static tier: ``static_missing`` is
+    every chunk (not 0, which would say the tier is complete), in ``status`` and in a search's JSON; read
+    with ``none`` it is 0, since nothing is wanted."""
+    out = cli("index", str(workspace), "--embedder", "none", "--json")
+    assert out.returncode == 0, out.stderr
+    chunks = json.loads(out.stdout.splitlines()[-1])["chunks"]
+    assert chunks > 0
+    st = json.loads(cli("status", str(workspace), "--json", "--embedder", "static", "--no-server").stdout)
+    assert st["static_missing"] == chunks and st["static"] is None and st["state"] == "partial"
+    text = cli("status", str(workspace), "--embedder", "static", "--no-server").stdout
+    assert f"static tier: not in the index yet ({chunks} chunks without it)" in text
+    got = json.loads(cli("search", "--path", str(workspace), "--embedder", "static", "--json", "--no-update",
+                         "--no-server", "--mode", "bm25", "parse a header line").stdout)  # fmt: skip
+    assert got["static_missing"] == chunks
+    assert got["results"][0]["path"] == "src/httpclient/headers.py"
+    st = json.loads(cli("status", str(workspace), "--json", "--embedder", "none", "--no-server").stdout)
+    assert st["static_missing"] == 0 and st["state"] == "ready"
+
+
 def test_static_vectors_rank_by_meaning_where_no_word_matches(workspace: Path) -> None:
     """No word of the query is in the code: only the static list can find the function."""
     Indexer(workspace, static(workspace)).run()

@@ -15,13 +15,14 @@ import numpy as np
 
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import same_model
+from aide_tui.core.embed.factory import static_enabled
 from aide_tui.core.errors import VectorDimensionMismatch
 from aide_tui.core.paths import MANIFEST, index_dir_for
 from aide_tui.core.search.filters import ParsedQuery
 from aide_tui.core.search.retriever import Candidate, DenseLists, IndexedFile
 from aide_tui.core.status import IndexStatus
 from aide_tui.core.store.segments import load_view, read_rank
-from aide_tui.core.store.status import read_status
+from aide_tui.core.store.status import read_status, static_missing_for
 from aide_tui.core.store.view import IndexView
 
 
@@ -182,7 +183,11 @@ class LocalRetriever:
 
     @property
     def static_missing(self) -> int:
-        return self._loaded().stamp.counts.static_missing
+        """Chunks of the loaded version without a static-tier vector (every chunk when the settings use
+        the tier and the version has none, as for a Milvus collection)."""
+        stamp = self._loaded().stamp
+        wanted = static_enabled(self.settings)
+        return static_missing_for(stamp.counts.static_missing, stamp.meta.static, stamp.counts.chunks, wanted)
 
     @property
     def path_parts(self) -> Mapping[str, set[str]]:
@@ -267,7 +272,7 @@ class LocalRetriever:
         return LocalRetrieval(ix, allowed, terms, weights)
 
     def status(self) -> IndexStatus:
-        return read_status(self.root, self.settings.embedding.backend)
+        return read_status(self.root, self.settings.embedding.backend, static_enabled(self.settings))
 
     def child_settings(self) -> Settings:
         return self.settings

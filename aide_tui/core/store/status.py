@@ -20,8 +20,15 @@ def has_readable_index(root: Path) -> bool:
     return True
 
 
-def read_status(root: Path, backend: str = "none") -> IndexStatus:
-    """The status of ``root``'s index for a user whose configured embedding backend is ``backend``.
+def static_missing_for(missing: int, tier: str, chunks: int, wanted: bool) -> int:
+    """Chunks without a static-tier vector, as a user whose settings ``wanted`` the tier reads it: the
+    index's own count (``missing``, of its tier ``tier``), or every chunk when the index has no tier."""
+    return missing if tier or not wanted else chunks
+
+
+def read_status(root: Path, backend: str = "none", static_wanted: bool = False) -> IndexStatus:
+    """The status of ``root``'s index for a user whose configured embedding backend is ``backend`` (and
+    whose settings use the static tier when ``static_wanted``).
 
     ``degraded`` says why the dense side the user configured is missing: no vectors although an
     embedder is configured, or the last run's failure (dead server, bad vectors, wrong dimension).
@@ -39,7 +46,8 @@ def read_status(root: Path, backend: str = "none") -> IndexStatus:
     counts, meta = manifest.counts, manifest.meta
     emb = meta.embedder or "none"
     missing = counts.vectors_missing
-    complete = (emb == "none" or missing == 0) and counts.static_missing == 0
+    static_missing = static_missing_for(counts.static_missing, meta.static, counts.chunks, static_wanted)
+    complete = (emb == "none" or missing == 0) and static_missing == 0
     st = IndexStatus(
         state="ready" if complete else "partial",
         files=counts.files,
@@ -48,7 +56,7 @@ def read_status(root: Path, backend: str = "none") -> IndexStatus:
         embedder=emb,
         last_indexed=manifest.written or None,
         vectors_missing=missing if emb != "none" else 0,
-        static_missing=counts.static_missing,
+        static_missing=static_missing,
         static=meta.static,
         size_bytes=referenced_bytes(manifest),
         skipped=meta.skipped,
