@@ -129,6 +129,7 @@ def _symbol_parsers(sub: Any) -> None:
         p.set_defaults(handler=_handler(name, "symbols"), subparser=p)
         p.add_argument("name", help="the name (or a qualified name)")
         p.add_argument("--path", default=".", help="workspace root (default .)")
+        p.add_argument("--no-server", action="store_true", help="read the index even when a host runs")
         p.add_argument("--json", action="store_true", help="one JSON object")
         p.add_argument(
             "--limit", type=_positive_int, default=500, help="locations listed at most (default 500)"

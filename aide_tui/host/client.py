@@ -199,6 +199,12 @@ class ServeClient:
             body["prefix"] = True
         return self._request("POST", "/search", body)
 
+    def symbols(self, what: str, name: str, limit: int) -> dict[str, Any]:
+        """``POST /defs`` (``what`` "definitions") or ``/refs``: the ``defs`` / ``refs --json`` object.
+        BadRequest when the name cannot be looked up (not an identifier, no symbol graph)."""
+        route = "/defs" if what == "definitions" else "/refs"
+        return self._request("POST", route, {"name": name, "limit": limit})
+
     def reindex(
         self, rebuild: bool = False, paths: list[str] | None = None, wait: bool = False
     ) -> dict[str, Any]:

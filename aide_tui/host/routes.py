@@ -8,6 +8,9 @@ indexer): a thin Starlette layer over the host's workspace.
                    line (CONTRACT.md; with all_workspaces each result also names its workspace; with
                    prefix, search as you type: the last word also finds the words it begins); a query
                    error (an unknown lang:) is a 400 with the error
+    POST /defs     {"name", "limit"} -> the ``defs --json`` object (where NAME is defined; a qualified
+                   name such as Client.send works); a name that is not an identifier is a 400
+    POST /refs     {"name", "limit"} -> the ``refs --json`` object (where NAME is used)
     POST /reindex  {"rebuild": bool, "paths": [str]} -> 202; the run shows up in /events; with
                    "wait": true, 200 and the run's done (or error, cancelled) event when it ends
     POST /release  a background host stops hosting (409 from any other host)
@@ -49,6 +52,7 @@ from aide_tui.core.events import Cancelled, Committed, Done, Failed, Progress, e
 from aide_tui.core.events import Event as IndexEvent
 from aide_tui.core.live import EmbedderReady, LiveEvent, Opened, Reloaded
 from aide_tui.core.search.response import SearchResponse
+from aide_tui.core.search.symbols import MAX_LOCATIONS, NO_GRAPH, SymbolAnswer, split_name
 from aide_tui.core.status import IndexStatus
 from aide_tui.core.storekind import NeedsSharedStore, store_kind
 from aide_tui.host.client import PID_HEADER, SETTINGS_HEADER
@@ -56,6 +60,7 @@ from aide_tui.host.shapes import search_json
 
 MAX_BODY = 1 << 20  # bytes of a request body
 MAX_LIMIT = 1000  # results per query
+MAX_SYMBOL_LIMIT = 100_000  # locations per /defs or /refs answer
 MAX_SUBSCRIBERS = 64  # concurrent /events streams
 SUBSCRIBER_BACKLOG = 1000  # events kept for a slow /events reader (oldest progress dropped first)
 HEARTBEAT = 15.0  # seconds between SSE comments, so a vanished reader is noticed
@@ -84,6 +89,10 @@ class HostedWorkspace(Protocol):
         all_workspaces: bool = False,
         prefix: bool = False,
     ) -> SearchResponse: ...
+
+    def definitions(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer: ...
+
+    def references(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer: ...
 
     def reindex(self, rebuild: bool = False, paths: Iterable[str] | None = None) -> None: ...
 
@@ -371,6 +380,37 @@ class Service:
             raise ApiError(400, resp.error)
         return JSONResponse(search_json(resp, req.with_text))
 
+    async def defs(self, request: Request) -> Response:
+        return await self._symbols(request, "definitions")
+
+    async def refs(self, request: Request) -> Response:
+        return await self._symbols(request, "references")
+
+    async def _symbols(self, request: Request, what: str) -> Response:
+        """The symbol graph's answer for the body's name (what ``defs`` / ``refs --json`` print)."""
+        body = await read_json(request)
+        if not isinstance(body, dict):
+            raise ApiError(400, "expected a JSON object with a name")
+        name = body.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ApiError(400, "no name")
+        if split_name(name) is None:
+            raise ApiError(400, f"not an identifier: {name!r}")
+        limit = _int_field(body, "limit", MAX_LOCATIONS, 1, MAX_SYMBOL_LIMIT)
+        if not store_kind(self.settings).symbol_graph:
+            raise ApiError(400, NO_GRAPH)
+        await self._wait_index()
+        find = self.live.definitions if what == "definitions" else self.live.references
+        try:
+            answer = await anyio.to_thread.run_sync(find, name, limit)
+        except IndexMissing as exc:
+            raise ApiError(503, str(exc)) from None
+        except IndexProblem as exc:
+            raise ApiError(503, f"index unreadable: {exc}") from None
+        if answer.error:
+            raise ApiError(400, answer.error)
+        return JSONResponse(answer.to_json())
+
     async def reindex(self, request: Request) -> Response:
         body = await read_json(request)
         if body is None:
@@ -530,6 +570,8 @@ def create_app(
         Route("/status", _handled(service.status), methods=["GET"]),
         Route("/host", _handled(service.host), methods=["GET"]),
         Route("/search", _handled(service.search), methods=["POST"]),
+        Route("/defs", _handled(service.defs), methods=["POST"]),
+        Route("/refs", _handled(service.refs), methods=["POST"]),
         Route("/reindex", _handled(service.reindex), methods=["POST"]),
         Route("/release", _handled(service.release), methods=["POST"]),
         Route("/events", _handled(service.events), methods=["GET"]),

@@ -1,5 +1,6 @@
-"""One-shot commands through the workspace's running host: ``search`` and ``status`` when it runs with
-the same settings, ``index`` whatever its settings (it indexes; the command waits for the run).
+"""One-shot commands through the workspace's running host: ``search``, ``defs``, ``refs`` and
+``status`` when it runs with the same settings, ``index`` whatever its settings (it indexes; the command
+waits for the run).
 
 Answers come from the host's warm index with output identical to in-process work; whenever the host
 cannot answer (none running, other settings, a refused request), the caller carries on in-process.
@@ -69,6 +70,22 @@ def served_search(
     finally:
         client.close()
     return done
+
+
+def served_symbols(root: Path, settings: Settings, what: str, name: str, limit: int) -> dict[str, Any] | None:
+    """The ``defs`` (``what`` "definitions") or ``refs --json`` object from a running host, or None (none
+    runs, or it could not answer: the caller looks the name up in-process, which says why)."""
+    from aide_tui.host.client import BadRequest, ServeUnavailable, connect
+
+    client = connect(root, settings)
+    if client is None:
+        return None
+    try:
+        return client.symbols(what, name, limit)
+    except (BadRequest, ServeUnavailable):
+        return None
+    finally:
+        client.close()
 
 
 def served_status(root: Path, settings: Settings) -> tuple[dict[str, Any], IndexStatus] | None:

@@ -70,6 +70,42 @@ def test_search_answers_one_contract_line(served: Served, home: Path) -> None:
     assert {r["path"] for r in served.search("page lang:typescript")["results"]} == {"web/app.ts"}
 
 
+def test_defs_and_refs_answer_what_the_cli_prints(served: Served, home: Path) -> None:
+    """/defs and /refs give the ``defs`` / ``refs --json`` objects, and the CLI goes through them: the
+    same stdout with and without ``--no-server``, and ``served_symbols`` gets the host's answer."""
+    from aide_tui.core.config import load_settings
+    from aide_tui.host.served import served_symbols
+
+    env = clean_env(home)
+    for route, cmd, name in (("/defs", "defs", "Client.send"), ("/refs", "refs", "backoff_delays")):
+        r = served.http.post(route, json={"name": name})
+        assert r.status_code == 200, r.text
+        local = cli(
+            cmd, "--path", str(served.root), "--json", "--no-server", "--no-update", *NONE, name, env=env
+        )
+        assert local.returncode == 0, local.stderr
+        assert r.json() == json.loads(local.stdout)
+        through = cli(cmd, "--path", str(served.root), "--json", *NONE, name, env=env)
+        assert through.stdout == local.stdout
+        text = (cmd, "--path", str(served.root), *NONE, name)
+        assert cli(*text, env=env).stdout == cli(*text, "--no-server", "--no-update", env=env).stdout
+    defs = served.http.post("/defs", json={"name": "Client.send"}).json()["definitions"]
+    assert [(d["path"], d["qualname"]) for d in defs] == [("src/httpclient/client.py", "Client.send")]
+    refs = served.http.post("/refs", json={"name": "backoff_delays", "limit": 1}).json()
+    assert len(refs["references"]) == 1 and refs["total"] >= 1
+    assert refs["left_out"] == refs["total"] - 1
+    missing = served.http.post("/defs", json={"name": "no_such_name_here"}).json()
+    assert missing["total"] == 0 and missing["definitions"] == []
+    gone = cli("defs", "--path", str(served.root), *NONE, "no_such_name_here", env=env)
+    assert gone.returncode == 1 and gone.stdout == ""
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        settings = load_settings(served.root, {"embedding": {"backend": "none"}})
+        got = served_symbols(served.root, settings, "definitions", "Client.send", 5)
+    assert got == served.http.post("/defs", json={"name": "Client.send", "limit": 5}).json()
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body", "status", "needle"),
     [
@@ -86,6 +122,12 @@ def test_search_answers_one_contract_line(served: Served, home: Path) -> None:
         ("POST", "/search", b'{"query": "x", "limit": 1001}', 400, "limit"),
         ("POST", "/search", b'{"query": "x", "limit": "5"}', 400, "limit"),
         ("POST", "/search", b'{"query": "x", "limit": true}', 400, "limit"),
+        ("POST", "/defs", b'{"limit": 3}', 400, "no name"),
+        ("POST", "/defs", b'["Client"]', 400, "name"),
+        ("POST", "/refs", b'{"name": "not a name!"}', 400, "not an identifier"),
+        ("POST", "/refs", b'{"name": "Client", "limit": 0}', 400, "limit"),
+        ("POST", "/defs", b'{"name": "Client", "limit": "3"}', 400, "limit"),
+        ("GET", "/defs", None, 405, "method not allowed"),
         ("POST", "/reindex", b'{"rebuild": "yes"}', 400, "rebuild"),
         ("POST", "/reindex", b"[]", 400, "object"),
         ("POST", "/search", b'{"query": "\\ud800"}', 400, "lone surrogate"),  # JSON spells one
