@@ -330,13 +330,14 @@ class LiveWorkspace:
         mode: str | None = None,
         all_workspaces: bool = False,
         prefix: bool = False,
+        hints: bool = True,
     ) -> SearchResponse:
         """Answer ``query`` from the loaded version (thread-safe). Raises IndexMissing before the first
         index exists, IndexProblem when it cannot be read. While the query encoder is still loading, a
         hybrid answer is lexical only and says so (``degraded``, "the encoder is loading").
         ``all_workspaces``: every workspace of a shared (Milvus) collection, each hit labelled with
         its workspace; ValueError for the local store. ``prefix``: search as you type (the word being
-        typed also finds the words it begins, see Searcher.search)."""
+        typed also finds the words it begins, see Searcher.search); ``hints``: see Searcher.search."""
         self._used()
         if not all_workspaces:
             self._load_pending()
@@ -344,7 +345,7 @@ class LiveWorkspace:
         if all_workspaces and time.monotonic() - self._everywhere_at > EVERYWHERE_TTL:
             searcher.refresh()  # other workspaces change without this one committing
             self._everywhere_at = time.monotonic()
-        resp: SearchResponse = searcher.search(query, limit=limit, mode=mode, prefix=prefix)
+        resp: SearchResponse = searcher.search(query, limit=limit, mode=mode, prefix=prefix, hints=hints)
         loading = not self.embedder_ready.is_set() and self.settings.embedding.backend != "none"
         if loading and resp.mode != "bm25" and not resp.degraded:
             resp.degraded, resp.degraded_reason = True, "the encoder is loading"

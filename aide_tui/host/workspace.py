@@ -152,10 +152,13 @@ class Workspace:
         mode: str | None = None,
         all_workspaces: bool = False,
         prefix: bool = False,
+        hints: bool = True,
     ) -> SearchResponse:
-        """See LiveWorkspace.search (``prefix``: search as you type, the app turns it on)."""
+        """See LiveWorkspace.search (``prefix``: search as you type, the app turns it on; ``hints``:
+        the refine hints, which the app does not show)."""
         self._active = time.monotonic()
-        return self.live.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces, prefix=prefix)
+        return self.live.search(query, limit=limit, mode=mode, all_workspaces=all_workspaces, prefix=prefix,
+                                hints=hints)  # fmt: skip
 
     def definitions(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
         """Where ``name`` is defined (the symbol graph of the loaded version)."""

@@ -106,6 +106,9 @@ def test_hints_name_a_sibling_a_near_miss_and_an_alternate_term(tmp_path: Path) 
     assert sibling["path"] == "src/httpclient/client.py"
     answer = resp.to_json()
     assert answer["confidence"] == resp.confidence and answer["hints"] == resp.hints
+    typed = s.search("send one request over a socket and return the response", mode="bm25", hints=False)
+    assert typed.hints == [] and typed.confidence == resp.confidence  # what the app asks for as you type
+    assert [(h.path, h.start_line) for h in typed.results] == [(h.path, h.start_line) for h in resp.results]
     files = [hit(f"f{i}.py", 1.0 - i / 100) for i in range(14)]
     assert near_miss_hint(files) == {"kind": "file", "path": "f10.py", "rank": 11, "line": 1,
                                      "text": "near miss: f10.py (file ranked 11)"}  # fmt: skip

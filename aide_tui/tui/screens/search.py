@@ -88,7 +88,8 @@ class SearchScreen(Screen[None]):
         self.set_reactive(SearchScreen.preview_visible, state.workspace.preview)
 
         def search(query: str, limit: int, mode: str, everywhere: bool) -> SearchResponse:  # its thread's
-            return live.search(query, limit=limit, mode=mode, all_workspaces=everywhere, prefix=True)
+            return live.search(query, limit=limit, mode=mode, all_workspaces=everywhere, prefix=True,
+                               hints=False)  # fmt: skip
 
         def deliver(answer: SearchAnswer) -> None:  # from its thread: to the UI thread as a message
             self.post_message(SearchDone(answer))
@@ -174,7 +175,7 @@ class SearchScreen(Screen[None]):
 
     @on(Input.Changed, "#query")
     def _query_changed(self) -> None:
-        self.browser.results.forget_places()
+        self.browser.typed()
         self.request_search()
 
     def request_search(self) -> None:

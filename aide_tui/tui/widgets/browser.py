@@ -93,6 +93,12 @@ class Browser(Horizontal):
 
     def on_mount(self) -> None:
         self.results.set_hits([], message=EMPTY_NOTE)
+        self.preview.hold = lambda: self.box.value != self.results.shown_query
+
+    def typed(self) -> None:
+        """The query box changed: a preview waiting for typing to pause waits on."""
+        self.results.forget_places()
+        self.preview.postpone()
 
     @property
     def results(self) -> ResultsList:

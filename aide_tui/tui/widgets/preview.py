@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
@@ -366,6 +367,9 @@ class Preview(Vertical):
         self.root = root
         self.shown: PreviewData | None = None
         self._timer: Timer | None = None  # waiting for typing to pause
+        # while this says so, a typing-driven preview waits on (the query typed is newer than the
+        # results shown: their hit is about to change, and the next key's frame must not wait for it)
+        self.hold: Callable[[], bool] = lambda: False
         self._settling: Job | None = None  # rendered when the timer fires
         self._job: tuple[Hit, int | None, LexedWindow | None] | None = None  # next render
         self._in_flight = False
@@ -400,7 +404,17 @@ class Preview(Vertical):
             return
         self._queue(hit, current)
 
+    def postpone(self) -> None:
+        """A key was typed: a typing-driven preview still waiting waits :data:`SETTLE` from now (it
+        would otherwise land between two keys whenever one answer takes longer than the settle)."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = self.set_timer(SETTLE, self._settled)
+
     def _settled(self) -> None:
+        if self.hold():  # a newer query's answer is on its way: wait for it (it restarts the settle)
+            self._timer = self.set_timer(SETTLE, self._settled)
+            return
         self._timer = None
         job, self._settling = self._settling, None
         if job is not None:

@@ -1,0 +1,67 @@
+"""The typing-driven preview waits for typing to pause: not while the query typed is newer than the
+results shown (their first hit is about to change, and rendering it would make the next key's frame
+wait; on SQLAlchemy that was the slow keys of the tmux benchmark), and a key typed while it waits
+makes it wait on. It still lands once the answer is in and the keys stop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from apphelpers import indexed, make_app, preview, previewing_selection, query_box, results, search, wait_for
+from conftest import write_workspace
+
+from aide_tui.tui.widgets.preview import preview_key
+
+FILES = {
+    "pkg/alpha.py": "def alpha_deadline():\n    return 'deadline'\n",
+    "pkg/beta.py": "def beta_timeout():\n    return 'timeout'\n",
+}
+
+
+async def test_a_typed_query_newer_than_its_results_holds_the_preview(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws", FILES)
+    app = make_app(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "alpha_deadline")
+        await wait_for(pilot, lambda: previewing_selection(app), "the first preview")
+        pv, box = preview(app), query_box(app)
+        assert not pv.hold()  # the results shown answer the query in the box
+        box.value = "beta_timeout"  # typed: its answer needs the event loop, which has not run yet
+        assert pv.hold()
+        await wait_for(pilot, lambda: results(app).shown_query == "beta_timeout", "the new answer")
+        assert not pv.hold()
+        await wait_for(pilot, lambda: previewing_selection(app), "the preview after the pause")
+        assert pv.shown is not None and pv.shown.hit.path == "pkg/beta.py"
+
+
+async def test_a_held_preview_renders_nothing_until_released_and_then_the_latest(tmp_path: Path) -> None:
+    root = write_workspace(tmp_path / "ws", FILES)
+    app = make_app(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "deadline")
+        await wait_for(pilot, lambda: previewing_selection(app), "the first preview")
+        pv = preview(app)
+        first = pv.shown
+        assert first is not None and first.hit.path == "pkg/alpha.py"
+        await search(pilot, app, "timeout")
+        await wait_for(pilot, lambda: previewing_selection(app), "the second preview")
+        beta = results(app).selected_hit
+        assert beta is not None and beta.path == "pkg/beta.py"
+        asked: list[bool] = []
+        held = True
+
+        def hold() -> bool:
+            asked.append(held)
+            return held
+
+        pv.hold = hold
+        pv.request(first.hit, settle=True)  # a typing-driven request while the next answer is coming
+        pv.postpone()  # a key typed meanwhile: still waiting, not dropped
+        await wait_for(pilot, lambda: len(asked) >= 3, "the settle to come round three times")
+        assert pv.shown is not None and preview_key(pv.shown.hit) == preview_key(beta)  # nothing rendered
+        held = False
+        await wait_for(pilot, lambda: pv.shown is not None and pv.shown.hit.path == "pkg/alpha.py",
+                       "the waiting preview once released")  # fmt: skip
+        assert asked[-1] is False
