@@ -65,3 +65,31 @@ async def test_a_held_preview_renders_nothing_until_released_and_then_the_latest
         await wait_for(pilot, lambda: pv.shown is not None and pv.shown.hit.path == "pkg/alpha.py",
                        "the waiting preview once released")  # fmt: skip
         assert asked[-1] is False
+
+
+async def test_a_typed_query_without_results_clears_the_preview_after_the_pause(tmp_path: Path) -> None:
+    """``q`` on the way to ``queuepool`` finds nothing: the pane keeps the hit it shows (the next key's
+    results are coming) instead of saying "no results" beside them; once typing pauses it says so. An
+    emptied query box clears it at once."""
+    from aide_tui.core.search.response import SearchResponse
+    from aide_tui.tui.search_loop import SearchAnswer, SearchRequest
+
+    root = write_workspace(tmp_path / "ws", FILES)
+    app = make_app(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "alpha_deadline")
+        await wait_for(pilot, lambda: previewing_selection(app), "the first preview")
+        pv, browser = preview(app), app.main_screen.browser
+        shown = pv.shown
+        nothing = SearchAnswer(SearchRequest(99, "zzqx", "bm25"), SearchResponse("zzqx", [], mode="bm25"))
+        query_box(app).value = "zzqx"  # typed; its own (empty) answer comes later, through the loop
+        browser.show_answer(nothing, "no results")  # what a typed query without results delivers
+        assert results(app).hits == [] and pv.shown is shown  # the pane waits for the pause
+        await wait_for(pilot, lambda: pv.shown is None, "the placeholder after the pause")
+        assert "no results" in pv.body.plain
+        await search(pilot, app, "alpha_deadline")
+        await wait_for(pilot, lambda: previewing_selection(app), "the preview again")
+        empty = SearchAnswer(SearchRequest(100, "", "bm25"), SearchResponse("", [], mode="bm25"))
+        browser.show_answer(empty, "")
+        assert pv.shown is None  # an emptied box: at once

@@ -143,7 +143,7 @@ class Browser(Horizontal):
         self.status.show_response(resp if query.strip() else None)
         if not resp.results:
             self.footer.forget(clear=True)
-            preview.clear(note)
+            preview.clear(note, settle=not same_query and bool(query.strip()))
         elif self.preview_visible:
             # same query, newer index: the selection's preview at once; typing: wait for a pause
             preview.request(results.selected_hit, settle=not same_query)

@@ -370,7 +370,7 @@ class Preview(Vertical):
         # while this says so, a typing-driven preview waits on (the query typed is newer than the
         # results shown: their hit is about to change, and the next key's frame must not wait for it)
         self.hold: Callable[[], bool] = lambda: False
-        self._settling: Job | None = None  # rendered when the timer fires
+        self._settling: Job | str | None = None  # rendered (a str: the placeholder) when the timer fires
         self._job: tuple[Hit, int | None, LexedWindow | None] | None = None  # next render
         self._in_flight = False
         self._latest: tuple[str, int, int, tuple[str, ...]] | None = None  # key of the latest request
@@ -417,7 +417,9 @@ class Preview(Vertical):
             return
         self._timer = None
         job, self._settling = self._settling, None
-        if job is not None:
+        if isinstance(job, str):
+            self.clear(job)
+        elif job is not None:
             self._queue(*job)
 
     def _queue(self, hit: Hit, current: int | None) -> None:
@@ -541,8 +543,17 @@ class Preview(Vertical):
         if int(body.scroll_y) != min(row, max(0, len(data.lines) - body.size.height)):
             body.call_after_refresh(body.scroll_to, 0, row, animate=False)  # sizes not settled yet
 
-    def clear(self, message: str = "") -> None:
-        """Show a placeholder instead of code (a render on its way is dropped)."""
+    def clear(self, message: str = "", *, settle: bool = False) -> None:
+        """Show a placeholder instead of code (a render on its way is dropped). ``settle``: the empty
+        answer comes from typing (``q`` on the way to ``queuepool``); the placeholder waits for the
+        pause as a typed hit's preview does, so the pane does not say "no results" beside the list
+        of the next key's results."""
+        if settle:
+            self._settling = message
+            if self._timer is not None:
+                self._timer.stop()
+            self._timer = self.set_timer(SETTLE, self._settled)
+            return
         self.shown = None
         self._latest, self._job, self._settling = None, None, None
         if self._timer is not None:
