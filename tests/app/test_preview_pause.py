@@ -5,11 +5,15 @@ makes it wait on. It still lands once the answer is in and the keys stop."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from apphelpers import indexed, make_app, preview, previewing_selection, query_box, results, search, wait_for
 from conftest import write_workspace
 
+from aide_tui.tui.app import AideApp
 from aide_tui.tui.widgets.preview import preview_key
 
 FILES = {
@@ -18,13 +22,19 @@ FILES = {
 }
 
 
-async def test_a_typed_query_newer_than_its_results_holds_the_preview(tmp_path: Path) -> None:
-    root = write_workspace(tmp_path / "ws", FILES)
-    app = make_app(root)
+@asynccontextmanager
+async def previewing(tmp_path: Path, query: str) -> AsyncIterator[tuple[Any, AideApp]]:
+    """The app on FILES with ``query`` searched and its first hit previewed: (pilot, app)."""
+    app = make_app(write_workspace(tmp_path / "ws", FILES))
     async with app.run_test(size=(120, 40)) as pilot:
         await indexed(pilot, app)
-        await search(pilot, app, "alpha_deadline")
+        await search(pilot, app, query)
         await wait_for(pilot, lambda: previewing_selection(app), "the first preview")
+        yield pilot, app
+
+
+async def test_a_typed_query_newer_than_its_results_holds_the_preview(tmp_path: Path) -> None:
+    async with previewing(tmp_path, "alpha_deadline") as (pilot, app):
         pv, box = preview(app), query_box(app)
         assert not pv.hold()  # the results shown answer the query in the box
         box.value = "beta_timeout"  # typed: its answer needs the event loop, which has not run yet
@@ -36,12 +46,7 @@ async def test_a_typed_query_newer_than_its_results_holds_the_preview(tmp_path: 
 
 
 async def test_a_held_preview_renders_nothing_until_released_and_then_the_latest(tmp_path: Path) -> None:
-    root = write_workspace(tmp_path / "ws", FILES)
-    app = make_app(root)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await indexed(pilot, app)
-        await search(pilot, app, "deadline")
-        await wait_for(pilot, lambda: previewing_selection(app), "the first preview")
+    async with previewing(tmp_path, "deadline") as (pilot, app):
         pv = preview(app)
         first = pv.shown
         assert first is not None and first.hit.path == "pkg/alpha.py"
@@ -74,12 +79,7 @@ async def test_a_typed_query_without_results_clears_the_preview_after_the_pause(
     from aide_tui.core.search.response import SearchResponse
     from aide_tui.tui.search_loop import SearchAnswer, SearchRequest
 
-    root = write_workspace(tmp_path / "ws", FILES)
-    app = make_app(root)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await indexed(pilot, app)
-        await search(pilot, app, "alpha_deadline")
-        await wait_for(pilot, lambda: previewing_selection(app), "the first preview")
+    async with previewing(tmp_path, "alpha_deadline") as (pilot, app):
         pv, browser = preview(app), app.main_screen.browser
         shown = pv.shown
         nothing = SearchAnswer(SearchRequest(99, "zzqx", "bm25"), SearchResponse("zzqx", [], mode="bm25"))

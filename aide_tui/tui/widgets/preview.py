@@ -398,9 +398,7 @@ class Preview(Vertical):
         if settle or self._timer is not None:
             self._settling = (hit, current)
             if settle:
-                if self._timer is not None:
-                    self._timer.stop()
-                self._timer = self.set_timer(SETTLE, self._settled)
+                self._wait_for_pause()
             return
         self._queue(hit, current)
 
@@ -408,12 +406,17 @@ class Preview(Vertical):
         """A key was typed: a typing-driven preview still waiting waits :data:`SETTLE` from now (it
         would otherwise land between two keys whenever one answer takes longer than the settle)."""
         if self._timer is not None:
+            self._wait_for_pause()
+
+    def _wait_for_pause(self) -> None:
+        """(Re)start the settle: :meth:`_settled` runs :data:`SETTLE` seconds from now."""
+        if self._timer is not None:
             self._timer.stop()
-            self._timer = self.set_timer(SETTLE, self._settled)
+        self._timer = self.set_timer(SETTLE, self._settled)
 
     def _settled(self) -> None:
         if self.hold():  # a newer query's answer is on its way: wait for it (it restarts the settle)
-            self._timer = self.set_timer(SETTLE, self._settled)
+            self._wait_for_pause()
             return
         self._timer = None
         job, self._settling = self._settling, None
@@ -550,9 +553,7 @@ class Preview(Vertical):
         of the next key's results."""
         if settle:
             self._settling = message
-            if self._timer is not None:
-                self._timer.stop()
-            self._timer = self.set_timer(SETTLE, self._settled)
+            self._wait_for_pause()
             return
         self.shown = None
         self._latest, self._job, self._settling = None, None, None
