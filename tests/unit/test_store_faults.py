@@ -19,6 +19,7 @@ from aide_tui.core.embed.http import OpenAIEmbedder
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import fallback_dir, index_dir_for
 from aide_tui.core.search.searcher import Searcher
+from aide_tui.core.store.filetable import FIELDS
 from aide_tui.core.store.segments import encode_manifest, read_index
 from aide_tui.core.store.status import read_status
 
@@ -92,13 +93,19 @@ def test_symlinked_aide_folder_is_never_written_through(workspace: Path, tmp_pat
 @pytest.mark.parametrize(
     "damage",
     [
-        lambda m: m.update(files=list(m["files"])),
+        lambda m: m.update(file_table=list(m["file_table"]["paths"])),
         lambda m: m.update(segments={"a": 1}),
         lambda m: m["meta"].update(dim="x"),
         lambda m: m.update(counts={"files": "many"}),
         lambda m: m["segments"][0].update(name="../../etc"),
         lambda m: m["segments"][0]["files"].update({"chunks.json": "big"}),
-        lambda m: m.update(files={"a.py": [1, 2, "sha", 99, 0, 0, 0, 0]}),
+        lambda m: m["file_table"]["segment"].__setitem__(0, 99),
+        lambda m: m["file_table"]["chunks"].pop(),
+        lambda m: m["file_table"]["pieces"].__setitem__(1, -1),
+        lambda m: m["file_table"]["size"].__setitem__(2, "big"),
+        lambda m: m["file_table"]["paths"].__setitem__(1, m["file_table"]["paths"][0]),
+        lambda m: m["file_table"].pop("sha1"),
+        lambda m: m.update(format=11),  # the old shape's member is missing
     ],
     ids=[
         "files-list",
@@ -108,6 +115,12 @@ def test_symlinked_aide_folder_is_never_written_through(workspace: Path, tmp_pat
         "segment-escapes",
         "sizes-str",
         "bad-segment-ref",
+        "short-column",
+        "negative-count",
+        "size-str",
+        "path-twice",
+        "column-missing",
+        "old-format-no-files",
     ],
 )
 def test_manifest_with_wrong_types_is_rebuilt_without_traceback(workspace: Path, damage) -> None:  # noqa: ANN001
@@ -123,6 +136,33 @@ def test_manifest_with_wrong_types_is_rebuilt_without_traceback(workspace: Path,
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert "malformed" in out.stderr or "corrupt" in out.stderr
     assert json.loads(out.stdout)["results"][0]["path"] == "src/httpclient/headers.py"
+
+
+def test_a_format_11_manifest_still_reads_and_the_next_commit_writes_columns(workspace: Path) -> None:
+    """Format 12 only moved the file records into columns: an index written before it is read as it is
+    (no rebuild on upgrade), and the next commit writes the new shape with the same records."""
+    Indexer(workspace, bm25(workspace)).run()
+    path = index_dir_for(workspace) / "manifest.json"
+    new = json.loads(path.read_text())
+    table = new.pop("file_table")
+    cols = [table[f] for f in FIELDS]
+    old = {**new, "format": 11, "files": {p: [c[i] for c in cols] for i, p in enumerate(table["paths"])}}
+    rewrite_manifest(path, old)
+    before = read_index(index_dir_for(workspace)).files
+    assert read_status(workspace).state == "ready"
+    s = Searcher(workspace, bm25(workspace))
+    assert s.search("parse_header").results[0].path == "src/httpclient/headers.py"
+    (workspace / "src" / "extra.py").write_text("def brand_new_helper():\n    return 1\n")
+    rep = Indexer(workspace, bm25(workspace)).run()
+    assert rep.changed == 1, rep.messages  # the old records were trusted: only the new file was read
+    again = json.loads(path.read_text())
+    assert again["format"] == 12 and "files" not in again
+    after = read_index(index_dir_for(workspace)).files
+
+    def kept(files: dict) -> dict:  # what a record says of its file (a merge may renumber segments)
+        return {p: (r.size, r.mtime_ns, r.sha1, r.chunks, r.pieces) for p, r in files.items()}
+
+    assert kept({p: r for p, r in after.items() if p != "src/extra.py"}) == kept(before)
 
 
 def test_garbage_npy_never_mentions_pickles(workspace: Path) -> None:
@@ -309,7 +349,7 @@ def test_a_flipped_bit_in_the_manifest_is_detected(workspace: Path) -> None:
     key = b'"src/httpclient/headers.py"'
     at = raw.index(key) + len(b'"src/httpclient/he')
     path.write_bytes(raw[:at] + bytes([raw[at] ^ 0x01]) + raw[at + 1 :])  # headers.py -> hdaders.py
-    assert json.loads(path.read_bytes())["files"]  # still valid JSON: only the checksum can tell
+    assert json.loads(path.read_bytes())["file_table"]  # still valid JSON: only the checksum can tell
     st = read_status(workspace)
     assert st.state == "corrupt" and "checksum" in (st.error or ""), st
     # --no-update reads the index as it is: a damaged one counts as none, said on stderr, and is rebuilt

@@ -25,7 +25,7 @@ import stat
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -236,7 +236,7 @@ class _Run:
             return EmbedderState(None, "none", 0, str(exc))
 
     def targeted_entries(
-        self, scanner: Scanner, prev: dict[str, FileRecord] | None
+        self, scanner: Scanner, prev: Mapping[str, FileRecord] | None
     ) -> list[FileEntry] | None:
         """The store's files with only ``self.paths`` re-examined (None: walk the whole tree).
 
@@ -259,7 +259,7 @@ class _Run:
         ]
         return entries + fresh
 
-    def update(self, prev: dict[str, FileRecord] | None, emb: EmbedderState, entries: list[FileEntry],
+    def update(self, prev: Mapping[str, FileRecord] | None, emb: EmbedderState, entries: list[FileEntry],
                embed: bool) -> None:  # fmt: skip
         plan = diff(self.pass_over(entries), prev)
         to_read = plan.to_read
@@ -313,7 +313,7 @@ class _Run:
     def build_here(
         self,
         to_read: list[FileEntry],
-        prev: dict[str, FileRecord] | None,
+        prev: Mapping[str, FileRecord] | None,
         removed: set[str],
         emb: EmbedderState,
     ) -> None:
@@ -334,7 +334,7 @@ class _Run:
     def build_parallel(
         self,
         to_read: list[FileEntry],
-        prev: dict[str, FileRecord] | None,
+        prev: Mapping[str, FileRecord] | None,
         removed: set[str],
         emb: EmbedderState,
         helpers: int,
@@ -410,7 +410,7 @@ class _Run:
     # -- reading -----------------------------------------------------------------------------------
 
     def read(
-        self, entries: list[FileEntry], prev: dict[str, FileRecord] | None, done: int, total: int
+        self, entries: list[FileEntry], prev: Mapping[str, FileRecord] | None, done: int, total: int
     ) -> Delta:
         """Read and chunk a batch (see reading.py), with progress every ``PROGRESS_EVERY`` files."""
 
@@ -632,7 +632,7 @@ def batches(entries: list[FileEntry], max_files: int | None, max_bytes: int | No
     return out
 
 
-def diff(entries: list[FileEntry], prev: dict[str, FileRecord] | None) -> Plan:
+def diff(entries: list[FileEntry], prev: Mapping[str, FileRecord] | None) -> Plan:
     """Split the scan into files whose size and mtime match the records and files to read."""
     old = prev if prev is not None else {}
     unchanged: dict[str, FileRecord] = {}

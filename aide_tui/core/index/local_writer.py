@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -140,7 +140,7 @@ class LocalWriter:
 
     def open(
         self, state: Path, rebuild: bool, emb: EmbedderState, run: RunHooks
-    ) -> dict[str, FileRecord] | None:
+    ) -> Mapping[str, FileRecord] | None:
         self.idx_dir = state / "index"
         self.run = run
         prev = None if rebuild else self._previous(run)

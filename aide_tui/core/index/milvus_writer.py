@@ -11,6 +11,7 @@ duplicates). The workspace's record (embedder, version, the batch in flight) is 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ class MilvusWriter:
 
     def open(
         self, state: Path, rebuild: bool, emb: EmbedderState, run: RunHooks
-    ) -> dict[str, FileRecord] | None:
+    ) -> Mapping[str, FileRecord] | None:
         if self.settings.store.read_only:
             raise StoreReadOnly("the store is read-only (store.read_only / --read-only): not indexing")
         self.run = run

@@ -11,7 +11,7 @@ vector, when to compact. Two stores implement it: the local segments
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -122,7 +122,7 @@ class StoreWriter(Protocol):
 
     def open(
         self, state: Path, rebuild: bool, emb: EmbedderState, run: RunHooks
-    ) -> dict[str, FileRecord] | None:
+    ) -> Mapping[str, FileRecord] | None:
         """Begin a run: the records of the files the store holds, or None to build afresh (settings,
         format or embedder changed, a rebuild was asked, nothing is there). Raise IndexProblem when the
         store cannot be written. May set ``emb.error`` and drop the embedder (vectors it cannot take)."""

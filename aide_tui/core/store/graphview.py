@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from aide_tui.core.model import Definition, Reference
+from aide_tui.core.store.filetable import segment_of
 from aide_tui.core.store.graphfiles import MappedGraph
 
 
@@ -29,22 +30,13 @@ class GraphView:
         got = self._live[k]
         if got is None:
             files = self.files
-            got = np.fromiter(
-                (
-                    (r := files.get(p)) is not None and int(getattr(r, "segment", k)) == k
-                    for p in self.tables[k].paths
-                ),
-                bool,
-                len(self.tables[k].paths),
-            )
+            paths = self.tables[k].paths
+            got = np.fromiter((segment_of(files, p, k) == k for p in paths), bool, len(paths))
             self._live[k] = got
         return got
 
     def _table_of(self, path: str) -> tuple[MappedGraph, int] | None:
-        rec = self.files.get(path)
-        if rec is None:
-            return None
-        k = int(getattr(rec, "segment", 0))
+        k = segment_of(self.files, path)
         if not 0 <= k < len(self.tables):
             return None
         t = self.tables[k]

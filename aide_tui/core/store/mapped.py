@@ -11,8 +11,10 @@ never through a symlink, exactly the size the manifest says.
 from __future__ import annotations
 
 import mmap
+import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.safeio import UnsafeFile, npy_header, open_regular
 
 BLOCK = 1 << 16  # bytes per checksummed block of a big file (a check costs ~20 µs)
+ALONGSIDE_BYTES = 1 << 20  # a pass over more unchecked bytes than this verifies them on another thread
 RELEASE_BYTES = 16 << 20  # a pass over more than this drops its pages from the resident set as it goes
 
 
@@ -96,6 +99,7 @@ class MappedFile:
         self._checked = np.zeros(max(n_blocks, 1), bool)
         self._unchecked = n_blocks
         self._all_checked = not n_blocks
+        self._lock = threading.Lock()  # two readers checking one file must not count a block twice
         if not n_blocks:  # a small file is checked whole, now
             if zlib.crc32(self.buffer) != expect.crc:
                 raise IndexCorrupt(f"index file {where} is damaged (checksum mismatch); rebuilding")
@@ -117,16 +121,27 @@ class MappedFile:
         else:
             todo = np.flatnonzero(~self._checked[first : last + 1]) + first
         long_pass = len(todo) * BLOCK > RELEASE_BYTES
-        for b in todo.tolist():
+        with self._lock:
+            self._check_blocks(todo.tolist(), long_pass)
+        if long_pass:
+            self.release(lo, hi)
+
+    def _check_blocks(self, todo: list[int], long_pass: bool) -> None:
+        for b in todo:
+            if self._checked[b]:  # another reader checked it meanwhile
+                continue
             if zlib.crc32(self.buffer[b * BLOCK : (b + 1) * BLOCK]) != self.sums.blocks[b]:
                 raise IndexCorrupt(f"index file {self.where} is damaged (checksum mismatch); rebuilding")
             self._checked[b] = True
             self._unchecked -= 1
             if long_pass and (b + 1) * BLOCK % RELEASE_BYTES == 0:
                 self.release(b * BLOCK + BLOCK - RELEASE_BYTES, (b + 1) * BLOCK)
-        if long_pass:
-            self.release(lo, hi)
         self._all_checked = self._unchecked <= 0
+
+    @property
+    def unchecked_bytes(self) -> int:
+        """About how many bytes are still to be verified (0 once every block is)."""
+        return 0 if self._all_checked else self._unchecked * BLOCK
 
     def release(self, lo: int = 0, hi: int | None = None) -> None:
         """Drop the pages of bytes [lo, hi) from this process's resident set (a no-op when unmapped)."""
@@ -183,6 +198,31 @@ class MappedArray:
         """The whole array, verified."""
         self.file.check_all()
         return self.raw
+
+    @contextmanager
+    def read_while_verified(self) -> Iterator[np.ndarray]:
+        """The whole array to read unverified while another thread checks every block (both sides
+        release the GIL: a one-shot scan of the static tier costs the product, not product + CRC); on
+        leaving, IndexCorrupt when a block did not match, so what the body computed is never used."""
+        if self.file.unchecked_bytes <= ALONGSIDE_BYTES:
+            yield self.all()
+            return
+        failed: list[IndexCorrupt] = []
+
+        def verify() -> None:
+            try:
+                self.file.check_all()
+            except IndexCorrupt as exc:
+                failed.append(exc)
+
+        checker = threading.Thread(target=verify, name="aide-verify", daemon=True)
+        checker.start()
+        try:
+            yield self.raw
+        finally:
+            checker.join()
+        if failed:
+            raise failed[0]
 
     def release_rows(self, lo: int, hi: int) -> None:
         """Drop rows [lo, hi)'s pages from the resident set (after a pass over them)."""

@@ -62,14 +62,20 @@ class VectorBlock:
     def scan(self, q: np.ndarray) -> np.ndarray:
         """``matrix @ q`` in float32, a window of rows at a time; a mapped matrix drops each window's
         pages after it (a one-shot search does not keep the vectors it scanned resident)."""
-        m = self.matrix
         src = self._source
+        if not isinstance(src, MappedArray):
+            return self._scan(src, q)
+        with src.read_while_verified() as m:
+            out = self._scan(m, q, src)
+        return out
+
+    def _scan(self, m: np.ndarray, q: np.ndarray, src: MappedArray | None = None) -> np.ndarray:
         if m.dtype == np.float32 and len(m) <= WINDOW_ROWS:
             return np.asarray(m @ q, np.float32)
         out = np.empty(len(m), np.float32)
         for lo in range(0, len(m), WINDOW_ROWS):
             out[lo : lo + WINDOW_ROWS] = self._times(m[lo : lo + WINDOW_ROWS], q)
-            if isinstance(src, MappedArray):
+            if src is not None:
                 src.release_rows(lo, lo + WINDOW_ROWS)
         return out
 

@@ -16,7 +16,8 @@ another's files. Files (see :mod:`aide_tui.core.store.part` for how they are rea
                                                         (0 for the chunk's own)
     terms.bin term_off.npy term_hash.npy term_hid.npy   the term dictionary (terms.py)
     c_ptr.npy c_doc.npy c_tf.npy c_len.npy     BM25 over chunks: postings per term (uint32 pointers,
-                                               uint16 rows and tfs where they fit), lengths
+                                               uint16 rows, uint8 tfs where they fit),
+                                               lengths
     p_ptr.npy p_doc.npy p_tf.npy p_len.npy     BM25 over pieces
     sym.bin sym_off.npy sym_hash.npy sym_hid.npy sym_ptr.npy sym_rows.npy   defined names → chunks
     trigrams.json             the letter trigrams of the vocabulary's words (wordshape.py)
@@ -242,7 +243,9 @@ def segment_payloads(seg: SegmentData) -> dict[str, bytes | np.ndarray]:
         if docs.n_docs <= 65536:
             doc = doc.astype(np.uint16)  # a segment of at most 65,536 rows: two bytes a posting
         if tf.size and float(tf.max()) <= 65535 and bool(np.all(tf == np.rint(tf))):
-            tf = tf.astype(np.uint16)  # weighted counts are whole numbers: half the bytes, the same scores
+            # weighted counts are whole numbers: one byte each where they fit (nearly always), the same
+            # scores
+            tf = tf.astype(np.uint8 if float(tf.max()) <= 255 else np.uint16)
         if int(ptr[-1]) <= np.iinfo(np.uint32).max:
             ptr = ptr.astype(np.uint32)  # four bytes a term (readers convert the pointers to ints)
         out.update({f"{prefix}_ptr.npy": ptr, f"{prefix}_doc.npy": doc, f"{prefix}_tf.npy": tf,

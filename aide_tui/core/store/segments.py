@@ -41,6 +41,7 @@ from aide_tui.core.errors import IndexCorrupt, IndexMissing
 from aide_tui.core.model import Chunk
 from aide_tui.core.paths import MANIFEST
 from aide_tui.core.safeio import UnsafeFile, read_bounded
+from aide_tui.core.store.filetable import FileTable, segment_of
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.mapped import FileSum
 from aide_tui.core.store.part import Part
@@ -78,7 +79,9 @@ T = TypeVar("T")
 # 9: static vectors as int8 rows with a scale, chunk texts compressed, whole-number tfs as uint16.
 # 10: postings of a segment of at most 65,536 rows as uint16, pieces name their chunk's header by 0.
 # 11: headers stored without the file and symbol lines their rows already hold (headers.py).
-FORMAT_VERSION = 11
+# 12: the file records as columns (filetable.py). A format-11 manifest still reads: nothing else moved.
+FORMAT_VERSION = 12
+READABLE_FORMATS = (11, FORMAT_VERSION)
 MAX_MANIFEST_BYTES = 512 << 20
 
 
@@ -89,7 +92,7 @@ class Manifest:
     version: str
     written: str
     segments: list[SegmentEntry]
-    files: dict[str, FileRecord]
+    files: Mapping[str, FileRecord]  # read-only: a writer copies it into a dict
     counts: Counts
     meta: IndexMeta
     passed: PassedFiles = field(default_factory=PassedFiles)  # left out for their content, not re-read
@@ -100,7 +103,7 @@ class Manifest:
             "version": self.version,
             "written": self.written,
             "segments": [s.to_json() for s in self.segments],
-            "files": {p: r.to_json() for p, r in self.files.items()},
+            "file_table": FileTable.to_json(self.files),
             "counts": self.counts.to_json(),
             "meta": self.meta.to_json(),
             "passed": self.passed.to_json(),
@@ -224,24 +227,36 @@ def parse_manifest(raw: bytes) -> Manifest:
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise IndexCorrupt(f"index manifest is corrupt ({exc.__class__.__name__}); rebuilding") from None
     _need(isinstance(obj, dict), "not an object")
-    if obj.get("format") != FORMAT_VERSION:
-        raise IndexCorrupt(
-            f"index format {obj.get('format')!r} is not the supported {FORMAT_VERSION}; rebuilding"
-        )
+    form = obj.get("format")
+    if form not in READABLE_FORMATS:
+        raise IndexCorrupt(f"index format {form!r} is not the supported {FORMAT_VERSION}; rebuilding")
     _verify_checksum(raw)
-    for key, kind in (
-        ("version", str),
-        ("segments", list),
-        ("files", dict),
-        ("counts", dict),
-        ("meta", dict),
-    ):
+    for key, kind in (("version", str), ("segments", list), ("counts", dict), ("meta", dict)):
         _need(isinstance(obj.get(key), kind), f"{key!r} missing or not a {kind.__name__}")
     segments = [parse_segment(s) for s in obj["segments"]]
     _need(len({s.name for s in segments}) == len(segments), "duplicate segment")
+    files = (
+        _table(obj.get("file_table"), len(segments)) if form == FORMAT_VERSION
+        else _records(obj.get("files"), len(segments))
+    )  # fmt: skip
+    counts, meta = Counts.from_json(obj["counts"]), IndexMeta.from_json(obj["meta"])
+    _need(isinstance(obj.get("written", ""), str), "written")
+    passed = _parse_passed(obj.get("passed", {"rules": "", "files": {}}))
+    return Manifest(obj["version"], obj.get("written", ""), segments, files, counts, meta, passed)
+
+
+def _table(obj: Any, n_segments: int) -> FileTable:
+    table = FileTable.from_json(obj, n_segments)
+    if table is None:
+        raise IndexCorrupt("index manifest is malformed (file table); rebuilding")
+    return table
+
+
+def _records(obj: Any, n_segments: int) -> dict[str, FileRecord]:
+    """A format-11 manifest's file records (one list per file)."""
+    _need(isinstance(obj, dict), "'files' missing or not a dict")
     files: dict[str, FileRecord] = {}
-    n_segments = len(segments)
-    for path, rec in obj["files"].items():  # inline checks: a monorepo's manifest holds 30k of these
+    for path, rec in obj.items():
         _need(type(rec) is list and len(rec) == 8, "file record")
         size, mtime, sha1, seg, chunks, pieces, vectors, embedded = rec
         _need(
@@ -252,10 +267,7 @@ def parse_manifest(raw: bytes) -> Manifest:
         )  # fmt: skip
         _need(type(seg) is int and 0 <= seg < n_segments, "file record segment")
         files[path] = FileRecord(size, mtime, sha1, seg, chunks, pieces, vectors, embedded)
-    counts, meta = Counts.from_json(obj["counts"]), IndexMeta.from_json(obj["meta"])
-    _need(isinstance(obj.get("written", ""), str), "written")
-    passed = _parse_passed(obj.get("passed", {"rules": "", "files": {}}))
-    return Manifest(obj["version"], obj.get("written", ""), segments, files, counts, meta, passed)
+    return files
 
 
 def _parse_passed(obj: Any) -> PassedFiles:
@@ -421,8 +433,7 @@ def _remove(p: Path) -> None:
 def _alive(part: Part, seg_index: int, files: Mapping[str, FileRecord]) -> np.ndarray | None:
     """Rows of a part whose file the manifest says this segment holds (None: all of them)."""
     paths = part.paths
-    owned = np.fromiter(((r := files.get(p)) is not None and r.segment == seg_index for p in paths), bool,
-                        len(paths))  # fmt: skip
+    owned = np.fromiter((segment_of(files, p) == seg_index for p in paths), bool, len(paths))
     if owned.all():
         return None
     return owned[part.c_path] if part.n_chunks else np.zeros(0, bool)

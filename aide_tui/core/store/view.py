@@ -20,6 +20,7 @@ import numpy as np
 from aide_tui.core.bm25 import idf_of, okapi
 from aide_tui.core.errors import VectorDimensionMismatch
 from aide_tui.core.model import Chunk
+from aide_tui.core.store.filetable import segment_of
 from aide_tui.core.store.graphview import GraphView
 from aide_tui.core.store.part import Field, Part, PartChunks, VectorBlock
 from aide_tui.core.store.pathindex import PathIndex
@@ -186,8 +187,7 @@ class IndexView:
         """Live global rows of these files (sorted)."""
         out: list[np.ndarray] = []
         for path in files:
-            rec = self.files.get(path)
-            k = int(getattr(rec, "segment", -1)) if rec is not None else -1
+            k = segment_of(self.files, path, -1)
             if 0 <= k < len(self.parts):
                 out.append(self.parts[k].rows_of(path) + self.offsets[k])
         return np.sort(np.concatenate(out)) if out else np.zeros(0, np.int64)
@@ -406,8 +406,7 @@ class IndexView:
 
     def line_text(self, path: str, line: int) -> str | None:
         """The indexed text of a file's line (secrets masked); None when no live chunk holds it."""
-        rec = self.files.get(path)
-        k = int(getattr(rec, "segment", -1)) if rec is not None else -1
+        k = segment_of(self.files, path, -1)
         if not 0 <= k < len(self.parts):
             return None
         part = self.parts[k]

@@ -1,0 +1,77 @@
+"""A one-shot scan of mapped vectors is verified on a second thread while it multiplies, and the
+manifest's file records as columns: real files, the real classes, no mocks."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aide_tui.core.errors import IndexCorrupt
+from aide_tui.core.store.filetable import FileTable, segment_of
+from aide_tui.core.store.mapped import ALONGSIDE_BYTES, BLOCK, FileSum, MappedArray, MappedFile
+from aide_tui.core.store.part import VectorBlock
+from aide_tui.core.store.quantize import pack, unpacked_matmul
+from aide_tui.core.store.records import FileRecord
+
+
+def _packed_file(tmp_path: Path, rows: int, flip_at: int | None = None) -> tuple[MappedArray, np.ndarray]:
+    """A static tier's packed vectors written as a segment holds them (sums taken before any damage),
+    mapped as a reader maps them; ``flip_at`` flips one bit of that byte after the sums are taken."""
+    vectors = np.random.default_rng(7).standard_normal((rows, 64)).astype(np.float32)
+    packed = pack(vectors)
+    buf = io.BytesIO()
+    np.save(buf, packed)
+    raw = bytearray(buf.getvalue())
+    sums = FileSum.of(bytes(raw))
+    if flip_at is not None:
+        raw[flip_at] ^= 0x10
+    path = tmp_path / "static.npy"
+    path.write_bytes(bytes(raw))
+    return MappedArray(MappedFile(path, sums, "s1/static.npy")), packed
+
+
+def test_a_big_scan_verifies_every_block_alongside_and_gives_the_plain_product(tmp_path: Path) -> None:
+    arr, packed = _packed_file(tmp_path, 40_000)  # 2.7 MB: over ALONGSIDE_BYTES, so a second thread checks
+    assert arr.file.unchecked_bytes > ALONGSIDE_BYTES
+    q = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+    got = VectorBlock(arr, packed=True).scan(q)
+    np.testing.assert_allclose(got, unpacked_matmul(packed, q), rtol=1e-6, atol=1e-6)
+    assert arr.file.unchecked_bytes == 0  # every block was checked by the time the scan returned
+
+
+@pytest.mark.parametrize("rows", [40_000, 2_000], ids=["checked-alongside", "checked-first"])
+def test_a_damaged_block_fails_the_scan_wherever_it_is(tmp_path: Path, rows: int) -> None:
+    size = len(_packed_file(tmp_path, rows)[1].tobytes())
+    arr, _ = _packed_file(tmp_path, rows, flip_at=size - 3)  # in the last block, the last the checker reads
+    with pytest.raises(IndexCorrupt, match="static.npy is damaged"):
+        VectorBlock(arr, packed=True).scan(np.ones(64, np.float32))
+
+
+def test_the_damage_is_reported_again_by_the_next_scan(tmp_path: Path) -> None:
+    """A failed check leaves its block unchecked: a reader that goes on never takes it as verified."""
+    arr, _ = _packed_file(tmp_path, 40_000, flip_at=BLOCK * 3 + 5)
+    block = VectorBlock(arr, packed=True)
+    for _ in range(2):
+        with pytest.raises(IndexCorrupt):
+            block.scan(np.ones(64, np.float32))
+    assert arr.file.unchecked_bytes > 0
+
+
+def test_file_table_round_trip_and_segment_lookup() -> None:
+    files = {
+        "a/x.py": FileRecord(10, 1, "0" * 40, 0, 2, 3, 3, 2),
+        "b/y.go": FileRecord(20, -5, "f" * 40, 1, 1, 1, 0, 0),
+    }
+    table = FileTable.from_json(FileTable.to_json(files), n_segments=2)
+    assert table is not None
+    assert dict(table) == files and list(table) == list(files) and len(table) == 2
+    assert segment_of(table, "b/y.go") == 1 and segment_of(table, "nope.py") == -1
+    assert segment_of(files, "b/y.go") == 1 and segment_of(files, "nope.py") == -1  # a plain dict too
+    assert "a/x.py" in table and "nope.py" not in table
+    assert FileTable.from_json(FileTable.to_json(files), n_segments=1) is None  # segment 1 out of range
+    bools = FileTable.to_json(files)
+    bools["chunks"] = [True, 1]  # a bool is not a count
+    assert FileTable.from_json(bools, n_segments=2) is None
