@@ -26,6 +26,7 @@ from aide_tui.core.safeio import UnsafeFile, npy_header, open_regular
 
 BLOCK = 1 << 16  # bytes per checksummed block of a big file (a check costs ~20 µs)
 ALONGSIDE_BYTES = 1 << 20  # a pass over more unchecked bytes than this verifies them on another thread
+VERIFY_WINDOW = 1 << 20  # ... a window at a time, released once checked
 RELEASE_BYTES = 16 << 20  # a pass over more than this drops its pages from the resident set as it goes
 
 
@@ -209,9 +210,12 @@ class MappedArray:
             return
         failed: list[IndexCorrupt] = []
 
-        def verify() -> None:
+        def verify() -> None:  # a window at a time, each dropped from the resident set once checked
+            f = self.file
             try:
-                self.file.check_all()
+                for lo in range(0, len(f), VERIFY_WINDOW):
+                    f.check(lo, lo + VERIFY_WINDOW)
+                    f.release(lo, lo + VERIFY_WINDOW)
             except IndexCorrupt as exc:
                 failed.append(exc)
 
