@@ -1,5 +1,5 @@
 """`python -m aide_tui` entry point."""
 
-from aide_tui.cli import main
+from aide_tui.cli import run
 
-raise SystemExit(main())
+run()

@@ -126,7 +126,7 @@ def _symbol_parsers(sub: Any) -> None:
             "NAME may be qualified (Client.send, cli.Command). A name with several definitions is "
             'ambiguous: a note on stderr ("note" in JSON) says so. Exit 1 when nothing is found.',
         )
-        p.set_defaults(handler=_handler(name, "symbols"), subparser=p)
+        p.set_defaults(handler=_handler(name, "symbols"), subparser=p, quick_exit=True)
         p.add_argument("name", help="the name (or a qualified name)")
         p.add_argument("--path", default=".", help="workspace root (default .)")
         p.add_argument("--no-server", action="store_true", help="read the index even when a host runs")
@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
         "or text the path contains) and lang:NAME (python, py, ts, golang, ...). A query of filters "
         "alone lists the matching files.",
     )
-    p.set_defaults(handler=_handler("search"), subparser=p)
+    p.set_defaults(handler=_handler("search"), subparser=p, quick_exit=True)
     p.add_argument("query", nargs="*", help="query text, with optional path: and lang: filters")
     p.add_argument("--path", default=".", help="workspace root (default .)")
     p.add_argument("--limit", type=_positive_int, default=20, help="results to show, at least 1 (default 20)")
@@ -215,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     _ask_parser(sub)
 
     p = sub.add_parser("status", help="show the state of ROOT's index")
-    p.set_defaults(handler=_handler("status"), subparser=p)
+    p.set_defaults(handler=_handler("status"), subparser=p, quick_exit=True)
     _root_args(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-server", action="store_true", help="read the index even when `serve` runs")
