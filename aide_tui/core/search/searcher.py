@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
-from aide_tui.core.embed.factory import make_static
+from aide_tui.core.embed.factory import make_static, static_enabled
 from aide_tui.core.errors import EmbedderError
 from aide_tui.core.search import rerank
 from aide_tui.core.search.confidence import confidence, hints
@@ -66,7 +67,6 @@ class Searcher:
         self.settings = settings
         self.embedder = embedder
         self.embedder_error = embedder_error
-        self.static: StaticEmbedder | None = make_static(settings)
         self.retriever: Retriever = retriever or open_retriever(
             self.root, settings, all_workspaces=all_workspaces
         )
@@ -210,8 +210,13 @@ class Searcher:
             self.retriever.refresh()
         return find_line_symbols(self.retriever.graph, path, line, names)
 
+    @cached_property
+    def static(self) -> StaticEmbedder | None:
+        """The static tier's embedder, made on first use (a BM25 search never imports it)."""
+        return make_static(self.settings)
+
     def _encoder(self) -> QueryEncoder:
-        static = self._static_vector if self.static is not None else None
+        static = self._static_vector if static_enabled(self.settings) else None
         if self.embedder is None:
             return QueryEncoder(None, self.embedder_error, static)
         return QueryEncoder(self._query_vectors, static=static)
