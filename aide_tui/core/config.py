@@ -13,12 +13,10 @@ keys) is the user's own: a workspace config's ``[keys]`` is ignored the same way
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
 import stat
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -424,7 +422,7 @@ def apply_mapping(
     for name, value in data.items():
         if name in sections:
             continue
-        hint = difflib.get_close_matches(str(name), sections, n=1)
+        hint = _close_match(str(name), sections)
         did = f" (did you mean [{hint[0]}]?)" if hint else f" (sections: {', '.join(sections)})"
         if isinstance(value, dict):
             raise ConfigError(f"{source}: unknown section [{name}]{did}")
@@ -447,7 +445,7 @@ def apply_mapping(
         changes: dict[str, Any] = {}
         for key, value in table.items():
             if key not in known:
-                hint = difflib.get_close_matches(str(key), list(known), n=1)
+                hint = _close_match(str(key), list(known))
                 did = f" (did you mean {section.name}.{hint[0]}?)" if hint else ""
                 raise ConfigError(f"{source}: unknown key {section.name}.{key}{did}")
             if workspace and (section.name, key) in _WORKSPACE_FORBIDDEN:
@@ -459,6 +457,13 @@ def apply_mapping(
             _check_range(section.name, key, changes[key], where)
         settings = replace(settings, **{section.name: replace(current, **changes)})
     return settings
+
+
+def _close_match(word: str, choices: list[str]) -> list[str]:
+    """The known name nearest to a misspelt one, if any (for the error message)."""
+    import difflib  # only when a config has an unknown name
+
+    return difflib.get_close_matches(word, choices, n=1)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -487,6 +492,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+    import tomllib  # here, not at the top: most commands find no config file (10 ms of a one-shot)
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

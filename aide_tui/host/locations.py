@@ -12,7 +12,6 @@ import fcntl
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from aide_tui.core.paths import fallback_dir, private_dir, state_dir, trusted_dir
@@ -25,7 +24,11 @@ MAX_SOCKET_PATH = 100  # bytes; the kernel's limit is 107 (sun_path is 108 with 
 
 def runtime_dir() -> Path:
     """A user-only folder for sockets whose natural path is too long."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if not base:
+        import tempfile  # only for a socket path too long to sit beside the index
+
+        base = tempfile.gettempdir()
     uid = os.geteuid() if hasattr(os, "geteuid") else 0
     return Path(base) / f"aide-tui-{uid}"
 

@@ -19,7 +19,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import socket
 import stat
 import struct
 import time
@@ -83,6 +82,8 @@ def _listener_pid(state: Path, root: Path | None) -> int | None:
     was removed), None when nobody does."""
     if root is None and state.name == ".aide":
         root = state.parent
+    import socket  # here: a one-shot search that only asks who holds the lock never connects
+
     paths = dict.fromkeys([state / SOCKET_NAME, *([socket_for(root, state)] if root is not None else [])])
     option = getattr(socket, "SO_PEERCRED", None)
     for path in paths:

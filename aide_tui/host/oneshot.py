@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
@@ -31,7 +31,9 @@ from aide_tui.core.storekind import store_kind
 from aide_tui.host.lock import HostLockUnusable, host_pid
 from aide_tui.host.role import Role
 from aide_tui.host.served import served_index
-from aide_tui.host.tenure import Tenure
+
+if TYPE_CHECKING:
+    from aide_tui.host.tenure import Tenure
 
 INLINE_VECTORS = 64  # missing vectors computed inline before answering (about a second or two)
 QUICK_MERGE_CHUNKS = 5_000  # live chunks a search's own update may merge (a second or so; more waits)
@@ -123,6 +125,8 @@ def refresh(
     A workspace with a host is kept fresh by it: nothing to do but, for a new workspace, wait for its
     first version. Otherwise this process takes the host lock for its quick update and hands the lock to
     a background host when many vectors are missing (``wait``: compute them all here)."""
+    from aide_tui.host.tenure import Tenure  # the update's machinery: not imported by --no-update
+
     tenure = Tenure(root)
     state = state_dir(root)
     while True:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
-from aide_tui.core.index.writer import StoreWriter
 from aide_tui.core.storekind import LOCAL, MILVUS, store_kind
+
+if TYPE_CHECKING:  # the write side is imported by whoever opens a writer, not by every reader
+    from aide_tui.core.index.writer import StoreWriter
 
 
 def open_writer(root: Path, settings: Settings) -> StoreWriter:
