@@ -202,13 +202,20 @@ def test_stopping_the_background_host_leaves_no_leaked_semaphores(tmp_path: Path
     assert "stopped hosting" in log and "leaked" not in log and "Traceback" not in log, log
 
 
+def _children(pid: int | str) -> list[str]:
+    """The processes ``pid`` started, from any of its threads (a host starts its indexer from one)."""
+    out: list[str] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += (task / "children").read_text().split()
+        except OSError:
+            pass  # the thread ended meanwhile
+    return out
+
+
 def _pool_running(host: int) -> bool:
     """Whether the host's indexing process has started its encoder pool (a grandchild of the host)."""
-    try:
-        children = Path(f"/proc/{host}/task/{host}/children").read_text().split()
-        return any(Path(f"/proc/{c}/task/{c}/children").read_text().split() for c in children)
-    except OSError:
-        return False
+    return any(_children(c) for c in _children(host))
 
 
 def test_index_and_status_take_the_root_as_search_does(workspace: Path, tmp_path: Path) -> None:
