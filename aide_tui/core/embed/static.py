@@ -23,7 +23,6 @@ import io
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -107,6 +106,8 @@ def _fsync_replace(tmp: Path, path: Path) -> None:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
+    import tempfile  # only when a table is written (once per machine), not by every search
+
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
