@@ -17,12 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from aide_tui.cli.common import err, path_from_cwd, printable, setup
-from aide_tui.cli.console import StderrConsole
 from aide_tui.core.errors import IndexProblem
 from aide_tui.core.search.symbols import NO_GRAPH, split_name
 from aide_tui.core.storekind import store_kind
 from aide_tui.core.textsafe import visible
-from aide_tui.host.oneshot import CannotAnswer, open_workspace
 from aide_tui.host.served import served_symbols
 
 
@@ -51,6 +49,9 @@ def _answer(args: argparse.Namespace, what: str) -> int:
     if served is not None:
         _write(served, what, root, args.json)
         return 0 if served.get("total") else 1
+    from aide_tui.cli.console import StderrConsole
+    from aide_tui.host.oneshot import CannotAnswer, open_workspace  # the search side: not for a served answer
+
     try:
         shot = open_workspace(root, settings, StderrConsole(), mode="bm25", update=not args.no_update,
                               wait=args.wait)  # fmt: skip

@@ -216,6 +216,35 @@ def test_clients_that_drop_event_streams_are_forgotten(served: Served) -> None:
     assert served.http.get("/status").status_code == 200
 
 
+def test_an_answer_from_the_host_loads_no_index_reader(tmp_path: Path) -> None:
+    """``search``, ``defs`` and ``refs`` that a running host answers import neither numpy nor the
+    store: the interpreter and the client are the whole cost of such a call (a second's tenth or two);
+    with ``--no-server`` the same commands read the index in-process and give the same answer."""
+    root = write_workspace(tmp_path / "ws")
+    env = clean_env(tmp_path)
+    srv = Served(root, *NONE, "--no-watch", env=env)
+    srv.wait_ready()
+    code = (
+        "import sys\nfrom aide_tui.cli import main\ncode = main(sys.argv[1:])\n"
+        "print('LOADED', [m for m in ('numpy', 'aide_tui.core.store.segments') if m in sys.modules])\n"
+        "sys.exit(code)"
+    )
+    for args in (("search", "--json", "parse_header"), ("defs", "--json", "Client.send"),
+                 ("refs", "--json", "backoff_delays")):  # fmt: skip
+        for where in ((), ("--no-server",)):
+            argv = [sys.executable, "-c", code, *args, "--path", str(root), *NONE, *where]
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+            assert out.returncode == 0, out.stderr
+            body, _, loaded = out.stdout.rpartition("LOADED ")
+            answer = [{k: v for k, v in json.loads(ln).items() if k != "took_ms"} for ln in body.splitlines()]
+            if not where:
+                served, through = answer, loaded.strip()
+            else:
+                assert answer == served, args  # the host's answer is the index's
+                assert through == "[]" and "numpy" in loaded, (args, through, loaded)
+    srv.kill()
+
+
 def test_cli_goes_through_the_server_with_identical_output(tmp_path: Path) -> None:
     root = write_workspace(tmp_path / "ws")
     env = clean_env(tmp_path)
