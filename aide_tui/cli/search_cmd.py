@@ -29,7 +29,9 @@ FILES_DEPTH = 20  # --format paths: hits ranked per file asked for (--limit coun
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """``aide-tui search --path ROOT [--json] QUERY | --batch FILE``."""
+    """``aide-tui search --path ROOT [--json] QUERY | --batch FILE`` (or ``QUERY... ROOT``)."""
+    if args.path is None:
+        args.path = _trailing_root(args.query) or "."
     ready = setup(args.path, args)
     if ready is None:
         return 2
@@ -148,6 +150,22 @@ def _read_batch(path: str) -> list[str]:
         return sys.stdin.read().splitlines()
     with open(path, encoding="utf-8", errors="replace") as fh:
         return fh.read().splitlines()
+
+
+def _trailing_root(words: list[str]) -> str | None:
+    """``search QUERY... DIR`` without ``--path``: the last word, taken off the query, when it is a folder
+    written as a path (``.``, ``..``, ``./src``, ``src/``, ``/abs``, ``~/x``) and words are left to search
+    for; None otherwise. A bare word (``src``) or a filter (``path:src/``) stays in the query. Without this,
+    ``aide-tui search needle ~/proj`` indexed and searched the current folder for "needle ~/proj"."""
+    if len(words) < 2:
+        return None
+    last = words[-1]
+    if ":" in last or not (last in (".", "..") or "/" in last or last.startswith("~")):
+        return None
+    if not Path(last).expanduser().is_dir():
+        return None
+    words.pop()
+    return last
 
 
 def _queries(args: argparse.Namespace, within: Within | None = None) -> list[str] | None:

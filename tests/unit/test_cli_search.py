@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from test_cli import run
+from test_cli import REPO, run
 
 from aide_tui.core.config import SearchSettings
 from aide_tui.core.search.fuse import DEFAULT_K
@@ -97,3 +100,30 @@ def test_a_folder_of_an_indexed_workspace_is_searched_in_that_index(workspace: P
     own = _search(sub, "--json", "parse_header")
     assert "which is indexed" not in own.stderr
     assert json.loads(own.stdout)["results"][0]["path"] == "headers.py"
+
+
+def test_a_folder_written_as_a_path_after_the_query_is_the_root(workspace: Path, tmp_path: Path) -> None:
+    """``search QUERY... DIR`` (as ``rg PATTERN PATH`` reads it): DIR is searched for the words before it,
+    and the folder the command runs in is neither indexed nor searched. A bare word and a filter stay
+    in the query."""
+    here = tmp_path / "elsewhere"
+    (here / "src").mkdir(parents=True)
+
+    def search(cwd: Path, *words: str) -> dict[str, object]:
+        cmd = [sys.executable, "-m", "aide_tui", "search", "--json", "--embedder", "none", "--mode", "bm25"]
+        out = subprocess.run(
+            [*cmd, *words],
+            cwd=cwd, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        return dict(json.loads(out.stdout))
+
+    want = search(workspace, "parse_header")
+    assert want["results"]
+    roots = ((here, str(workspace)), (here, os.path.relpath(workspace, here)), (workspace / "src", "../"))
+    for cwd, root in roots:
+        got = search(cwd, "parse_header", root)
+        assert got["query"] == "parse_header" and got["results"] == want["results"], root
+    assert not (here / ".aide").exists()
+    assert search(workspace, "parse_header", "path:src/")["query"] == "parse_header path:src/"
+    assert search(here, "parse_header", "src")["query"] == "parse_header src"  # a bare word: the query's
