@@ -173,8 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_handler("search"), subparser=p, quick_exit=True)
     p.add_argument("query", nargs="*", help="query text, with optional path: and lang: filters")
     p.add_argument("--path", default=None,
-                   help="workspace root (default: the query's last word when it is a folder written as a "
-                   "path, ./src, ../proj, /abs or ~/x, as rg PATTERN PATH reads it; else .)")  # fmt: skip
+                   help="workspace root (default: the query's last word when it names a folder as a "
+                   "path, ./src, src/, ../proj, /abs/x or ~/x, as rg PATTERN PATH reads it; "
+                   "else .)")  # fmt: skip
     p.add_argument("--limit", type=_positive_int, default=20, help="results to show, at least 1 (default 20)")
     p.add_argument(
         "--mode",

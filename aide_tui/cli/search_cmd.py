@@ -153,16 +153,22 @@ def _read_batch(path: str) -> list[str]:
 
 
 def _trailing_root(words: list[str]) -> str | None:
-    """``search QUERY... DIR`` without ``--path``: the last word, taken off the query, when it is a folder
-    written as a path (``.``, ``..``, ``./src``, ``src/``, ``/abs``, ``~/x``) and words are left to search
-    for; None otherwise. A bare word (``src``) or a filter (``path:src/``) stays in the query. Without this,
-    ``aide-tui search needle ~/proj`` indexed and searched the current folder for "needle ~/proj"."""
+    """``search QUERY... DIR`` without ``--path``: the last word, taken off the query, when it names a
+    folder written as a path (``./src``, ``src/``, ``../proj``, ``/abs/x``, ``~/x``) and words are left to
+    search for; None otherwise. A bare word (``src``), a filter (``path:src/``) and a word that names no
+    folder of its own (``/``, ``//``, ``..``, ``~``, ``~name``: operators in code queries) stay in the query.
+    Without this, ``aide-tui search needle ~/proj`` indexed and searched the current folder."""
     if len(words) < 2:
         return None
     last = words[-1]
-    if ":" in last or not (last in (".", "..") or "/" in last or last.startswith("~")):
+    if ":" in last or "/" not in last or (last.startswith("~") and not last.startswith("~/")):
         return None
-    if not Path(last).expanduser().is_dir():
+    if all(part in ("", ".", "..", "~") for part in last.split("/")):
+        return None
+    try:
+        if not Path(last).expanduser().is_dir():
+            return None
+    except (OSError, RuntimeError, ValueError):  # too long, unreadable, no home, a NUL: query text
         return None
     words.pop()
     return last

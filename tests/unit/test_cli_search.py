@@ -120,10 +120,13 @@ def test_a_folder_written_as_a_path_after_the_query_is_the_root(workspace: Path,
 
     want = search(workspace, "parse_header")
     assert want["results"]
-    roots = ((here, str(workspace)), (here, os.path.relpath(workspace, here)), (workspace / "src", "../"))
+    relative = os.path.relpath(workspace, here)
+    roots = ((here, str(workspace)), (here, relative), (workspace / "src", "../../ws"))
     for cwd, root in roots:
         got = search(cwd, "parse_header", root)
         assert got["query"] == "parse_header" and got["results"] == want["results"], root
     assert not (here / ".aide").exists()
     assert search(workspace, "parse_header", "path:src/")["query"] == "parse_header path:src/"
     assert search(here, "parse_header", "src")["query"] == "parse_header src"  # a bare word: the query's
+    for word in ("//", "~", "..", "~Widget", "~root", "/" + "x" * 300 + "/y", "./nothing/here/"):
+        assert search(workspace, "destructor", word)["query"] == f"destructor {word}"  # no folder: text
