@@ -191,6 +191,23 @@ def test_sha256_mismatch_and_missing_files(tmp_path: Path) -> None:
         _ = BuiltinEmbedder(tmp_path / "nope").dim
 
 
+def test_every_file_the_loader_reads_is_pinned(tmp_path: Path) -> None:
+    """A copy of the packaged model with its pooling switched to CLS is refused under the pinned hashes
+    (it would load with the same id and give other vectors), as a changed shape or tokenizer would be."""
+    src = packaged_model_dir()
+    for name in ("config.json", "tokenizer_config.json", "modules.json", "1_Pooling/config.json"):
+        assert name in PACKAGED_SHA256
+    copy = tmp_path / "model"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
+    pooling = copy / "1_Pooling" / "config.json"
+    cfg = json.loads(pooling.read_text())
+    cfg.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    pooling.write_text(json.dumps(cfg))
+    with pytest.raises(EmbedderError, match=r"1_Pooling/config\.json sha256 mismatch"):
+        BuiltinEmbedder(copy, expected_sha256=PACKAGED_SHA256).embed(["x"])
+    assert BuiltinEmbedder(copy).embed(["x"]).shape == (1, 384)  # a user's own folder: not pinned
+
+
 def test_the_packaged_weights_are_found_on_the_import_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """The folder is the one the installed distribution records (found without reading its metadata);
     with the package off the import path, the error says how to install it."""

@@ -118,8 +118,9 @@ def test_the_app_gives_hosting_up_to_the_process_that_took_its_lock_and_takes_it
         ws.start()
         assert ws.index_ready.wait(60), "the first index"
         assert ws.hosting and host_pid(lock.parent) == os.getpid()
-        lock.unlink()
-        with holding(lock) as other:  # another process took the new lock file before the check
+        # another process put a lock file of its own in place, held, before the app's next check (in
+        # one step: an unlink and then a second process starting raced the app taking its file back)
+        with holding(lock, "replace") as other:
             said = f"PID {other.pid} holds it now: no longer hosting"
             until(
                 lambda: any(isinstance(e, Failed) and said in e.message for e in events), "the app to say so"
