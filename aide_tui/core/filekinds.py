@@ -30,6 +30,10 @@ KINDS = (SOURCE, DOCS, CHANGELOG, TRANSLATION, IMAGE, CI, CONFIG, DATA, EXAMPLE)
 NOT_INDEXED_BY_DEFAULT = {TRANSLATION: ("*.po", "*.pot"), IMAGE: ("*.svg",)}
 _EXT_KINDS = {"po": TRANSLATION, "pot": TRANSLATION, "svg": IMAGE}  # kinds an extension decides first
 
+# a test file or test data, by folder or name (ranking's test-file prior; defs list them last)
+TEST_PATH = re.compile(
+    r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
+)
 _DOC_EXT = frozenset("md markdown mdx rst txt adoc asciidoc rdoc tex texi org pod man 1 3 5 8".split())
 _CONFIG_EXT = frozenset("cfg ini toml yaml yml json jsonc json5 conf properties env editorconfig".split())
 _DATA_EXT = frozenset("csv tsv dat psv xml tab".split())

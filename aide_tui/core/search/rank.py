@@ -20,6 +20,7 @@ from aide_tui.core import filekinds
 from aide_tui.core.bm25 import field_query
 from aide_tui.core.config import SearchSettings
 from aide_tui.core.errors import EmbedderError
+from aide_tui.core.filekinds import TEST_PATH
 from aide_tui.core.search import graphrank as G
 from aide_tui.core.search import lists as L
 from aide_tui.core.search.filters import ParsedQuery
@@ -50,9 +51,6 @@ LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase")
 # random strings, docs/quality.md "No results")
 CALIBRATED_MODELS = ("all-MiniLM-L6-v2",)
 FILTER_WORD = re.compile(r"^(path|lang):")
-TEST_PATH = re.compile(
-    r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
-)
 
 
 @dataclass
