@@ -93,3 +93,14 @@ async def test_a_typed_query_without_results_clears_the_preview_after_the_pause(
         empty = SearchAnswer(SearchRequest(100, "", "bm25"), SearchResponse("", [], mode="bm25"))
         browser.show_answer(empty, "")
         assert pv.shown is None  # an emptied box: at once
+
+
+async def test_a_settle_that_fires_after_the_results_list_is_gone_does_not_raise(tmp_path: Path) -> None:
+    """While the app closes, its widgets go one by one: a settle timer firing after the results list
+    was removed (seen once under load, as a NoMatches at shutdown) must still find what it asks about."""
+    async with previewing(tmp_path, "deadline") as (pilot, app):
+        pv, listing = preview(app), results(app)
+        await listing.remove()
+        assert not pv.hold()  # the held list still answers: it showed the query in the box
+        pv._settled()
+        await pilot.pause()

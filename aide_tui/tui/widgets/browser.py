@@ -86,10 +86,13 @@ class Browser(Horizontal):
         self.status = status
         self.footer = footer
         self._looked_at: tuple[str, ...] = ()
+        # held, not queried: a preview timer that fires while the app closes still finds them
+        self._results = ResultsList(id="results")
+        self._preview = Preview(self.live.root, id="preview")
 
     def compose(self) -> ComposeResult:
-        yield ResultsList(id="results")
-        yield Preview(self.live.root, id="preview")
+        yield self._results
+        yield self._preview
 
     def on_mount(self) -> None:
         self.results.set_hits([], message=EMPTY_NOTE)
@@ -102,11 +105,11 @@ class Browser(Horizontal):
 
     @property
     def results(self) -> ResultsList:
-        return self.query_one(ResultsList)
+        return self._results
 
     @property
     def preview(self) -> Preview:
-        return self.query_one(Preview)
+        return self._preview
 
     def looked_at(self) -> list[str]:
         """Files of the shown results (called from indexing threads): their vectors come first."""
