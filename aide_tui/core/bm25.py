@@ -31,10 +31,11 @@ SYMBOL_WEIGHT = 2.0
 # names stay out: a prose query that mentions a class asks about its members or its users.
 NAME_FIELD = "n:"
 NAME_TF = 1.0  # weight of a name-field term in a document (0 = no name field)
-_TYPE_DEF = re.compile(
-    r"\b(?:class|struct|interface|enum|type|trait|record|object|union|namespace|module|impl)\s+"
-    r"([A-Za-z_$][\w$]*)"
-)
+_TYPE_KEYWORDS = (
+    "class", "struct", "interface", "enum", "type", "trait", "record", "object", "union", "namespace",
+    "module", "impl",
+)  # fmt: skip
+_TYPE_DEF = re.compile(rf"\b(?:{'|'.join(_TYPE_KEYWORDS)})\s+([A-Za-z_$][\w$]*)")
 
 
 def chunk_terms(chunk: Chunk, body: Counter[str] | None = None) -> dict[str, float]:
@@ -67,8 +68,25 @@ def function_names(chunk: Chunk) -> tuple[str, ...]:
     names = tuple(n for n in names if not n.isupper() and not (n.startswith("__") and n.endswith("__")))
     if not names:
         return ()
-    types = set(_TYPE_DEF.findall(chunk.text))
+    text = chunk.text
+    if not any(_may_follow_type_keyword(n, text) for n in names):  # the regex scan below is rarely needed
+        return names
+    types = set(_TYPE_DEF.findall(text))
     return tuple(n for n in names if n not in types)
+
+
+def _may_follow_type_keyword(name: str, text: str) -> bool:
+    """Whether ``name`` stands somewhere in ``text`` after a type keyword and whitespace (``class Foo``):
+    what ``_TYPE_DEF`` needs to capture it; string scans, far cheaper than the regex over the text."""
+    i = text.find(name)
+    while i >= 0:
+        j = i
+        while j > 0 and text[j - 1].isspace():
+            j -= 1
+        if j < i and text.endswith(_TYPE_KEYWORDS, 0, j):
+            return True
+        i = text.find(name, i + 1)
+    return False
 
 
 @lru_cache(maxsize=65536)

@@ -285,13 +285,16 @@ def _mask_url(m: re.Match[str]) -> str:
     return f"{m.group(1)}{MASK}@"
 
 
+_LONG_WORD = re.compile(r"\S{15,}")  # what text.split() gives of 15 characters or more
+
+
 def mask_secrets(text: str) -> str:
     """Replace credential-looking spans with a marker; the number of lines never changes."""
     if "PRIVATE KEY" in text:
         text = _mask_blocks(text)
     # every token shape is at least 15 characters without whitespace: look for the vendor prefixes
     # in the long words only (a fraction of the text), then run the pattern over the whole text
-    long_words = "\n".join(w for w in text.split() if len(w) >= 15)
+    long_words = "\n".join(_LONG_WORD.findall(text))
     for needles, pat in _TOKENS:
         if any(n in long_words for n in needles):
             text = pat.sub(_mask_group, text)

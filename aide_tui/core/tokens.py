@@ -74,11 +74,12 @@ def tokenize(text: str) -> list[str]:
 
 def term_counts(text: str) -> Counter[str]:
     """``Counter(tokenize(text))``, computed per distinct word (a file repeats its words a lot)."""
-    out: Counter[str] = Counter()
+    out: dict[str, int] = {}
+    get = out.get
     for word, n in Counter(IDENTIFIER.findall(text)).items():
         for term in _expand(word):
-            out[term] += n
-    return out
+            out[term] = get(term, 0) + n
+    return Counter(out)
 
 
 def identifiers(text: str) -> list[str]:

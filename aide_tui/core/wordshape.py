@@ -33,11 +33,13 @@ def trigrams(word: str) -> list[str]:
 
 def vocabulary_trigrams(terms: Iterable[str]) -> set[str]:
     """The trigrams of every part of every term (compounds split at ``.`` and ``_``)."""
-    out: set[str] = set()
+    parts: set[str] = set()
     for term in terms:
-        for part in _PARTS.split(term):
-            if part:
-                out.update(trigrams(part))
+        parts.update(_PARTS.split(term))  # the parts of compounds are mostly terms of their own
+    parts.discard("")
+    out: set[str] = set()
+    for part in parts:
+        out.update(trigrams(part))
     return out
 
 

@@ -111,3 +111,41 @@ def test_a_finished_bulk_job_lets_its_embedding_workers_go(tmp_path: Path) -> No
         assert any("multiprocessing.spawn" in cmd for cmd in _children(os.getpid()).values())
     finally:
         embedder.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_kill_9_of_the_indexer_alone_during_a_build_on_every_core_ends_its_helpers(tmp_path: Path) -> None:
+    """The cold build's helpers are forked from the indexer (a copy of every file it holds, its locks
+    too): SIGKILL of the indexer alone, not its process group, must end them, and the next run finishes."""
+    root = tmp_path / "repo"
+    generate_repo(root, 1600, seed=5)  # 2.9 MB: past the size a build goes parallel at
+    env = {**_env(), "AIDE_INDEX_BUILD_WORKERS": "2"}
+    cmd = [sys.executable, "-m", "aide_tui", "index", str(root), "--embedder", "none"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    helpers: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and len(helpers) < 2:
+            helpers = _children(proc.pid)
+            time.sleep(0.05)
+        assert len(helpers) >= 2, f"the indexer never started its helpers: {helpers}"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        end = time.monotonic() + GONE_WITHIN
+        while time.monotonic() < end and any(_alive(p) for p in helpers):
+            time.sleep(0.1)
+        left = {p: helpers[p] for p in helpers if _alive(p)}
+        assert left == {}, f"still alive {GONE_WITHIN:.0f}s after the indexer was killed: {left}"
+        done = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert '"files": 1600' in done.stdout.splitlines()[-1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in helpers:
+            if _alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass

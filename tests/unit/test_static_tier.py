@@ -5,6 +5,7 @@ answers like one in a single process."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import random
 import signal
@@ -149,15 +150,19 @@ def _big_repo(root: Path, n_files: int, seed: int) -> None:
         p.write_text("import os\n\n\n" + "\n\n".join(funcs))
 
 
+@pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_a_build_on_every_core_answers_like_one_in_a_single_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: str
 ) -> None:
+    """Helpers forked (a process with one thread) or spawned (another thread runs) build the same index."""
     one, many = tmp_path / "one", tmp_path / "many"
     _big_repo(one, 60, seed=3)
     _big_repo(many, 60, seed=3)
     Indexer(one, static(one, index={"build_workers": 1})).run()
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "MIN_BATCH_BYTES", 20_000)
+    ctx = multiprocessing.get_context(start)
+    monkeypatch.setattr(parallel, "helper_context", lambda: (ctx, start == "fork"))
     rep = Indexer(many, static(many, index={"build_workers": 2})).run()
     assert rep.files == 60 and rep.changed == 60
     m1, m2 = read_manifest(index_dir_for(one)), read_manifest(index_dir_for(many))

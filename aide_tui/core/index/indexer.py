@@ -39,7 +39,7 @@ from aide_tui.core.index.budget import BULK_PIECES, BulkJob, Wait, bulk_slot
 from aide_tui.core.index.built import Built, staging_dir
 from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
 from aide_tui.core.index.gcpause import gc_paused
-from aide_tui.core.index.parallel import Job, batch_bytes, helpers_for, prev_of, run_batches
+from aide_tui.core.index.parallel import Backlog, batch_bytes, helpers_for, prev_of, run_backlog
 from aide_tui.core.index.reading import BatchNotes, read_batch
 from aide_tui.core.index.scan import VERDICT_RULES, FileEntry, Scanner
 from aide_tui.core.index.static_tier import StaticTier
@@ -186,8 +186,6 @@ class _Run:
     def execute(self, state: Path, rebuild: bool, embed: bool) -> None:
         self.state = state
         emb = self.embedder_state()
-        if self.static is not None:
-            self.static.start(self.emit)
         prev = self.writer.open(state, rebuild, emb, self)
         if self.static is not None:
             self.writer.static_id = self.static.id  # type: ignore[attr-defined]
@@ -279,7 +277,9 @@ class _Run:
         if helpers:
             self.build_parallel(to_read, prev, plan.removed, emb, helpers, total)
         else:
+            self.start_static()
             self.build_here(to_read, prev, plan.removed, emb)
+        self.start_static()
         self.backfill_static(emb)
         if embed and emb.embedder is not None and not self.writer.inline_vectors:
             self.embed_missing(emb)
@@ -288,6 +288,12 @@ class _Run:
         rank = getattr(self.writer, "rank", None)
         if rank is not None and not self.report.preempted:
             self.committed(rank(self))
+
+    def start_static(self) -> None:
+        """Open the static tier's table in the background (once): after a big build's helpers are
+        forked, so that they are copies of a process with one thread."""
+        if self.static is not None:
+            self.static.start(self.emit)
 
     def pass_over(self, entries: list[FileEntry]) -> list[FileEntry]:
         """``entries`` less the files an earlier run left out for their content, unchanged since (not
@@ -343,10 +349,9 @@ class _Run:
         """Build a big backlog on every core (parallel.py): each batch a segment, committed as it lands."""
         idx_dir = state_dir(self.root) / "index"
         staging = staging_dir(idx_dir)
-        size = batch_bytes(total, helpers)
         keep = not self.writer.inline_vectors
-        jobs = [Job(b, prev_of(b, prev), str(staging), self.settings, keep, str(self.root))
-                for b in batches(to_read, self.writer.batch_files, size)]  # fmt: skip
+        backlog = Backlog(to_read, prev_of(to_read, prev), str(staging), self.settings, keep, str(self.root),
+                          self.writer.batch_files)  # fmt: skip
         cache = self.cache_for(emb.emb_id, emb.dim) if emb.embedder is not None else None
         gone = set(removed)
         done = 0
@@ -369,7 +374,7 @@ class _Run:
 
         self.emit(Progress("indexing", 0, len(to_read), message=f"reading on {helpers} cores"))
         try:
-            run_batches(jobs, helpers, on_built, stop)
+            run_backlog(backlog, batch_bytes(total, helpers), helpers, on_built, stop, self.start_static)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         self.check_cancel()

@@ -6,7 +6,7 @@ indexing process and in a cold build's helper processes (parallel.py).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from aide_tui.core.index.scan import ContentVerdict, FileEntry, read_entry
@@ -25,7 +25,7 @@ class BatchNotes:
 
 
 def read_batch(
-    entries: list[FileEntry],
+    entries: Iterable[FileEntry],
     prev: Mapping[str, FileRecord] | None,
     max_bytes: int,
     chunk_budget: int,

@@ -36,6 +36,7 @@ import time
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -156,8 +157,8 @@ def sorted_docs(per_doc: Sequence[Mapping[str, float]], terms: Sequence[str] | N
     ptr = np.zeros(len(per_doc) + 1, np.int64)
     np.cumsum(lengths, out=ptr[1:])
     total = int(ptr[-1])
-    ids = np.fromiter((tid[t] for c in per_doc for t in c), np.int32, total)
-    tfs = np.fromiter((v for c in per_doc for v in c.values()), np.float32, total)
+    ids = np.fromiter(map(tid.__getitem__, chain.from_iterable(per_doc)), np.int32, total)
+    tfs = np.fromiter(chain.from_iterable(c.values() for c in per_doc), np.float32, total)
     return list(terms), DocTerms(ptr, ids, tfs)
 
 

@@ -1,0 +1,80 @@
+"""A cold build on every core: helpers claim files from one backlog as they read, so each file is read
+once, a job holds about a batch, and the last share of the backlog is split between the helpers
+instead of left to one of them; helpers are forked only from a process with a single thread."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.index.parallel import Backlog, Cursor, _claimed, helper_context
+from aide_tui.core.index.scan import FileEntry
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _backlog(tmp_path: Path, sizes: list[int], max_files: int | None = None) -> Backlog:
+    entries = [
+        FileEntry(f"f{i:03}.py", str(tmp_path / f"f{i:03}.py"), s, 0, 0, i) for i, s in enumerate(sizes)
+    ]
+    return Backlog(entries, {}, str(tmp_path), load_settings(tmp_path, environ={}), True, "", max_files)
+
+
+def test_one_job_after_another_reads_each_file_once_and_the_last_takes_a_short_rest(tmp_path: Path) -> None:
+    backlog = _backlog(tmp_path, [10_000] * 95)
+    cursor = Cursor(len(backlog.entries))
+    jobs: list[list[str]] = []
+    while cursor.left():
+        jobs.append([e.rel for e in _claimed(backlog, cursor, 200_000)])
+    assert [rel for job in jobs for rel in job] == [e.rel for e in backlog.entries]
+    # 20 files a job; at 40 files short of a third job's end, less than a job is left: the third takes it
+    assert [len(j) for j in jobs] == [20, 20, 20, 35]
+
+
+def test_helpers_reading_side_by_side_share_the_end_of_the_backlog(tmp_path: Path) -> None:
+    """Two jobs claiming in turn (as two helpers do) both read to the end: neither is left idle while the
+    other reads the rest alone, and no file is read twice or skipped."""
+    backlog = _backlog(tmp_path, [10_000] * 100)
+    cursor = Cursor(len(backlog.entries))
+    first = [e.rel for e in _claimed(backlog, cursor, 300_000)]  # one helper's first job: 30 files
+    a, b = _claimed(backlog, cursor, 300_000), _claimed(backlog, cursor, 300_000)
+    got_a, got_b = [], []
+    for x, y in zip(a, b, strict=False):
+        got_a.append(x.rel)
+        got_b.append(y.rel)
+    got_a += [e.rel for e in a]
+    got_b += [e.rel for e in b]
+    assert len(first) == 30 and not set(first) & set(got_a + got_b)
+    assert sorted(first + got_a + got_b) == [e.rel for e in backlog.entries]
+    # each job reached a batch (30 files) with less than a job left, so both read on to the end
+    assert len(got_a) >= 30 and len(got_b) >= 30
+    assert abs(len(got_a) - len(got_b)) <= 6  # a claim is at most 64 KiB: 6 of these files
+
+
+def test_a_job_stops_at_the_files_a_segment_may_hold_and_when_halted(tmp_path: Path) -> None:
+    backlog = _backlog(tmp_path, [100] * 50, max_files=8)
+    cursor = Cursor(len(backlog.entries))
+    assert len(list(_claimed(backlog, cursor, 1 << 20))) == 8
+    cursor.halt()
+    assert list(_claimed(backlog, cursor, 1 << 20)) == [] and cursor.left() == 42
+
+
+def test_helpers_are_forked_only_from_a_process_with_one_thread() -> None:
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, daemon=True)
+    t.start()
+    try:
+        ctx, forked = helper_context()
+        assert not forked and ctx.get_start_method() == "spawn"
+    finally:
+        stop.set()
+        t.join()
+    code = (
+        "from aide_tui.core.index.parallel import helper_context\n"
+        "ctx, forked = helper_context()\nprint(ctx.get_start_method(), forked)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.split() == ["fork", "True"]
