@@ -40,8 +40,12 @@ def root_arg(args: argparse.Namespace) -> str | None:
     return opt or given or "."
 
 
-def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Settings] | None:
-    """(resolved root, settings), or None after printing why (the caller exits 2)."""
+def setup(
+    root_arg: str, args: argparse.Namespace, *, new_workspace: bool = True
+) -> tuple[Path, Settings] | None:
+    """(resolved root, settings), or None after printing why (the caller exits 2). A command that may
+    make the root a workspace (``new_workspace``) refuses the file system's root and the home folder
+    when they are only the current folder, "." (see :func:`aide_tui.host.scope.too_broad`)."""
     from aide_tui.cli.parser import flags
     from aide_tui.core.config import Settings, apply_mapping, load_settings
     from aide_tui.core.errors import ConfigError
@@ -50,6 +54,13 @@ def setup(root_arg: str, args: argparse.Namespace) -> tuple[Path, Settings] | No
     if not root.is_dir():
         err(_not_a_folder(root_arg, root))
         return None
+    if new_workspace and root_arg in (".", "./"):  # the current folder, not named
+        from aide_tui.host.scope import too_broad
+
+        why = too_broad(root.resolve())
+        if why is not None:
+            err(why)
+            return None
     try:
         if getattr(args, "settings_json", None):  # already resolved by the parent process
             from aide_tui.core.index.service import settings_from_child_env

@@ -11,7 +11,7 @@ from aide_tui.host.background import IDLE, host_in_background
 
 
 def cmd_host(args: argparse.Namespace) -> int:
-    ready = setup(args.root, args)
+    ready = setup(args.root, args, new_workspace=False)
     if ready is None:
         return 2
     root, settings = ready

@@ -12,7 +12,7 @@ from aide_tui.host.served import workspace_status
 def cmd_status(args: argparse.Namespace) -> int:
     """Print the index state (``--json``: the contract's object plus extra keys)."""
     given = root_arg(args)
-    ready = None if given is None else setup(given, args)
+    ready = None if given is None else setup(given, args, new_workspace=False)
     if ready is None:
         return 2
     root, settings = ready

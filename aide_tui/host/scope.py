@@ -22,6 +22,29 @@ def _indexed(root: Path) -> bool:
     return has_readable_index(root)
 
 
+def too_broad(root: Path) -> str | None:
+    """Why ``root``, the current folder, does not become a workspace unasked: it is the file system's
+    root or the home folder (a search typed in the wrong terminal would index everything under it) and
+    has no index yet; None when it may. Naming the folder itself indexes it."""
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, OSError):  # no home folder known
+        home = None
+    if root == Path(root.anchor):
+        what = "the root of the file system"
+    elif root == home:
+        what = "your home folder"
+    else:
+        return None
+    if _indexed(root):
+        return None
+    return (
+        f"{root} is {what}: making it a workspace would index everything under it. Run this in a "
+        f"project's folder or name one (aide-tui search QUERY ~/src/project); to index this folder "
+        f"anyway, name it: aide-tui index {root}"
+    )
+
+
 def enclosing_workspace(root: Path) -> tuple[Path, str] | None:
     """The indexed workspace ``root`` sits inside, and ``root``'s path in it, when ``root`` has no index
     of its own; None otherwise."""

@@ -130,3 +130,37 @@ def test_a_folder_written_as_a_path_after_the_query_is_the_root(workspace: Path,
     assert search(here, "parse_header", "src")["query"] == "parse_header src"  # a bare word: the query's
     for word in ("//", "~", "..", "~Widget", "~root", "/" + "x" * 300 + "/y", "./nothing/here/"):
         assert search(workspace, "destructor", word)["query"] == f"destructor {word}"  # no folder: text
+
+
+def test_the_home_folder_as_the_current_folder_is_not_made_a_workspace(tmp_path: Path) -> None:
+    """A search (or index, defs, the app) typed in the home folder would index everything under it: it
+    is refused with a way out, nothing is written; naming the folder indexes it, and from then on a
+    search there answers."""
+    home = tmp_path / "home"
+    (home / "proj").mkdir(parents=True)
+    (home / "proj" / "notes.py").write_text("def remember_this():\n    return 1\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home)}
+
+    def here(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "aide_tui", *args], cwd=home, env=env,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+
+    for args in (["search", "remember_this"], ["search", "--no-update", "x"], ["index"], ["defs", "x"], []):
+        out = here(*args)
+        assert out.returncode == 2, (args, out.stderr)
+        assert "is your home folder" in out.stderr and f"aide-tui index {home}" in out.stderr, out.stderr
+    assert not (home / ".aide").exists()
+    assert here("status").returncode == 0  # reading is fine
+    assert here("search", "remember_this", "./proj", "--embedder", "none").returncode == 0  # a project
+    assert here("index", str(home), "--embedder", "none").returncode == 0  # named on purpose
+    out = here("search", "remember_this", "--json", "--embedder", "none")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["results"][0]["path"] == "proj/notes.py"
+
+
+def test_the_root_of_the_file_system_is_too_broad_unless_indexed() -> None:
+    from aide_tui.host.scope import too_broad
+
+    why = too_broad(Path("/"))
+    assert why is not None and "the root of the file system" in why
+    assert too_broad(REPO) is None
