@@ -10,8 +10,8 @@ indexer, which holds the cache.
 The helpers share one backlog and one cursor into it: a helper's job claims the next few files
 (``CLAIM_BYTES`` at a time) and reads them until its segment holds a batch's bytes, so every core stays
 busy to the end of the backlog (fixed batches left one core idle for most of a batch at the end: 0.6 s
-of textual's 2.6 s build). Helpers are forked from a process with a single thread (the CLI's
-``index``: nothing to re-import) and die with it; a process running other threads spawns them. They
+of textual's 2.6 s build). Helpers are forked (on Linux) from a process with a single thread (the
+CLI's ``index``: nothing to re-import) and die with it; a process running other threads spawns them. They
 start only for a backlog big enough to pay for them (``PARALLEL_MIN_BYTES``); a smaller one is read
 in-process.
 """
@@ -117,11 +117,10 @@ def _start_helper(backlog: Backlog, cursor: Cursor, parent: int) -> None:
         return
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
     if os.getppid() != parent:  # the indexer went before the signal was asked for
         os._exit(1)
 
@@ -208,9 +207,10 @@ def helpers_for(settings: Settings, total: int) -> int:
 
 
 def helper_context() -> tuple[BaseContext, bool]:
-    """How to start helpers: forked from a process with one thread (no lock another thread holds can be
-    copied half-taken), spawned otherwise; and whether they are forked."""
-    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+    """How to start helpers: on Linux, forked from a process with one thread (no lock another thread
+    holds can be copied half-taken); spawned otherwise (macOS's system libraries are not safe to fork,
+    which is why Python spawns there); and whether they are forked."""
+    if threading.active_count() == 1 and sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork"), True
     return multiprocessing.get_context("spawn"), False
 
