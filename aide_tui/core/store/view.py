@@ -507,8 +507,9 @@ class IndexView:
         if total >= PREFILTER_MIN and (self.prefilter or self._projected(blocks, q.shape[0])):
             proj = self._projection(blocks, q.shape[0])
             qp = q @ proj
-            coarse = np.concatenate([(b.projected(proj)[keep] if not keep.all() else b.projected(proj)) @ qp
-                                     for b, keep, _ in blocks])  # fmt: skip
+            # each block scored whole, then its live rows taken (not their projections copied first)
+            scored = [(b.projected(proj) @ qp, keep) for b, keep, _ in blocks]
+            coarse = np.concatenate([c if keep.all() else c[keep] for c, keep in scored])
             if allowed is not None:  # a filtered search picks its candidates among allowed rows only
                 gids = np.concatenate([g for _, _, g in blocks])
                 coarse = np.where(allowed[self.owners[gids]], coarse, -np.inf)
