@@ -49,6 +49,14 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _still_alive_after(seconds: float, procs: dict[int, str]) -> dict[int, str]:
+    """Those of ``procs`` still running once they all went or ``seconds`` passed."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and any(_alive(p) for p in procs):
+        time.sleep(0.1)
+    return {p: procs[p] for p in procs if _alive(p)}
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_kill_9_during_embedding_leaves_no_workers_or_tracker(tmp_path: Path) -> None:
     root = tmp_path / "repo"
@@ -73,10 +81,7 @@ def test_kill_9_during_embedding_leaves_no_workers_or_tracker(tmp_path: Path) ->
         children = {**children, **_children(proc.pid)}
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        end = time.monotonic() + GONE_WITHIN
-        while time.monotonic() < end and any(_alive(p) for p in children):
-            time.sleep(0.1)
-        left = {p: children[p] for p in children if _alive(p)}
+        left = _still_alive_after(GONE_WITHIN, children)
         assert left == {}, f"still alive {GONE_WITHIN:.0f}s after the indexer was killed: {left}"
         assert tracker, f"no resource tracker among {children}"  # it was checked with the rest above
     finally:
@@ -131,10 +136,7 @@ def test_kill_9_of_the_indexer_alone_during_a_build_on_every_core_ends_its_helpe
         assert len(helpers) >= 2, f"the indexer never started its helpers: {helpers}"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        end = time.monotonic() + GONE_WITHIN
-        while time.monotonic() < end and any(_alive(p) for p in helpers):
-            time.sleep(0.1)
-        left = {p: helpers[p] for p in helpers if _alive(p)}
+        left = _still_alive_after(GONE_WITHIN, helpers)
         assert left == {}, f"still alive {GONE_WITHIN:.0f}s after the indexer was killed: {left}"
         done = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr

@@ -26,7 +26,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import accumulate
 from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,10 @@ class Backlog:
     keep_incomplete: bool
     root: str = ""  # the workspace (its ignore and generated-output rules)
     max_files: int | None = None  # files a segment may hold
+    after: list[int] = field(init=False, repr=False)  # after[i]: bytes of entries[i:]
+
+    def __post_init__(self) -> None:
+        self.after = [*accumulate(reversed([e.size for e in self.entries]), initial=0)][::-1]
 
 
 class Cursor:
@@ -175,13 +180,11 @@ def build_from(backlog: Backlog, cursor: Cursor, target: int) -> Built:
 
 def _claimed(backlog: Backlog, cursor: Cursor, target: int) -> Iterator[FileEntry]:
     """The files of one job, claimed a few at a time while it reads: up to ``target`` bytes, or to the
-    end of the backlog when less than a quarter of a job would be left (no crumb of a segment)."""
+    end of the backlog when less than a job is left (every helper then reads on: none waits idle)."""
     got = files = 0
     while not cursor.halted() and not (backlog.max_files and files >= backlog.max_files):
-        if got >= target:
-            left = sum(e.size for e in backlog.entries[len(backlog.entries) - cursor.left() :])
-            if left >= target:
-                return
+        if got >= target and backlog.after[len(backlog.entries) - cursor.left()] >= target:
+            return
         most = backlog.max_files - files if backlog.max_files else len(backlog.entries)
         start, end = cursor.claim(backlog, min(CLAIM_BYTES, max(1, target - got)), most)
         if start == end:
@@ -229,8 +232,7 @@ def run_backlog(
     job, this process builds it. ``stop()`` is asked between jobs; when it says so, the running jobs stop
     claiming, no new one starts, and the finished ones are still handed over. ``started()`` is called
     once the helpers run (or at once, without helpers)."""
-    total = sum(e.size for e in backlog.entries)
-    if helpers <= 0 or total <= target:
+    if helpers <= 0 or backlog.after[0] <= target:
         started()
         cursor = Cursor(len(backlog.entries))
         while cursor.left() and not stop():
