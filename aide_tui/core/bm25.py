@@ -186,9 +186,12 @@ def idf_of(n_docs: int, df: np.ndarray) -> np.ndarray:
     return np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
 
 
-def okapi(tf: np.ndarray, dl: np.ndarray, weight: float | np.floating, avgdl: float) -> np.ndarray:
-    """Each posting's score: a term of query ``weight`` (its idf times its query weight) with weighted
-    frequency ``tf`` in a document of weighted length ``dl`` (float32, as every scorer here computes)."""
+def okapi(
+    tf: np.ndarray, dl: np.ndarray, weight: float | np.floating | np.ndarray, avgdl: float
+) -> np.ndarray:
+    """Each posting's score: a term of query ``weight`` (its idf times its query weight; or one weight
+    per posting) with weighted frequency ``tf`` in a document of weighted length ``dl`` (float32, as
+    every scorer here computes)."""
     norm = (K1 * (1.0 - B + B * dl / max(avgdl, 1e-9))).astype(np.float32)
     return np.asarray(weight * tf * (K1 + 1.0) / (tf + norm), np.float32)
 

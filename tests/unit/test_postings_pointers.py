@@ -47,6 +47,12 @@ def test_pointers_as_written_are_uint32_and_read_back(tmp_path: Path) -> None:
     assert len(docs) == int(ptr[-1]) > 0
     tid = int(np.argmax(np.diff(ptr.astype(np.int64))))
     assert len(part.chunk_field.postings(tid)[0]) == int(ptr[tid + 1]) - int(ptr[tid])
+    some = [tid, 0, len(ptr) - 2, tid]  # several terms end to end, in the order asked
+    docs, tfs, counts = part.chunk_field.postings_of(some)
+    each = [part.chunk_field.postings(t) for t in some]
+    assert counts.tolist() == [len(d) for d, _ in each]
+    assert np.array_equal(docs, np.concatenate([d for d, _ in each]))
+    assert np.array_equal(tfs, np.concatenate([t for _, t in each]))
 
 
 def test_backwards_pointers_are_refused_by_a_query_and_by_a_merge(tmp_path: Path) -> None:
@@ -60,6 +66,8 @@ def test_backwards_pointers_are_refused_by_a_query_and_by_a_merge(tmp_path: Path
     part = _with_pointers(tmp_path, entry, bad)
     with pytest.raises(IndexCorrupt, match="postings pointers"):
         part.chunk_field.postings(tid)
+    with pytest.raises(IndexCorrupt, match="postings pointers"):
+        part.chunk_field.postings_of([0, tid])  # a query's terms read together
     with pytest.raises(IndexCorrupt, match="postings pointers"):
         part.chunk_field.postings_all()
     # the other field is untouched and still reads

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aide_tui.core.store.mapped import FileSum, MappedArray, MappedFile
-from aide_tui.core.store.quantize import BLOCK_ROWS, pack, unpack, unpacked_matmul
+from aide_tui.core.store.quantize import BUFFER_BYTES, pack, unpack, unpacked_matmul
 from aide_tui.core.store.terms import SAMPLE_EVERY, TermDict, encode_terms, sort_terms, term_bytes
 
 
@@ -89,15 +89,16 @@ def test_packed_product_equals_the_product_of_the_unpacked_rows() -> None:
 
 
 def test_packed_product_over_several_blocks_and_a_ragged_last_one() -> None:
-    """The product is taken ``BLOCK_ROWS`` rows at a time through one buffer: every block's rows keep
+    """The product is taken a buffer's rows at a time through one buffer: every block's rows keep
     their own scale, and a short last block is not padded with the previous block's values."""
     rng = np.random.default_rng(11)
-    n = 2 * BLOCK_ROWS + 17
+    block_rows = BUFFER_BYTES // (4 * 32)
+    n = 2 * block_rows + 17
     v = rng.standard_normal((n, 32)).astype(np.float32) * rng.uniform(0.01, 5, (n, 1)).astype(np.float32)
     packed = pack(v)
     q = rng.standard_normal(32).astype(np.float32)
     right = rng.standard_normal((32, 5)).astype(np.float32)
     np.testing.assert_allclose(unpacked_matmul(packed, q), unpack(packed) @ q, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(unpacked_matmul(packed, right), unpack(packed) @ right, rtol=1e-4, atol=1e-4)
-    tail = packed[-(BLOCK_ROWS + 3) :]  # a view that starts mid-block of the array it comes from
+    tail = packed[-(block_rows + 3) :]  # a view that starts mid-block of the array it comes from
     np.testing.assert_allclose(unpacked_matmul(tail, q), unpack(tail) @ q, rtol=1e-4, atol=1e-4)

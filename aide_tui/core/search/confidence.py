@@ -106,13 +106,18 @@ def term_hint(hits: Sequence[Hit], query: str, stats: TermStats | None) -> dict[
     counts: Counter[str] = Counter()
     for h in hits[:TERM_HITS]:
         counts.update({w for w in identifiers(h.text) if len(w) >= 4 and re.search(r"[a-z]", w)})
+    shared = [
+        (word, n)
+        for word, n in counts.items()
+        if n >= 2
+        and (low := word.lower()) not in asked
+        and low not in STOPWORDS
+        and not set(tokenize(word)) - {low} <= asked
+    ]
+    idfs = stats.idfs([w.lower() for w, _ in shared]) if stats is not None else [None] * len(shared)
     best: tuple[float, str] | None = None
-    for word, n in counts.items():
-        low = word.lower()
-        if n < 2 or low in asked or low in STOPWORDS or set(tokenize(word)) - {low} <= asked:
-            continue
-        idf = (stats.idf(low) if stats is not None else None) or 1.0
-        score = n * idf
+    for (word, n), idf in zip(shared, idfs, strict=True):
+        score = n * (idf or 1.0)
         if best is None or score > best[0] or (score == best[0] and word < best[1]):
             best = (score, word)
     if best is None:

@@ -1,7 +1,7 @@
 """The local retriever: candidate lists over the segments under ``<root>/.aide/index`` (an IndexView).
 
 Keys are global row numbers of the loaded view. A query's filters become one row mask, applied before
-any top-n is taken; ties break by (path, first line) through the view's ``row_order``.
+any top-n is taken; ties break by (path, first line) through the view's ``order_of``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class LocalRetrieval:
             cut = np.partition(-vals, n - 1)[n - 1]
             keep = -vals <= cut
             positive, vals = positive[keep], vals[keep]
-        order = np.lexsort((self.ix.row_order[positive], -vals))
+        order = np.lexsort((self.ix.order_of(positive), -vals))
         return [int(r) for r in positive[order][:n]]
 
     def score(self, key: int) -> float:
@@ -122,7 +122,7 @@ class LocalRetrieval:
         return self.ix.path(key)
 
     def order(self, key: int) -> object:
-        return int(self.ix.row_order[key])
+        return self.ix.order_key(key)
 
 
 class LocalGraph:

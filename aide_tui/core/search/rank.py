@@ -104,9 +104,8 @@ def query_terms(
     if stats is None:
         return terms, weights
     vocab = stats.vocab
-    known = sorted(
-        ((stats.idf(t) or 0.0, t) for t in terms if t in vocab and t not in code_terms), reverse=True
-    )
+    others = [t for t in terms if t in vocab and t not in code_terms]
+    known = sorted(zip((w or 0.0 for w in stats.idfs(others)), others, strict=True), reverse=True)
     keep = [t for t in code_terms if t in vocab][: 2 * LONG_QUERY_TERMS]
     keep += [t for _, t in known[: max(LONG_QUERY_TERMS - len(keep) // 2, 8)]]
     if title and title_weight > 0:

@@ -176,7 +176,9 @@ class TermStats(Protocol):
     @property
     def vocab(self) -> Container[str]: ...
 
-    def idf(self, term: str) -> float | None: ...
+    def idfs(self, terms: Sequence[str]) -> list[float | None]:
+        """Each term's idf (None: no live chunk holds it)."""
+        ...
 
     def prefix_terms(self, prefix: str, cap: int, compounds: bool = True) -> list[tuple[str, int]]:
         """Up to ``cap`` live terms starting with ``prefix``, most frequent first, with their document

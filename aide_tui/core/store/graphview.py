@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from aide_tui.core.model import Definition, Reference
-from aide_tui.core.store.filetable import segment_of
+from aide_tui.core.store.filetable import segment_of, segments_of
 from aide_tui.core.store.graphfiles import MappedGraph
 
 
@@ -31,7 +31,7 @@ class GraphView:
         if got is None:
             files = self.files
             paths = self.tables[k].paths
-            got = np.fromiter((segment_of(files, p, k) == k for p in paths), bool, len(paths))
+            got = segments_of(files, paths, k) == k
             self._live[k] = got
         return got
 

@@ -100,7 +100,7 @@ class MappedFile:
         self._checked = np.zeros(max(n_blocks, 1), bool)
         self._unchecked = n_blocks
         self._all_checked = not n_blocks
-        self._lock = threading.Lock()  # two readers checking one file must not count a block twice
+        self._lock = threading.Lock()  # two readers checking one block must not count it twice
         if not n_blocks:  # a small file is checked whole, now
             if zlib.crc32(self.buffer) != expect.crc:
                 raise IndexCorrupt(f"index file {where} is damaged (checksum mismatch); rebuilding")
@@ -122,8 +122,7 @@ class MappedFile:
         else:
             todo = np.flatnonzero(~self._checked[first : last + 1]) + first
         long_pass = len(todo) * BLOCK > RELEASE_BYTES
-        with self._lock:
-            self._check_blocks(todo.tolist(), long_pass)
+        self._check_blocks(todo.tolist(), long_pass)
         if long_pass:
             self.release(lo, hi)
 
@@ -131,10 +130,13 @@ class MappedFile:
         for b in todo:
             if self._checked[b]:  # another reader checked it meanwhile
                 continue
+            # the sum outside the lock (two threads verify a file's blocks side by side), the count in it
             if zlib.crc32(self.buffer[b * BLOCK : (b + 1) * BLOCK]) != self.sums.blocks[b]:
                 raise IndexCorrupt(f"index file {self.where} is damaged (checksum mismatch); rebuilding")
-            self._checked[b] = True
-            self._unchecked -= 1
+            with self._lock:
+                if not self._checked[b]:
+                    self._checked[b] = True
+                    self._unchecked -= 1
             if long_pass and (b + 1) * BLOCK % RELEASE_BYTES == 0:
                 self.release(b * BLOCK + BLOCK - RELEASE_BYTES, (b + 1) * BLOCK)
         self._all_checked = self._unchecked <= 0
@@ -203,17 +205,19 @@ class MappedArray:
     @contextmanager
     def read_while_verified(self) -> Iterator[np.ndarray]:
         """The whole array to read unverified while another thread checks every block (both sides
-        release the GIL: a one-shot scan of the static tier costs the product, not product + CRC); on
-        leaving, IndexCorrupt when a block did not match, so what the body computed is never used."""
+        release the GIL: a one-shot scan of the static tier costs the product, not product + CRC), and
+        this one too once the body is done; on leaving, IndexCorrupt when a block did not match, so
+        what the body computed is never used."""
         if self.file.unchecked_bytes <= ALONGSIDE_BYTES:
             yield self.all()
             return
         failed: list[IndexCorrupt] = []
+        windows = iter(range(0, len(self.file), VERIFY_WINDOW))  # claimed by both sides (next() is atomic)
 
         def verify() -> None:  # a window at a time, each dropped from the resident set once checked
             f = self.file
             try:
-                for lo in range(0, len(f), VERIFY_WINDOW):
+                for lo in windows:
                     f.check(lo, lo + VERIFY_WINDOW)
                     f.release(lo, lo + VERIFY_WINDOW)
             except IndexCorrupt as exc:
@@ -224,6 +228,7 @@ class MappedArray:
         try:
             yield self.raw
         finally:
+            verify()  # the body is done: check what the other thread has not reached yet, alongside it
             checker.join()
         if failed:
             raise failed[0]

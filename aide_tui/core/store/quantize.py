@@ -35,20 +35,22 @@ def unpack(packed: np.ndarray) -> np.ndarray:
     return packed[:, :d].astype(np.float32) * scale[:, None]
 
 
-BLOCK_ROWS = 4096  # int8 rows converted into the reused float32 buffer at a time (4 MB at 256 wide)
+BUFFER_BYTES = 512 << 10  # the reused float32 buffer: it stays in a core's L2 cache (4 MB did not)
 
 
 def unpacked_matmul(packed: np.ndarray, right: np.ndarray) -> np.ndarray:
-    """``unpack(packed) @ right`` without a float32 copy of all the rows: ``BLOCK_ROWS`` int8 rows at a
+    """``unpack(packed) @ right`` without a float32 copy of all the rows: a few hundred int8 rows at a
     time are converted into one reused buffer (it stays in cache, and no fresh pages are faulted in
-    for every block: 3× faster than one ``astype`` over a window on 450k rows), multiplied, and each
-    row of the product is scaled by its row's scale."""
+    for every block: 3× faster than one ``astype`` over a window on 450k rows; a 512 KiB buffer
+    against 4 MiB, 1.6× faster again), multiplied, and each row of the product is scaled by its
+    row's scale."""
     d = width(packed)
     n = len(packed)
+    step = max(1, BUFFER_BYTES // (4 * max(d, 1)))
     out = np.empty((n, *right.shape[1:]), np.float32)
-    buf = np.empty((min(n, BLOCK_ROWS), d), np.float32)
-    for lo in range(0, n, BLOCK_ROWS):
-        rows = packed[lo : lo + BLOCK_ROWS]
+    buf = np.empty((min(n, step), d), np.float32)
+    for lo in range(0, n, step):
+        rows = packed[lo : lo + step]
         k = len(rows)
         np.copyto(buf[:k], rows[:, :d], casting="unsafe")
         np.matmul(buf[:k], right, out=out[lo : lo + k])

@@ -41,7 +41,7 @@ from aide_tui.core.errors import IndexCorrupt, IndexMissing
 from aide_tui.core.model import Chunk
 from aide_tui.core.paths import MANIFEST
 from aide_tui.core.safeio import UnsafeFile, read_bounded
-from aide_tui.core.store.filetable import FileTable, segment_of
+from aide_tui.core.store.filetable import FileTable, segments_of
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.mapped import FileSum
 from aide_tui.core.store.part import Part
@@ -433,7 +433,7 @@ def _remove(p: Path) -> None:
 def _alive(part: Part, seg_index: int, files: Mapping[str, FileRecord]) -> np.ndarray | None:
     """Rows of a part whose file the manifest says this segment holds (None: all of them)."""
     paths = part.paths
-    owned = np.fromiter((segment_of(files, p) == seg_index for p in paths), bool, len(paths))
+    owned = segments_of(files, paths) == seg_index
     if owned.all():
         return None
     return owned[part.c_path] if part.n_chunks else np.zeros(0, bool)
