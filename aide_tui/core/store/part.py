@@ -136,13 +136,8 @@ class Field:
 
     def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
         """(documents, weighted tfs) of term ``tid``."""
-        lo, hi = (int(x) for x in self.ptr.rows(tid, tid + 2))
-        if not 0 <= lo <= hi <= len(self._doc):
-            raise self.files.bad("postings pointers")
-        docs = self._doc.rows(lo, hi).astype(np.int64)
-        if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
-            raise self.files.bad("postings point outside the segment")
-        return docs, self._tf.rows(lo, hi).astype(np.float32)
+        docs, tfs, _ = self.postings_of([tid])
+        return docs, tfs
 
     def postings_of(self, tids: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The postings of several terms end to end, in the order given: (documents, weighted tfs, each
@@ -157,7 +152,7 @@ class Field:
         if not counts.any():
             return np.zeros(0, np.int64), np.zeros(0, np.float32), counts
         docs = np.concatenate([self._doc.rows(lo, hi) for lo, hi in bounds]).astype(np.int64)
-        if docs.size and (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
+        if (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
             raise self.files.bad("postings point outside the segment")
         tfs = np.concatenate([self._tf.rows(lo, hi) for lo, hi in bounds]).astype(np.float32)
         return docs, tfs, counts

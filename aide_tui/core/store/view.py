@@ -54,6 +54,15 @@ class _Found:
     tfs: np.ndarray
 
 
+def _live_counts(live: np.ndarray, docs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Live documents of each term whose ``counts`` postings lie end to end in ``docs``: a running
+    count of the live postings, read at each term's end."""
+    ends = np.cumsum(counts)
+    live_so_far = np.concatenate(([0], np.cumsum(live[docs], dtype=np.int64)))
+    got: np.ndarray = live_so_far[ends] - live_so_far[ends - counts]
+    return got
+
+
 class ConcatChunks(Sequence[Chunk]):
     """The parts' chunks read as one sequence (global rows)."""
 
@@ -268,12 +277,7 @@ class IndexView:
                 continue
             terms_at = np.asarray(which, np.int64)
             live = alive[k]
-            if live is None:
-                df[terms_at] += counts
-            else:  # live documents per term: a running count of the live postings, read at each end
-                ends = np.cumsum(counts)
-                live_so_far = np.concatenate(([0], np.cumsum(live[docs], dtype=np.int64)))
-                df[terms_at] += live_so_far[ends] - live_so_far[ends - counts]
+            df[terms_at] += counts if live is None else _live_counts(live, docs, counts)
             found.append(_Found(k, terms_at, counts, docs, tfs))
         return df, found
 
@@ -289,9 +293,8 @@ class IndexView:
             if live is None:
                 df[has] += part.chunk_field.df(tids[has])
                 continue
-            for j in np.flatnonzero(has).tolist():
-                docs, _ = part.chunk_field.postings(int(tids[j]))
-                df[j] += int(live[docs].sum())
+            docs, _, counts = part.chunk_field.postings_of(tids[has].tolist())
+            df[has] += _live_counts(live, docs, counts)
         return df
 
     def _idf(self, df: np.ndarray, pieces: bool) -> np.ndarray:
