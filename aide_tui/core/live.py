@@ -24,7 +24,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.errors import IndexCorrupt, IndexMissing, IndexProblem
 from aide_tui.core.events import Committed, Done, Event, Failed
-from aide_tui.core.index.gcpause import freeze_heap
+from aide_tui.core.gcpause import freeze_heap
 from aide_tui.core.index.service import IndexService
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.searcher import Searcher

@@ -22,6 +22,7 @@ from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.errors import IndexCorrupt, IndexProblem, LockTimeout
 from aide_tui.core.events import Done, Event
+from aide_tui.core.gcpause import freeze_loaded, gc_paused
 from aide_tui.core.index.stores import embedder_for
 from aide_tui.core.paths import state_dir
 from aide_tui.core.search.response import SearchResponse
@@ -280,7 +281,8 @@ class OneShot:
         """The searcher's answer; CannotAnswer (after saying why) when the index cannot be read."""
         try:
             try:
-                return self.searcher.search(query, limit=limit, mode=mode, prefix=prefix)
+                with gc_paused():  # a query's garbage holds no cycles; reference counting frees it
+                    return self.searcher.search(query, limit=limit, mode=mode, prefix=prefix)
             except IndexCorrupt as exc:
                 if self._repaired or not self.update or store_kind(self.settings).shared:
                     raise
@@ -348,7 +350,9 @@ def _load(
             code = refresh(root, settings, searcher.embedder, console, wait=wait)
             if code:
                 raise CannotAnswer(code)
-        searcher.refresh()
+        with gc_paused():
+            searcher.refresh()
+        freeze_loaded()  # the loaded version lives until exit: later collections skip it
     except IndexCorrupt as exc:
         if not update or shared:
             console.say(_run_rebuild(exc, root))

@@ -4,6 +4,8 @@ reference cycle), and freezing what a load left alive still frees what cycles le
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -13,12 +15,14 @@ import pytest
 from conftest import write_workspace
 from test_cli import run
 
+from aide_tui.cli.console import StderrConsole
+from aide_tui.core import gcpause
 from aide_tui.core.config import load_settings
-from aide_tui.core.index import gcpause
 from aide_tui.core.live import LiveEvent, LiveWorkspace, Reloaded, ReloadFailed
 from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search.searcher import Searcher
-from aide_tui.core.store.segments import read_manifest
+from aide_tui.core.store.segments import parse_manifest, read_manifest
+from aide_tui.host.oneshot import open_workspace
 
 BM25 = {"embedding": {"backend": "none"}}
 
@@ -91,6 +95,77 @@ def test_freezing_keeps_cycles_collectable(monkeypatch: pytest.MonkeyPatch) -> N
         assert gone() is None  # a full call unfroze and collected it
     finally:
         gc.unfreeze()
+
+
+@pytest.fixture
+def collections() -> Iterator[list[set[str]]]:
+    """Each cyclic collection that starts during the test, as the functions on the stack then (the
+    collector's threshold at one container: every allocation outside a pause starts one)."""
+    seen: list[set[str]] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            names, frame = set(), sys._getframe(1)
+            while frame is not None:
+                names.add(frame.f_code.co_qualname)
+                frame = frame.f_back
+            seen.append(names)
+
+    was = gc.get_threshold()
+    gc.callbacks.append(note)
+    gc.set_threshold(1)
+    try:
+        yield seen
+    finally:
+        gc.set_threshold(*was)
+        gc.callbacks.remove(note)
+
+
+def _during(seen: list[set[str]], function: str) -> int:
+    """How many of the collections seen started inside ``function``."""
+    return sum(function in names for names in seen)
+
+
+def test_a_one_shot_search_loads_and_answers_without_a_collection_and_freezes_what_it_loaded(
+    tmp_path: Path, collections: list[set[str]]
+) -> None:
+    """A one-shot command walks no heap while it loads or answers (each walk would cover the whole
+    loaded version), keeps the version out of later walks, and leaves the collector on for the rest."""
+    root = write_workspace(tmp_path / "ws")
+    assert run("index", str(root), "--embedder", "none").returncode == 0
+    settings = load_settings(root, BM25)
+    gc.unfreeze()
+    try:
+        plain = Searcher(root, settings)
+        plain.refresh()
+        assert plain.search("retry backoff", 10, "bm25").results
+        # the same load and query, not paused: collections ran inside both
+        assert _during(collections, "Searcher.refresh") and _during(collections, "Searcher.search")
+        collections.clear()
+        shot = open_workspace(root, settings, StderrConsole(), mode="bm25", update=False)
+        try:
+            assert gc.get_freeze_count() > 0  # the loaded version is out of later walks
+            for query in ("retry backoff", "Client.send", "zebra nothing"):
+                shot.search(query, 10, "bm25")
+            assert shot.search("retry backoff", 10, "bm25").results
+        finally:
+            shot.close()
+        assert _during(collections, "Searcher.refresh") == 0 and _during(collections, "Searcher.search") == 0
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+
+
+def test_a_manifest_parses_without_a_collection(tmp_path: Path, collections: list[set[str]]) -> None:
+    root = write_workspace(tmp_path / "ws")
+    assert run("index", str(root), "--embedder", "none").returncode == 0
+    path = index_dir_for(root) / "manifest.json"
+    assert parse_manifest(path.read_bytes()).files
+    assert _during(collections, "parse_manifest")  # the parse alone, not paused: collections ran
+    collections.clear()
+    os.utime(path, ns=(1, 1))  # another mtime: read_manifest parses it again
+    assert read_manifest(index_dir_for(root)).files
+    assert _during(collections, "parse_manifest") == 0 and gc.isenabled()
 
 
 def test_damage_found_while_warming_is_reported_and_the_next_version_loads(tmp_path: Path) -> None:

@@ -35,10 +35,10 @@ from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import Embedder
 from aide_tui.core.errors import EmbedderError, IndexCorrupt, RunCancelled
 from aide_tui.core.events import Done, Event, Progress
+from aide_tui.core.gcpause import gc_paused
 from aide_tui.core.index.budget import BULK_PIECES, BulkJob, Wait, bulk_slot
 from aide_tui.core.index.built import Built, staging_dir
 from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
-from aide_tui.core.index.gcpause import gc_paused
 from aide_tui.core.index.parallel import Backlog, batch_bytes, helpers_for, prev_of, run_backlog
 from aide_tui.core.index.reading import BatchNotes, read_batch
 from aide_tui.core.index.scan import VERDICT_RULES, FileEntry, Scanner

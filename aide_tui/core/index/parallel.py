@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from aide_tui.core.config import Settings
+from aide_tui.core.gcpause import gc_paused
 from aide_tui.core.index.built import Built
-from aide_tui.core.index.gcpause import gc_paused
 from aide_tui.core.index.local_writer import build_segment
 from aide_tui.core.index.reading import BatchNotes, read_batch
 from aide_tui.core.index.scan import FileEntry, Scanner

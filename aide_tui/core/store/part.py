@@ -152,7 +152,7 @@ class Field:
         if not counts.any():
             return np.zeros(0, np.int64), np.zeros(0, np.float32), counts
         docs = np.concatenate([self._doc.rows(lo, hi) for lo, hi in bounds]).astype(np.int64)
-        if (int(docs.min()) < 0 or int(docs.max()) >= self.n_docs):
+        if int(docs.min()) < 0 or int(docs.max()) >= self.n_docs:
             raise self.files.bad("postings point outside the segment")
         tfs = np.concatenate([self._tf.rows(lo, hi) for lo, hi in bounds]).astype(np.float32)
         return docs, tfs, counts

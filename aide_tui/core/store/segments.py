@@ -38,6 +38,7 @@ import numpy as np
 
 from aide_tui.core.bm25 import DocTerms, concat
 from aide_tui.core.errors import IndexCorrupt, IndexMissing
+from aide_tui.core.gcpause import gc_paused
 from aide_tui.core.model import Chunk
 from aide_tui.core.paths import MANIFEST
 from aide_tui.core.safeio import UnsafeFile, read_bounded
@@ -307,7 +308,8 @@ def read_manifest(index_dir: Path) -> Manifest:
         raise IndexCorrupt(f"index manifest cannot be trusted ({exc}); rebuilding") from None
     except OSError as exc:
         raise IndexCorrupt(f"cannot read {path}: {exc.strerror or exc}") from exc
-    manifest = parse_manifest(raw)
+    with gc_paused():  # thousands of containers, no cycle: each collection would walk the heap
+        manifest = parse_manifest(raw)
     if key is not None:
         _parsed.clear()
         _parsed[str(path)] = (key, manifest)

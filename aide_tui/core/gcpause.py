@@ -12,6 +12,10 @@ of objects that live until the next version, and each generation-2 collection wa
 which collections skip. An old version is freed by reference counting when the next replaces it (it
 holds no reference cycle); what other cycles leave frozen is freed by every eighth call, which
 unfreezes everything first and walks the whole heap (a few hundred ms in the app).
+
+A one-shot command (``search``, ``defs``, ``ask`` without a host) loads a version, answers and exits:
+it loads and answers with collection paused and :func:`freeze_loaded` keeps the version out of later
+walks without a collection (about 30 ms of a 0.5 s one-shot search on the monorepo benchmark).
 """
 
 from __future__ import annotations
@@ -48,6 +52,12 @@ def gc_paused() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _was_enabled:
                 gc.enable()
+
+
+def freeze_loaded() -> None:
+    """Keep everything alive now out of later collections' walks, without collecting first: for a
+    short-lived process after its one load (what the load left in cycles lives until exit)."""
+    gc.freeze()
 
 
 def freeze_heap() -> None:
