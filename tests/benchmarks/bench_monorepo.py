@@ -719,13 +719,13 @@ class Bench:
                     f"serve warm search ({mode}, {len(times)} requests)",
                     f"p50 {d[mode]['p50_ms']} ms, p95 {d[mode]['p95_ms']} ms, max {d[mode]['max_ms']} ms",
                 )
+            if "app" in self.chosen:  # the rows the app must paint, from the same index, before the edits
+                d["expected_rows"] = self.expected_rows(http)  # (after them it still holds the edited file)
             d["edit_visible_s"] = self.edit_visible(http)
             self.row(
                 "serve: edit -> searchable",
                 f"{d['edit_visible_s']} s (median {r(med(d['edit_visible_s']), 2)})",
             )
-            if "app" in self.chosen:  # the rows the app must paint, from the same index
-                d["expected_rows"] = self.expected_rows(http)
             time.sleep(self.args.idle)
             d["idle"] = tree_memory(proc.pid)
             self.row(
