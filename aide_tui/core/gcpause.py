@@ -15,7 +15,7 @@ unfreezes everything first and walks the whole heap (a few hundred ms in the app
 
 A one-shot command (``search``, ``defs``, ``ask`` without a host) loads a version, answers and exits:
 it loads and answers with collection paused and :func:`freeze_loaded` keeps the version out of later
-walks without a collection (about 30 ms of a 0.5 s one-shot search on the monorepo benchmark).
+walks without a collection (20–25 ms of a 0.5 s one-shot search on the monorepo benchmark).
 """
 
 from __future__ import annotations
