@@ -69,4 +69,3 @@ class PathIndex(Mapping[str, set[str]]):
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and (key in self._names or key in self._under)
-
