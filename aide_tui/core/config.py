@@ -76,6 +76,7 @@ class SearchSettings:
     path_weight: float = 0.5
     piece_weight: float = 0.25  # BM25 over function-sized pieces, a chunk ranked by its best piece
     phrase_weight: float = 2.0  # chunks containing the query's "double-quoted" spans verbatim
+    message_weight: float = 4.0  # an error line's message ("ValueError: ..."): chunks holding most of it
     name_weight: float = 0.5  # prose queries: BM25 name field (words naming a function the chunk defines)
     best_piece: str = "piece"  # the piece a hit's best line follows: piece (BM25 piece, else dense) | dense
     test_weight: float = 0.5  # score factor for test files unless the query mentions tests
@@ -250,7 +251,7 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("search", "per_file_cap"): (0, 10_000, True),
     **{
         ("search", f"{name}_weight"): _WEIGHT
-        for name in ("bm25", "dense", "static", "symbol", "path", "piece", "phrase", "test")
+        for name in ("bm25", "dense", "static", "symbol", "path", "piece", "phrase", "message", "test")
     },
     **{
         ("search", name): _WEIGHT

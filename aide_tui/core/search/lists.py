@@ -16,6 +16,7 @@ from aide_tui.core.tokens import STOPWORDS, identifiers
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
 MAX_SYMBOL_DEFS = 8  # a name defined in more chunks than this says little about where to look
 QUOTED = re.compile(r'"([^"]{2,200})"')
+_WORD = re.compile(r"\w+")
 _FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
 _BACKTICKED = re.compile(r"`([^`]{1,80})`")
 _COMMIT_SCOPE = re.compile(r"^\s*\w+\(([\w./-]{2,40})\)!?:")
@@ -235,3 +236,21 @@ def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
     hits = [k for k in r.positive() if all(p in r.chunk(k).text.lower() for p in phrases)]
     hits.sort(key=lambda k: (-r.score(k), r.order(k)))
     return hits[:limit]
+
+
+def message_list(r: Retrieval[K], message: str, pool: Iterable[K], limit: int) -> list[K]:
+    """The chunks of ``pool`` holding the most of an error message's word trigrams verbatim (any case,
+    punctuation aside): a value the program filled into the message breaks only the trigrams around
+    it. Ties keep the pool's order."""
+    words = _WORD.findall(message.lower())
+    grams = set(zip(words, words[1:], words[2:], strict=False))
+    if not grams:
+        return []
+    hits = []
+    for i, k in enumerate(pool):
+        text = _WORD.findall(r.chunk(k).text.lower())
+        held = len(grams.intersection(zip(text, text[1:], text[2:], strict=False)))
+        if held:
+            hits.append((-held, i, k))
+    hits.sort(key=lambda h: h[:2])
+    return [k for _, _, k in hits[:limit]]

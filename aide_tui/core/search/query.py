@@ -29,6 +29,8 @@ _HEADING = re.compile(r"(?:^|\s)(?:#{1,6}\s|\*\*[A-Z][^*]{0,60}\*\*|```|Tracebac
 _ERROR_LINE = re.compile(
     r"\b([A-Z]\w*(?:Error|Exception|Warning)): ([^`\n]{3,160}?)(?=\s{2}|\s*```|\s+File \"|\s\*\*|\s#|$)"
 )
+_ERROR_QUERY = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning)\s*:\s+(\S.*?)\s*$", re.S)
+MESSAGE_WORDS = 3  # an error line's message needs this many words to be looked for verbatim
 CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")  # an identifier, not a word
 
 
@@ -117,3 +119,13 @@ def analyze(text: str) -> QueryParts:
             names[f.func] += 1
     parts.names = Counter({n: c for n, c in names.items() if len(n) >= 3 and n.lower() not in STOPWORDS})
     return parts
+
+
+def error_message(text: str) -> str | None:
+    """The message of a query pasted from an error line (``ValueError: invalid literal for int()``), when
+    it has at least ``MESSAGE_WORDS`` words (None otherwise): what a developer greps for to find where
+    it is raised."""
+    m = _ERROR_QUERY.match(text)
+    if m is None or len(re.findall(r"\w+", m.group(1))) < MESSAGE_WORDS:
+        return None
+    return m.group(1)

@@ -25,7 +25,7 @@ from aide_tui.core.search import graphrank as G
 from aide_tui.core.search import lists as L
 from aide_tui.core.search.filters import ParsedQuery
 from aide_tui.core.search.fuse import Fused, rrf
-from aide_tui.core.search.query import CODE_LIKE, LONG_QUERY_TERMS, QueryParts, analyze
+from aide_tui.core.search.query import CODE_LIKE, LONG_QUERY_TERMS, QueryParts, analyze, error_message
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import Key, Retrieval, Retriever, SymbolGraph, TermStats
 from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
@@ -37,6 +37,7 @@ PROSE_PATH_FACTOR = 0.0
 LIST_ORDER = (
     "bm25",
     "phrase",
+    "message",
     "piece",
     "symbol",
     "path",
@@ -46,7 +47,7 @@ LIST_ORDER = (
 PREFIX_CAP = 32  # completions of a partly typed word, the most frequent in the index
 PREFIX_WEIGHT = 0.5  # BM25 weight of the most frequent completion (an exact term weighs 1)
 COMPLETED_NAMES = 3  # completions of a partly typed word whose definitions join the symbol list
-LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase")
+LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase", "message")
 # builtin models whose similarities no_match_floor was calibrated on (the public eval's queries vs
 # random strings, docs/quality.md "No results")
 CALIBRATED_MODELS = ("all-MiniLM-L6-v2",)
@@ -180,7 +181,7 @@ def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: 
     """RRF weight of each ranked list for this kind of query."""
     w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
          "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight,
-         "static": s.static_weight}  # fmt: skip
+         "message": s.message_weight, "static": s.static_weight}  # fmt: skip
     if long:
         w.update(symbol=s.long_symbol_weight, path=s.mention_weight, phrase=s.long_phrase_weight,
                  dense=s.long_dense_weight, static=s.long_static_weight)  # fmt: skip
@@ -238,10 +239,7 @@ def rank(
                 degraded = None  # the static tier alone was asked for, and it answers
     q.fetch(k for keys in found.values() for k in keys)
     if mode in ("hybrid", "bm25"):
-        # in a pasted text only the prose's quotes are phrases (not code, not traceback file names)
-        found["phrase"] = L.phrase_list(
-            q, parts.prose_without_frames() if parts.long else parsed.text, s.top_n
-        )
+        _verbatim_lists(q, parsed.text, parts, s.top_n, found)
     if mode == "hybrid" and closest is not None and not any(found.get(name) for name in LEXICAL_LISTS):
         # only the dense list: it holds nothing close, or the query's words read as no words of this code
         why = far_from_everything(*closest) or nonsense(parsed.text, retriever.term_stats, *closest)
@@ -389,6 +387,19 @@ def _lexical_lists(
     return explicit
 
 
+def _verbatim_lists(
+    q: Retrieval[Any], text: str, parts: QueryParts, n: int, found: dict[str, list[Key]]
+) -> None:
+    """Add the lists of text the query quotes: its "double-quoted" phrases (in a pasted text only the
+    prose's: not code, not traceback file names) and a pasted error line's message, looked for among
+    the BM25 lists' chunks (where it is raised)."""
+    found["phrase"] = L.phrase_list(q, parts.prose_without_frames() if parts.long else text, n)
+    message = None if parts.long else error_message(text)
+    if message is not None:
+        pool = dict.fromkeys([*found.get("bm25", ()), *found.get("piece", ())])
+        found["message"] = L.message_list(q, message, pool, n)
+
+
 Closest = tuple[float | None, float | None]  # the best dense similarity, and the model's floor
 
 
@@ -514,7 +525,7 @@ def _hit(q: Retrieval[Any], f: Fused, terms: list[str], span: tuple[int, int] | 
     """The result row of fused item ``f``."""
     c = q.chunk(f.doc)
     ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-    for extra in ("symbol", "path", "piece", "phrase", "hop", "source", "static"):
+    for extra in ("symbol", "path", "piece", "phrase", "message", "hop", "source", "static"):
         if extra in f.ranks:
             ranks[extra] = f.ranks[extra]
     return Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text,

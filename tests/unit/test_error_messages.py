@@ -1,0 +1,98 @@
+"""A pasted error line ("ValueError: ...") finds where it is raised: the message is looked for verbatim
+among the keyword lists' chunks, a value the program filled in breaking only the words around it.
+
+Every test indexes real files on disk and asserts what the search returns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write_workspace
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.search.query import error_message
+from aide_tui.core.search.searcher import Searcher
+
+FILES = {
+    "pkg/align.py": """
+        def align(frame, spindle, log, retries=3):
+            log.debug("aligning %s", spindle.name)
+            for attempt in range(retries):
+                frame.reset()
+                offset = frame.measure() - spindle.measure()
+                if abs(offset) < frame.tolerance:
+                    break
+                log.info("attempt %d: offset %.3f", attempt, offset)
+                frame.shift(-offset)
+            else:
+                raise ValueError("the spindle could not be aligned with the frame")
+            if spindle.name in frame.taken:
+                raise ValueError(f"spindle {spindle.name} is already mounted on this frame")
+            log.debug("mounting %s", spindle.name)
+            return frame.mount(spindle)
+    """,
+    # the message's words, many times over in a short chunk: what BM25 alone puts first
+    "pkg/checks.py": """
+        def spindle_fits(spindle, frame):
+            # Could the spindle be aligned with the frame? The frame could align a spindle, a
+            # spindle could align with a frame; a ValueError says the spindle could not.
+            try:
+                return frame.aligned(spindle) and spindle.aligned(frame)
+            except ValueError:
+                return False
+    """,
+    "docs/spindles.md": """
+        # Spindles and frames
+
+        A spindle must be aligned with the frame before it is mounted on the frame. A spindle that
+        could not be aligned is refused: align the spindle with the frame, then mount the spindle.
+    """,
+}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    write_workspace(ws, FILES)
+    Indexer(ws, load_settings(ws, {"embedding": {"backend": "none"}})).run()
+    return ws
+
+
+def _first(root: Path, query: str, **search: object) -> tuple[str, int, dict[str, int | None]]:
+    settings = load_settings(root, {"embedding": {"backend": "none"}, "search": search})
+    hit = Searcher(root, settings).search(query, limit=5, mode="bm25").results[0]
+    return hit.path, hit.start_line, hit.ranks
+
+
+def test_the_raising_line_comes_first_and_keyword_ranking_alone_does_not_put_it_there(root: Path) -> None:
+    query = "ValueError: the spindle could not be aligned with the frame"
+    path, _, ranks = _first(root, query)
+    assert path == "pkg/align.py" and ranks.get("message") == 1
+    assert _first(root, query, message_weight=0)[0] != "pkg/align.py"  # the lever is what moves it
+
+
+def test_a_message_with_a_value_filled_in_still_finds_its_format_string(root: Path) -> None:
+    path, _, ranks = _first(root, "ValueError: spindle left_7 is already mounted on this frame")
+    assert path == "pkg/align.py" and ranks.get("message") == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ValueError: the spindle could not be aligned", "the spindle could not be aligned"),
+        (
+            "django.core.exceptions.ValidationError: Enter a valid email address.",
+            "Enter a valid email address.",
+        ),
+        ("TypeError: x.map is not a function", "x.map is not a function"),
+        ("UserWarning: this will go away soon", "this will go away soon"),
+        ("ValueError: bad value", None),  # two words: what BM25 and the symbol list are for
+        ("fix: remove dead code", None),  # a commit subject, not an error
+        ("Error handling: how are retries done", None),  # prose that merely starts with a word
+    ],
+)
+def test_which_queries_read_as_an_error_line(text: str, message: str | None) -> None:
+    assert error_message(text) == message
