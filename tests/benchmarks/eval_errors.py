@@ -7,13 +7,13 @@
 Queries are what a terminal shows: ``ValueError: the message`` for Python's ``raise X("...")`` and
 JavaScript/TypeScript's ``throw new X("...")``, taken from the workspace's own source (tests, docs and
 vendored folders skipped). Only messages of at least four words that occur once in the workspace are
-kept, so each has exactly one right place (raising lines over 400 characters, bundled code, are left
-out). A message with a placeholder (``%s``, ``{name}``, ``${x}``)
-is pasted as the program would print it, the placeholder filled with ``example_value``. The target is
-the raising line: a hit is right when its chunk covers that line (chunk MRR@10, Hit@1, Hit@10) and a
-file is right when it is the raising file (file MRR@10). Rows: per package, tune (``--tune``) and
-held-out (the rest). In process, through ``Searcher`` (the CLI's ranking), with ``--embedder static``
-for hybrid. A script, not a test.
+kept, so each has exactly one right place; raising lines over 400 characters (bundled code) and files
+the index left out (generated, over the size cap) are not queries. A message with a placeholder
+(``%s``, ``{name}``, ``${x}``) is pasted as the program would print it, the placeholder filled with
+``example_value``. The target is the raising line: a hit is right when its chunk covers that line
+(chunk MRR@10, Hit@1, Hit@10) and a file is right when it is the raising file (file MRR@10). Rows:
+per package, tune (``--tune``) and held-out (the rest). In process, through ``Searcher`` (the CLI's
+ranking), with ``--embedder static`` for hybrid. A script, not a test.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 PY_RAISE = re.compile(
     r"""raise\s+([A-Z]\w*(?:Error|Exception|Warning))\(\s*[fbr]?(["'])((?:(?!\2).){12,200})\2"""
 )
-JS_THROW = re.compile(r"""throw\s+new\s+([A-Z]\w*Error)\(\s*([`"'])((?:(?!\2).){12,200})\2""")
+JS_THROW = re.compile(r"""throw\s+new\s+((?:[A-Z]\w*)?Error)\(\s*([`"'])((?:(?!\2).){12,200})\2""")
 PLACEHOLDER = re.compile(
     r"%[-#0 +]*\d*(?:\.\d+)?[sdrfxi]|%\([^)]*\)[sdrfxi]|\{[^{}]{0,40}\}|\$\{[^{}]{0,40}\}"
 )
@@ -114,9 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="per-query ranks to this file")
     a = p.parse_args(argv)
     from aide_tui.core.config import load_settings
+    from aide_tui.core.paths import index_dir_for
     from aide_tui.core.search.searcher import Searcher
+    from aide_tui.core.store.segments import read_manifest
 
-    queries = collect(a.root, a.max_per_package, a.seed)
+    indexed = read_manifest(index_dir_for(a.root)).files  # a bundled file the index left out: no target
+    queries = [q for q in collect(a.root, a.max_per_package, a.seed) if q["path"] in indexed]
     search: dict[str, object] = {}
     for kv in a.set:
         key, _, value = kv.partition("=")

@@ -89,6 +89,9 @@ def test_a_message_with_a_value_filled_in_still_finds_its_format_string(root: Pa
         ),
         ("TypeError: x.map is not a function", "x.map is not a function"),
         ("UserWarning: this will go away soon", "this will go away soon"),
+        ("Error: Cannot find module './config'", "Cannot find module './config'"),  # throw new Error
+        ("Uncaught TypeError: Cannot read properties of undefined", "Cannot read properties of undefined"),
+        ('Exception in thread "main" java.lang.IllegalStateException: queue is full', "queue is full"),
         ("ValueError: bad value", None),  # two words: what BM25 and the symbol list are for
         ("fix: remove dead code", None),  # a commit subject, not an error
         ("Error handling: how are retries done", None),  # prose that merely starts with a word

@@ -29,7 +29,11 @@ _HEADING = re.compile(r"(?:^|\s)(?:#{1,6}\s|\*\*[A-Z][^*]{0,60}\*\*|```|Tracebac
 _ERROR_LINE = re.compile(
     r"\b([A-Z]\w*(?:Error|Exception|Warning)): ([^`\n]{3,160}?)(?=\s{2}|\s*```|\s+File \"|\s\*\*|\s#|$)"
 )
-_ERROR_QUERY = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning)\s*:\s+(\S.*?)\s*$", re.S)
+_ERROR_QUERY = re.compile(
+    r"^\s*(?:Uncaught\s+|Exception in thread \"[^\"]{1,80}\"\s+)?"  # how JS and Java print it
+    r"(?:[\w.$]+\.)?(?:[A-Z]\w*)?(?:Error|Exception|Warning)\s*:\s+(\S.*?)\s*$",
+    re.S,
+)
 MESSAGE_WORDS = 3  # an error line's message needs this many words to be looked for verbatim
 CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")  # an identifier, not a word
 
