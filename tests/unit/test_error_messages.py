@@ -74,6 +74,19 @@ def test_the_raising_line_comes_first_and_keyword_ranking_alone_does_not_put_it_
     assert _first(root, query, message_weight=0)[0] != "pkg/align.py"  # the lever is what moves it
 
 
+def test_the_row_and_the_preview_say_the_hit_holds_the_error_message(root: Path) -> None:
+    from aide_tui.tui.widgets.preview import why
+    from aide_tui.tui.widgets.results import rank_tags
+
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    searcher = Searcher(root, settings)
+    query = "ValueError: the spindle could not be aligned with the frame"
+    hit = searcher.search(query, mode="bm25").results[0]
+    assert hit.path == "pkg/align.py" and "error message #1" in why(hit) and "M1" in rank_tags(hit).split()
+    prose = searcher.search("the spindle could not be aligned with the frame", mode="bm25").results
+    assert prose and not any("error message" in why(h) for h in prose)  # not an error line: no such list
+
+
 def test_a_message_with_a_value_filled_in_still_finds_its_format_string(root: Path) -> None:
     path, _, ranks = _first(root, "ValueError: spindle left_7 is already mounted on this frame")
     assert path == "pkg/align.py" and ranks.get("message") == 1

@@ -119,7 +119,7 @@ def preview_key(hit: Hit) -> tuple[str, int, int, tuple[str, ...]]:
 
 
 def why(hit: Hit) -> str:
-    """Why the hit matched: terms, symbol/path hit and dense rank."""
+    """Why the hit matched: terms, symbol/path hit, a quoted phrase or a pasted error message, dense rank."""
     parts = []
     terms = hit.matched_terms()
     if terms:
@@ -128,6 +128,10 @@ def why(hit: Hit) -> str:
         parts.append("symbol hit")
     if hit.ranks.get("path"):
         parts.append("path match")
+    if hit.ranks.get("phrase"):
+        parts.append("quoted phrase")
+    if hit.ranks.get("message"):
+        parts.append(f"error message #{hit.ranks['message']}")
     if hit.ranks.get("dense"):
         parts.append(f"dense #{hit.ranks['dense']}")
     return " · ".join(parts)
