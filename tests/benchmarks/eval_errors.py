@@ -38,11 +38,31 @@ PLACEHOLDER = re.compile(
 SKIP_DIR = re.compile(
     r"(^|/)(tests?|testing|docs?|examples?|vendor|node_modules|third_party|build|dist)(/|$)"
 )
+PY_LOG = re.compile(
+    r"""\b(?:log|logger|LOG|LOGGER|logging|_log|_logger)\.(debug|info|warning|warn|error|exception|critical)"""
+    r"""\(\s*[fbr]?(["'])((?:(?!\2).){12,200})\2"""
+)
+LOG_FORMS = ("{level}:{logger}:{msg}", "2024-05-01 12:00:03,123 {level} {msg}", "[{level}] {msg}")
 MAX_LINE = 400  # a raising line longer than this is bundled or minified code: not a query
 EXTS = {".py": PY_RAISE, ".js": JS_THROW, ".mjs": JS_THROW, ".ts": JS_THROW}
 
 
-def collect(root: Path, max_per_package: int, seed: int) -> list[dict[str, object]]:
+def _sites(rel: str, text: str, rx: re.Pattern[str], kind: str) -> list[tuple[re.Match[str], str]]:
+    """(match, query with ``{msg}`` for the message) of each raise, or each Python log call, of a file."""
+    if kind == "raise":
+        return [(m, f"{m.group(1)}: {{msg}}") for m in rx.finditer(text)]
+    if rx is not PY_RAISE:
+        return []
+    logger = rel.split("/", 1)[-1].rsplit(".", 1)[0].replace("/", ".")  # the module, as __name__ names it
+    out = []
+    for k, m in enumerate(PY_LOG.finditer(text)):  # as logging's default and two common formats print it
+        level = {"warn": "WARNING", "exception": "ERROR"}.get(m.group(1), m.group(1).upper())
+        form = LOG_FORMS[k % len(LOG_FORMS)].replace("{level}", level).replace("{logger}", logger)
+        out.append((m, form))
+    return out
+
+
+def collect(root: Path, max_per_package: int, seed: int, kind: str = "raise") -> list[dict[str, object]]:
     """The labeled queries of the workspace (each package's first-level folder is its name)."""
     found: list[dict[str, object]] = []
     counts: Counter[str] = Counter()
@@ -55,7 +75,7 @@ def collect(root: Path, max_per_package: int, seed: int) -> list[dict[str, objec
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        for m in rx.finditer(text):
+        for m, form in _sites(rel, text, rx, kind):
             msg = m.group(3)
             counts[msg.lower()] += 1
             if "\\" in msg or len(re.findall(r"[A-Za-z]{2,}", PLACEHOLDER.sub(" ", msg))) < 4:
@@ -70,7 +90,7 @@ def collect(root: Path, max_per_package: int, seed: int) -> list[dict[str, objec
                     "path": rel,
                     "line": line,
                     "message": msg,
-                    "query": f"{m.group(1)}: {shown}",
+                    "query": form.replace("{msg}", shown),
                 }
             )
     once = [q for q in found if counts[str(q["message"]).lower()] == 1]
@@ -109,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tune", default="", help="packages of the tune split, comma-separated")
     p.add_argument("--modes", default="bm25,hybrid")
     p.add_argument("--set", action="append", default=[], help="search.KEY=VALUE (a ranking setting)")
+    p.add_argument("--kind", choices=["raise", "log"], default="raise", help="raise/throw sites or log calls")
     p.add_argument("--max-per-package", type=int, default=60)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", help="per-query ranks to this file")
@@ -119,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     from aide_tui.core.store.segments import read_manifest
 
     indexed = read_manifest(index_dir_for(a.root)).files  # a bundled file the index left out: no target
-    queries = [q for q in collect(a.root, a.max_per_package, a.seed) if q["path"] in indexed]
+    queries = [q for q in collect(a.root, a.max_per_package, a.seed, a.kind) if q["path"] in indexed]
     search: dict[str, object] = {}
     for kv in a.set:
         key, _, value = kv.partition("=")

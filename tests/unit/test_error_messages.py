@@ -44,6 +44,29 @@ FILES = {
             except ValueError:
                 return False
     """,
+    "pkg/cache.py": """
+        import logging
+
+        log = logging.getLogger(__name__)
+
+
+        def refresh(cache, spindles):
+            if cache.stale():
+                log.warning("the spindle cache is stale, rebuilding it now")
+                cache.rebuild(spindles)
+            return cache
+    """,
+    # dates and times, the digits a pasted log line starts with
+    "pkg/schedule.py": """
+        WINDOWS = [
+            ("2024-05-01", "12:00:03", 123), ("2024-05-01", "12:00:05", 125),
+            ("2024-05-02", "12:00:03", 123), ("2024-05-03", "12:01:03", 123),
+        ]
+
+
+        def next_window(now):
+            return min(w for w in WINDOWS if w > now)
+    """,
     "docs/spindles.md": """
         # Spindles and frames
 
@@ -92,6 +115,17 @@ def test_a_message_with_a_value_filled_in_still_finds_its_format_string(root: Pa
     assert path == "pkg/align.py" and ranks.get("message") == 1
 
 
+def test_a_pasted_log_line_finds_its_log_call_whatever_its_date(root: Path) -> None:
+    for line in (
+        "2024-05-01 12:00:03,123 WARNING the spindle cache is stale, rebuilding it now",
+        "WARNING:pkg.cache:the spindle cache is stale, rebuilding it now",
+        "[WARNING] the spindle cache is stale, rebuilding it now",
+    ):
+        path, _, ranks = _first(root, line)
+        assert path == "pkg/cache.py" and ranks.get("message") == 1, line
+        assert ranks.get("bm25") == 1, line  # the date's digits are not looked for (schedule.py has them)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -105,6 +139,12 @@ def test_a_message_with_a_value_filled_in_still_finds_its_format_string(root: Pa
         ("Error: Cannot find module './config'", "Cannot find module './config'"),  # throw new Error
         ("Uncaught TypeError: Cannot read properties of undefined", "Cannot read properties of undefined"),
         ('Exception in thread "main" java.lang.IllegalStateException: queue is full', "queue is full"),
+        ("WARNING:django.request:Not Found: /favicon.ico", "Not Found: /favicon.ico"),
+        ("2024-05-01T12:00:03Z ERROR cannot reach the database", "cannot reach the database"),
+        ("[INFO] starting the scheduler loop", "starting the scheduler loop"),
+        ("error[E0425]: cannot find value `x` in this scope", "cannot find value `x` in this scope"),
+        ("fatal: not a git repository", "not a git repository"),
+        ("error handling in the parser", None),  # prose: a lower-case level needs its colon
         ("ValueError: bad value", None),  # two words: what BM25 and the symbol list are for
         ("fix: remove dead code", None),  # a commit subject, not an error
         ("Error handling: how are retries done", None),  # prose that merely starts with a word

@@ -34,6 +34,14 @@ _ERROR_QUERY = re.compile(
     r"(?:[\w.$]+\.)?(?:[A-Z]\w*)?(?:Error|Exception|Warning)\s*:\s+(\S.*?)\s*$",
     re.S,
 )
+_TIMESTAMP = re.compile(r"^\s*\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
+_LOG_QUERY = re.compile(
+    r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s+)?"  # a timestamp
+    r"(?:\[\s*)?(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE)(?:\s*\])?"  # the level
+    r"(?::[\w.]+:|\s*:|\s)\s*(\S.*?)\s*$"  # logging's default "LEVEL:logger:message", or the message
+    r"|^\s*(?:error|warning|fatal|panic)(?:\[\w+\])?:\s+(\S.*?)\s*$",  # a compiler's or a CLI's own
+    re.S,
+)
 MESSAGE_WORDS = 3  # an error line's message needs this many words to be looked for verbatim
 CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")  # an identifier, not a word
 
@@ -126,10 +134,17 @@ def analyze(text: str) -> QueryParts:
 
 
 def error_message(text: str) -> str | None:
-    """The message of a query pasted from an error line (``ValueError: invalid literal for int()``), when
-    it has at least ``MESSAGE_WORDS`` words (None otherwise): what a developer greps for to find where
-    it is raised."""
-    m = _ERROR_QUERY.match(text)
-    if m is None or len(re.findall(r"\w+", m.group(1))) < MESSAGE_WORDS:
+    """The message of a query pasted from an error line (``ValueError: invalid literal for int()``) or a
+    log line (``WARNING:app.db:retrying the connection``, ``2024-05-01 12:00:03 ERROR ...``, ``error:
+    ...``), when it has at least ``MESSAGE_WORDS`` words (None otherwise): what a developer greps for
+    to find where it is raised or logged."""
+    m = _ERROR_QUERY.match(text) or _LOG_QUERY.match(text)
+    message = None if m is None else next((g for g in m.groups() if g), None)
+    if message is None or len(re.findall(r"\w+", message)) < MESSAGE_WORDS:
         return None
-    return m.group(1)
+    return message
+
+
+def without_timestamp(text: str) -> str:
+    """A pasted log line without its leading date and time (their digits are no words of the code)."""
+    return _TIMESTAMP.sub("", text, count=1)

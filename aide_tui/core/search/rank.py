@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -25,7 +25,14 @@ from aide_tui.core.search import graphrank as G
 from aide_tui.core.search import lists as L
 from aide_tui.core.search.filters import ParsedQuery
 from aide_tui.core.search.fuse import Fused, rrf
-from aide_tui.core.search.query import CODE_LIKE, LONG_QUERY_TERMS, QueryParts, analyze, error_message
+from aide_tui.core.search.query import (
+    CODE_LIKE,
+    LONG_QUERY_TERMS,
+    QueryParts,
+    analyze,
+    error_message,
+    without_timestamp,
+)
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import Key, Retrieval, Retriever, SymbolGraph, TermStats
 from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
@@ -203,6 +210,7 @@ def rank(
 ) -> Ranked:
     """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``; ``partial``: the
     word being typed, completed over the index's vocabulary (see :func:`completions`)."""
+    parsed = _without_log_time(parsed)
     parts = analyze(parsed.text)
     code_like = L.looks_like_code(parsed.text)
     terms, weights = query_terms(retriever.term_stats, parsed.text, parts.title, s.title_weight)
@@ -385,6 +393,14 @@ def _lexical_lists(
         return False
     found["path"], explicit = L.path_list(q, text, retriever.path_parts, n, L.looks_like_code(text))
     return explicit
+
+
+def _without_log_time(parsed: ParsedQuery) -> ParsedQuery:
+    """A pasted log line without its date and time (no word of the code; their digits pulled chunks of
+    numbers into the BM25 list); any other query as it is."""
+    if error_message(parsed.text) is None:
+        return parsed
+    return replace(parsed, text=without_timestamp(parsed.text))
 
 
 def _verbatim_lists(
