@@ -77,6 +77,7 @@ class SearchSettings:
     piece_weight: float = 0.25  # BM25 over function-sized pieces, a chunk ranked by its best piece
     phrase_weight: float = 2.0  # chunks containing the query's "double-quoted" spans verbatim
     message_weight: float = 4.0  # an error line's message ("ValueError: ..."): chunks holding most of it
+    line_weight: float = 4.0  # a place the query names ("pkg/mod.py:12", a traceback frame): its chunk
     name_weight: float = 0.5  # prose queries: BM25 name field (words naming a function the chunk defines)
     best_piece: str = "piece"  # the piece a hit's best line follows: piece (BM25 piece, else dense) | dense
     test_weight: float = 0.5  # score factor for test files unless the query mentions tests
@@ -251,7 +252,8 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("search", "per_file_cap"): (0, 10_000, True),
     **{
         ("search", f"{name}_weight"): _WEIGHT
-        for name in ("bm25", "dense", "static", "symbol", "path", "piece", "phrase", "message", "test")
+        for name in ("bm25", "dense", "static", "symbol", "path", "piece", "phrase", "message", "line")
+        + ("test",)
     },
     **{
         ("search", name): _WEIGHT

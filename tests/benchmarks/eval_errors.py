@@ -62,6 +62,26 @@ def _sites(rel: str, text: str, rx: re.Pattern[str], kind: str) -> list[tuple[re
     return out
 
 
+_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
+
+
+def _places(rel: str, text: str, rng: random.Random) -> list[dict[str, object]]:
+    """A few lines inside the file's Python functions, as a traceback frame names them, and as
+    ``path:line`` (the path as an installed package has it: the package's own folder dropped)."""
+    defs = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _DEF.finditer(text)]
+    inner = rel.split("/", 1)[-1]
+    out = []
+    for line, func in rng.sample(defs, min(2, len(defs))):
+        at = line + rng.randint(1, 4)  # a line of the body, as a frame points at
+        if at > text.count("\n"):
+            continue
+        query = (f'File "/usr/lib/python3.11/site-packages/{inner}", line {at}, in {func}'
+                 if len(out) % 2 == 0 else f"{inner}:{at}")  # fmt: skip
+        out.append({"package": rel.split("/", 1)[0], "path": rel, "line": at, "message": f"{rel}:{at}",
+                    "query": query})  # fmt: skip
+    return out
+
+
 def collect(root: Path, max_per_package: int, seed: int, kind: str = "raise") -> list[dict[str, object]]:
     """The labeled queries of the workspace (each package's first-level folder is its name)."""
     found: list[dict[str, object]] = []
@@ -74,6 +94,10 @@ def collect(root: Path, max_per_package: int, seed: int, kind: str = "raise") ->
         try:
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError):
+            continue
+        if kind == "place":
+            if path.suffix == ".py":
+                found.extend(_places(rel, text, random.Random(f"{seed}:{rel}")))
             continue
         for m, form in _sites(rel, text, rx, kind):
             msg = m.group(3)
@@ -93,7 +117,7 @@ def collect(root: Path, max_per_package: int, seed: int, kind: str = "raise") ->
                     "query": form.replace("{msg}", shown),
                 }
             )
-    once = [q for q in found if counts[str(q["message"]).lower()] == 1]
+    once = [q for q in found if counts[str(q["message"]).lower()] == 1 or kind == "place"]
     by_pkg: dict[str, list[dict[str, object]]] = defaultdict(list)
     for q in once:
         by_pkg[str(q["package"])].append(q)
@@ -129,7 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tune", default="", help="packages of the tune split, comma-separated")
     p.add_argument("--modes", default="bm25,hybrid")
     p.add_argument("--set", action="append", default=[], help="search.KEY=VALUE (a ranking setting)")
-    p.add_argument("--kind", choices=["raise", "log"], default="raise", help="raise/throw sites or log calls")
+    p.add_argument(
+        "--kind",
+        choices=["raise", "log", "place"],
+        default="raise",
+        help="raise/throw sites, log calls, or lines named as a frame or path:line",
+    )
     p.add_argument("--max-per-package", type=int, default=60)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", help="per-query ranks to this file")

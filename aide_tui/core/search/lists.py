@@ -7,9 +7,9 @@ or files the query points at is decided here, the store only looks them up.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from aide_tui.core.search.query import CODE_LIKE, QueryParts
+from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts
 from aide_tui.core.search.retriever import Candidate, K, Retrieval
 from aide_tui.core.tokens import STOPWORDS, identifiers
 
@@ -254,3 +254,24 @@ def message_list(r: Retrieval[K], message: str, pool: Iterable[K], limit: int) -
             hits.append((-held, i, k))
     hits.sort(key=lambda h: h[:2])
     return [k for _, _, k in hits[:limit]]
+
+
+def location_list(
+    r: Retrieval[K], places: Sequence[Frame], path_parts: Mapping[str, Iterable[str]], limit: int
+) -> list[K]:
+    """The chunk holding each place's line (``File "x.py", line 12``, ``x.py:12``) in the indexed files its
+    path names, the narrowest first, in the order written; a frame's function, when no chunk of the file
+    holds the line (the file changed since), names the chunk that defines it."""
+    out: list[K] = []
+    for place in places:
+        files = resolve_path(path_parts, place.path)
+        if not files or len(files) > 3:
+            continue
+        keys = r.all_in_files(files)
+        r.fetch(keys)
+        holding = [k for k in keys if r.chunk(k).start_line <= place.line <= r.chunk(k).end_line]
+        if not holding and place.func:
+            holding = [k for k in keys if _holds_frame(r.chunk(k), [(place.func, -1)])]
+        holding.sort(key=lambda k: (r.chunk(k).end_line - r.chunk(k).start_line, r.order(k)))  # type: ignore[arg-type, return-value]
+        out.extend(k for k in holding[:1] if k not in out)
+    return out[:limit]

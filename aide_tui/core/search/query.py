@@ -42,6 +42,7 @@ _LOG_QUERY = re.compile(
     r"|^\s*(?:error|warning|fatal|panic)(?:\[\w+\])?:\s+(\S.*?)\s*$",  # a compiler's or a CLI's own
     re.S,
 )
+MAX_LOCATIONS = 8  # frames or path:line places of a short query looked up (a pasted trace is a long text)
 MESSAGE_WORDS = 3  # an error line's message needs this many words to be looked for verbatim
 CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")  # an identifier, not a word
 
@@ -72,7 +73,7 @@ class QueryParts:
 
     def prose_without_frames(self) -> str:
         """The prose with traceback frames cut out (their quoted file names are not phrases)."""
-        return _FRAME.sub(" ", self.prose)
+        return without_frames(self.prose)
 
     def segments(self, max_chars: int = 1200) -> list[str]:
         """Texts to embed separately: the title, the prose, the code and error lines (non-empty, distinct)."""
@@ -148,3 +149,18 @@ def error_message(text: str) -> str | None:
 def without_timestamp(text: str) -> str:
     """A pasted log line without its leading date and time (their digits are no words of the code)."""
     return _TIMESTAMP.sub("", text, count=1)
+
+
+def locations(text: str) -> list[Frame]:
+    """The places a short query points at: a traceback frame (``File "pkg/mod.py", line 12, in run``), a
+    ``path:line`` as compilers, linters and JS stack traces print it (``src/app.ts:40:7``), in the order
+    written."""
+    found = [Frame(p, int(n), f) for p, n, f in _FRAME.findall(text)]
+    rest = _FRAME.sub(" ", text)
+    found.extend(Frame(m.group(1), int(m.group(2)), None) for m in _PATH_LINE.finditer(rest))
+    return found[:MAX_LOCATIONS]
+
+
+def without_frames(text: str) -> str:
+    """``text`` with its traceback frames cut out (a frame's quoted file name is not a phrase)."""
+    return _FRAME.sub(" ", text)

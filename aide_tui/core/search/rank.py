@@ -31,6 +31,8 @@ from aide_tui.core.search.query import (
     QueryParts,
     analyze,
     error_message,
+    locations,
+    without_frames,
     without_timestamp,
 )
 from aide_tui.core.search.response import Hit
@@ -45,6 +47,7 @@ LIST_ORDER = (
     "bm25",
     "phrase",
     "message",
+    "line",
     "piece",
     "symbol",
     "path",
@@ -54,7 +57,7 @@ LIST_ORDER = (
 PREFIX_CAP = 32  # completions of a partly typed word, the most frequent in the index
 PREFIX_WEIGHT = 0.5  # BM25 weight of the most frequent completion (an exact term weighs 1)
 COMPLETED_NAMES = 3  # completions of a partly typed word whose definitions join the symbol list
-LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase", "message")
+LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase", "message", "line")
 # builtin models whose similarities no_match_floor was calibrated on (the public eval's queries vs
 # random strings, docs/quality.md "No results")
 CALIBRATED_MODELS = ("all-MiniLM-L6-v2",)
@@ -188,7 +191,7 @@ def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: 
     """RRF weight of each ranked list for this kind of query."""
     w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
          "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight,
-         "message": s.message_weight, "static": s.static_weight}  # fmt: skip
+         "message": s.message_weight, "line": s.line_weight, "static": s.static_weight}  # fmt: skip
     if long:
         w.update(symbol=s.long_symbol_weight, path=s.mention_weight, phrase=s.long_phrase_weight,
                  dense=s.long_dense_weight, static=s.long_static_weight)  # fmt: skip
@@ -392,6 +395,9 @@ def _lexical_lists(
         found["path"] = L.mention_list(q, parts, retriever.path_parts, n)
         return False
     found["path"], explicit = L.path_list(q, text, retriever.path_parts, n, L.looks_like_code(text))
+    places = locations(text)
+    if places:  # "pkg/mod.py:12", a traceback frame: the chunk at that line
+        found["line"] = L.location_list(q, places, retriever.path_parts, n)
     return explicit
 
 
@@ -409,7 +415,8 @@ def _verbatim_lists(
     """Add the lists of text the query quotes: its "double-quoted" phrases (in a pasted text only the
     prose's: not code, not traceback file names) and a pasted error line's message, looked for among
     the BM25 lists' chunks (where it is raised)."""
-    found["phrase"] = L.phrase_list(q, parts.prose_without_frames() if parts.long else text, n)
+    quoted = parts.prose_without_frames() if parts.long else without_frames(text)
+    found["phrase"] = L.phrase_list(q, quoted, n)
     message = None if parts.long else error_message(text)
     if message is not None:
         pool = dict.fromkeys([*found.get("bm25", ()), *found.get("piece", ())])
@@ -541,7 +548,7 @@ def _hit(q: Retrieval[Any], f: Fused, terms: list[str], span: tuple[int, int] | 
     """The result row of fused item ``f``."""
     c = q.chunk(f.doc)
     ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-    for extra in ("symbol", "path", "piece", "phrase", "message", "hop", "source", "static"):
+    for extra in ("symbol", "path", "piece", "phrase", "message", "line", "hop", "source", "static"):
         if extra in f.ranks:
             ranks[extra] = f.ranks[extra]
     return Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text,

@@ -130,6 +130,8 @@ def why(hit: Hit) -> str:
         parts.append("path match")
     if hit.ranks.get("phrase"):
         parts.append("quoted phrase")
+    if hit.ranks.get("line"):
+        parts.append("the line named")
     if hit.ranks.get("message"):
         parts.append(f"error message #{hit.ranks['message']}")
     if hit.ranks.get("dense"):

@@ -1,0 +1,75 @@
+"""A place the query names (``pkg/mod.py:75``, a traceback frame) finds the chunk at that line, not just
+the file; a frame's quoted file name is no phrase to look for.
+
+Every test indexes real files on disk and asserts what the search returns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write_workspace
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.search.query import Frame, locations
+from aide_tui.core.search.searcher import Searcher
+
+NAMES = ("rotate", "scale", "shear", "mirror", "project", "translate")
+
+
+def _geometry() -> str:
+    funcs = []
+    for name in NAMES:
+        body = "\n".join(f"    v{j} = {name}_step(v{j - 1}, {j})" for j in range(1, 20))
+        funcs.append(f"def {name}(v0):\n    '''{name.title()} the shape.'''\n{body}\n    return v19\n")
+    return "\n\n".join(funcs)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    write_workspace(ws, {"pkg/geometry.py": _geometry(), "pkg/other.py": "def other():\n    return 1\n"})
+    Indexer(ws, load_settings(ws, {"embedding": {"backend": "none"}})).run()
+    return ws
+
+
+def _hits(root: Path, query: str, **search: object) -> list[tuple[str, int, int, dict[str, int | None]]]:
+    settings = load_settings(root, {"embedding": {"backend": "none"}, "search": search})
+    found = Searcher(root, settings).search(query).results
+    return [(h.path, h.start_line, h.end_line, h.ranks) for h in found]
+
+
+@pytest.mark.parametrize(
+    ("query", "named_function"),
+    [
+        ("pkg/geometry.py:75", False),
+        ("geometry.py:75:12", False),  # a bare file name is enough when it names one file
+        ('File "/usr/lib/python3.11/site-packages/pkg/geometry.py", line 75, in mirror', True),
+    ],
+)
+def test_the_chunk_at_the_named_line_comes_first(root: Path, query: str, named_function: bool) -> None:
+    assert _geometry().splitlines()[74].strip().startswith("v1 = mirror_step")
+    path, start, end, ranks = _hits(root, query)[0]
+    assert path == "pkg/geometry.py" and start <= 75 <= end and ranks.get("line") == 1
+    if not named_function:  # (a frame's function name alone finds its definition through the symbol list)
+        first_off = _hits(root, query, line_weight=0)[0]
+        assert not first_off[1] <= 75 <= first_off[2]  # the file alone would lead with another chunk
+
+
+def test_a_frame_past_the_end_of_a_changed_file_finds_its_function(root: Path) -> None:
+    path, start, end, ranks = _hits(root, 'File "x/pkg/geometry.py", line 900, in mirror')[0]
+    assert path == "pkg/geometry.py" and start <= 75 <= end and ranks.get("line") == 1
+
+
+def test_a_path_no_file_matches_adds_nothing(root: Path) -> None:
+    assert all("line" not in r for *_, r in _hits(root, "src/elsewhere/nothing.py:12 rotate"))
+
+
+def test_which_places_a_query_names() -> None:
+    assert locations('File "a/b.py", line 3, in run and c/d.ts:40:7') == [
+        Frame("a/b.py", 3, "run"),
+        Frame("c/d.ts", 40, None),
+    ]
+    assert locations("version 3.12: a line of prose") == []
