@@ -13,6 +13,7 @@ from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.index.indexer import Indexer
+from aide_tui.core.search.hitlines import hit_best_line, symbol_at_best_line
 from aide_tui.core.search.query import Frame, locations
 from aide_tui.core.search.searcher import Searcher
 
@@ -56,6 +57,13 @@ def test_the_chunk_at_the_named_line_comes_first(root: Path, query: str, named_f
     if not named_function:  # (a frame's function name alone finds its definition through the symbol list)
         first_off = _hits(root, query, line_weight=0)[0]
         assert not first_off[1] <= 75 <= first_off[2]  # the file alone would lead with another chunk
+
+
+def test_the_hit_lands_at_the_named_line(root: Path) -> None:
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    hit = Searcher(root, settings).search("pkg/geometry.py:75").results[0]
+    assert hit.best_piece == (75, 75) and hit_best_line(hit).line == 75  # the preview lands there
+    assert symbol_at_best_line(hit) == "def mirror"  # and the row names the function holding it
 
 
 def test_a_frame_past_the_end_of_a_changed_file_finds_its_function(root: Path) -> None:

@@ -258,11 +258,13 @@ def message_list(r: Retrieval[K], message: str, pool: Iterable[K], limit: int) -
 
 def location_list(
     r: Retrieval[K], places: Sequence[Frame], path_parts: Mapping[str, Iterable[str]], limit: int
-) -> list[K]:
+) -> tuple[list[K], dict[K, tuple[int, int]]]:
     """The chunk holding each place's line (``File "x.py", line 12``, ``x.py:12``) in the indexed files its
     path names, the narrowest first, in the order written; a frame's function, when no chunk of the file
-    holds the line (the file changed since), names the chunk that defines it."""
+    holds the line (the file changed since), names the chunk that defines it. With the line each chunk
+    was found at (where its preview lands)."""
     out: list[K] = []
+    lines: dict[K, tuple[int, int]] = {}
     for place in places:
         files = resolve_path(path_parts, place.path)
         if not files or len(files) > 3:
@@ -273,5 +275,10 @@ def location_list(
         if not holding and place.func:
             holding = [k for k in keys if _holds_frame(r.chunk(k), [(place.func, -1)])]
         holding.sort(key=lambda k: (r.chunk(k).end_line - r.chunk(k).start_line, r.order(k)))  # type: ignore[arg-type, return-value]
-        out.extend(k for k in holding[:1] if k not in out)
-    return out[:limit]
+        for k in holding[:1]:
+            if k not in out:
+                out.append(k)
+                c = r.chunk(k)
+                if c.start_line <= place.line <= c.end_line:
+                    lines[k] = (place.line, place.line)
+    return out[:limit], lines

@@ -396,8 +396,9 @@ def _lexical_lists(
         return False
     found["path"], explicit = L.path_list(q, text, retriever.path_parts, n, L.looks_like_code(text))
     places = locations(text)
-    if places:  # "pkg/mod.py:12", a traceback frame: the chunk at that line
-        found["line"] = L.location_list(q, places, retriever.path_parts, n)
+    if places:  # "pkg/mod.py:12", a traceback frame: the chunk at that line, its preview at the line
+        found["line"], lines = L.location_list(q, places, retriever.path_parts, n)
+        piece_spans.update(lines)
     return explicit
 
 
