@@ -1,7 +1,7 @@
 """The files of a version by the names in their paths: a folder name, a file name or a file's stem (lower
 case) → the files. Queries look up a few words each; a one-shot search used to build the whole map for
 them (0.1 s on a 28k-file monorepo). Here the folders are indexed once per folder, not per file, and a
-word's files are gathered on its first lookup (the build: 37 → 18 ms on that monorepo's 28,450 files)."""
+word's files are gathered on its first lookup (the build: 37 → 26 ms on that monorepo's 28,450 files)."""
 
 from __future__ import annotations
 
@@ -23,22 +23,15 @@ class PathIndex(Mapping[str, set[str]]):
             else:
                 here.append(p)
             low = name.lower()
-            got = names.get(low)  # (written out twice: a helper call or a loop per file cost 9 ms)
-            if got is None:
-                names[low] = p
-            elif got.__class__ is str:
-                names[low] = [got, p]  # type: ignore[list-item]
-            else:
-                got.append(p)  # type: ignore[union-attr]
             stem, dot, _ = low.rpartition(".")
-            if dot:
-                got = names.get(stem)
+            for key in (low, stem) if dot else (low,):
+                got = names.get(key)
                 if got is None:
-                    names[stem] = p
-                elif got.__class__ is str:
-                    names[stem] = [got, p]  # type: ignore[list-item]
+                    names[key] = p
+                elif isinstance(got, str):
+                    names[key] = [got, p]
                 else:
-                    got.append(p)  # type: ignore[union-attr]
+                    got.append(p)
         under: dict[str, list[str]] = {}  # folder name -> the folders (paths) with that component
         for folder in by_dir:
             if folder:
