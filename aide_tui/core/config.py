@@ -252,8 +252,18 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("search", "per_file_cap"): (0, 10_000, True),
     **{
         ("search", f"{name}_weight"): _WEIGHT
-        for name in ("bm25", "dense", "static", "symbol", "path", "piece", "phrase", "message", "line")
-        + ("test",)
+        for name in (
+            "bm25",
+            "dense",
+            "static",
+            "symbol",
+            "path",
+            "piece",
+            "phrase",
+            "message",
+            "line",
+            "test",
+        )  # fmt: skip
     },
     **{
         ("search", name): _WEIGHT

@@ -143,8 +143,8 @@ def hit_best_line(hit: object) -> BestLine:
     terms, symbol = list(getattr(hit, "query_terms", []) or []), getattr(hit, "symbol", None)
     piece = getattr(hit, "best_piece", None)
     if piece and piece[0] == piece[1] and (getattr(hit, "ranks", None) or {}).get("line"):
-        named = text.split("\n")[piece[0] - start] if 0 <= piece[0] - start < text.count("\n") + 1 else ""
-        return BestLine(piece[0], _indent(named) + 1)
+        chunk, i = text.split("\n"), piece[0] - start
+        return BestLine(piece[0], _indent(chunk[i] if 0 <= i < len(chunk) else "") + 1)
     lines: list[str] = []
     lo = start
     if piece:

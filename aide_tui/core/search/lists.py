@@ -271,14 +271,17 @@ def location_list(
             continue
         keys = r.all_in_files(files)
         r.fetch(keys)
-        holding = [k for k in keys if r.chunk(k).start_line <= place.line <= r.chunk(k).end_line]
+        chunks = [(r.chunk(k), k) for k in keys]
+        holding = [(c, k) for c, k in chunks if c.start_line <= place.line <= c.end_line]
+        at_line = bool(holding)
         if not holding and place.func:
-            holding = [k for k in keys if _holds_frame(r.chunk(k), [(place.func, -1)])]
-        holding.sort(key=lambda k: (r.chunk(k).end_line - r.chunk(k).start_line, r.order(k)))  # type: ignore[arg-type, return-value]
-        for k in holding[:1]:
-            if k not in out:
-                out.append(k)
-                c = r.chunk(k)
-                if c.start_line <= place.line <= c.end_line:
-                    lines[k] = (place.line, place.line)
+            holding = [(c, k) for c, k in chunks if _holds_frame(c, [(place.func, -1)])]
+        if not holding:
+            continue
+        holding.sort(key=lambda ck: (ck[0].end_line - ck[0].start_line, r.order(ck[1])))  # type: ignore[arg-type, return-value]
+        k = holding[0][1]
+        if k not in out:
+            out.append(k)
+            if at_line:
+                lines[k] = (place.line, place.line)
     return out[:limit], lines

@@ -34,9 +34,10 @@ _ERROR_QUERY = re.compile(
     r"(?:[\w.$]+\.)?(?:[A-Z]\w*)?(?:Error|Exception|Warning)\s*:\s+(\S.*?)\s*$",
     re.S,
 )
-_TIMESTAMP = re.compile(r"^\s*\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
+_STAMP = r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s+"  # a log line's date and time
+_TIMESTAMP = re.compile(rf"^\s*{_STAMP}")
 _LOG_QUERY = re.compile(
-    r"^\s*(?:\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s+)?"  # a timestamp
+    rf"^\s*(?:{_STAMP})?"
     r"(?:\[\s*)?(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE)(?:\s*\])?"  # the level
     r"(?::[\w.]+:|\s*:|\s)\s*(\S.*?)\s*$"  # logging's default "LEVEL:logger:message", or the message
     r"|^\s*(?:error|warning|fatal|panic)(?:\[\w+\])?:\s+(\S.*?)\s*$",  # a compiler's or a CLI's own

@@ -213,7 +213,7 @@ def rank(
 ) -> Ranked:
     """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``; ``partial``: the
     word being typed, completed over the index's vocabulary (see :func:`completions`)."""
-    parsed = _without_log_time(parsed)
+    parsed, message = _pasted_line(parsed)
     parts = analyze(parsed.text)
     code_like = L.looks_like_code(parsed.text)
     terms, weights = query_terms(retriever.term_stats, parsed.text, parts.title, s.title_weight)
@@ -250,7 +250,7 @@ def rank(
                 degraded = None  # the static tier alone was asked for, and it answers
     q.fetch(k for keys in found.values() for k in keys)
     if mode in ("hybrid", "bm25"):
-        _verbatim_lists(q, parsed.text, parts, s.top_n, found)
+        _verbatim_lists(q, parsed.text, parts, None if parts.long else message, s.top_n, found)
     if mode == "hybrid" and closest is not None and not any(found.get(name) for name in LEXICAL_LISTS):
         # only the dense list: it holds nothing close, or the query's words read as no words of this code
         why = far_from_everything(*closest) or nonsense(parsed.text, retriever.term_stats, *closest)
@@ -402,23 +402,23 @@ def _lexical_lists(
     return explicit
 
 
-def _without_log_time(parsed: ParsedQuery) -> ParsedQuery:
-    """A pasted log line without its date and time (no word of the code; their digits pulled chunks of
-    numbers into the BM25 list); any other query as it is."""
-    if error_message(parsed.text) is None:
-        return parsed
-    return replace(parsed, text=without_timestamp(parsed.text))
+def _pasted_line(parsed: ParsedQuery) -> tuple[ParsedQuery, str | None]:
+    """A pasted error or log line without its date and time (no word of the code; their digits pulled
+    chunks of numbers into the BM25 list), and its message; any other query as it is, and None."""
+    message = error_message(parsed.text)
+    if message is None:
+        return parsed, None
+    return replace(parsed, text=without_timestamp(parsed.text)), message
 
 
 def _verbatim_lists(
-    q: Retrieval[Any], text: str, parts: QueryParts, n: int, found: dict[str, list[Key]]
+    q: Retrieval[Any], text: str, parts: QueryParts, message: str | None, n: int, found: dict[str, list[Key]]
 ) -> None:
     """Add the lists of text the query quotes: its "double-quoted" phrases (in a pasted text only the
-    prose's: not code, not traceback file names) and a pasted error line's message, looked for among
+    prose's: not code, not traceback file names) and a pasted error line's ``message``, looked for among
     the BM25 lists' chunks (where it is raised)."""
     quoted = parts.prose_without_frames() if parts.long else without_frames(text)
     found["phrase"] = L.phrase_list(q, quoted, n)
-    message = None if parts.long else error_message(text)
     if message is not None:
         pool = dict.fromkeys([*found.get("bm25", ()), *found.get("piece", ())])
         found["message"] = L.message_list(q, message, pool, n)
