@@ -77,6 +77,7 @@ class SearchSettings:
     piece_weight: float = 0.25  # BM25 over function-sized pieces, a chunk ranked by its best piece
     phrase_weight: float = 2.0  # chunks containing the query's "double-quoted" spans verbatim
     message_weight: float = 4.0  # an error line's message ("ValueError: ..."): chunks holding most of it
+    verbatim_weight: float = 4.0  # 8 words or more (pasted code, a comment): chunks holding half of it
     line_weight: float = 4.0  # a place the query names ("pkg/mod.py:12", a traceback frame): its chunk
     name_weight: float = 0.5  # prose queries: BM25 name field (words naming a function the chunk defines)
     best_piece: str = "piece"  # the piece a hit's best line follows: piece (BM25 piece, else dense) | dense
@@ -261,6 +262,7 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
             "piece",
             "phrase",
             "message",
+            "verbatim",
             "line",
             "test",
         )  # fmt: skip

@@ -186,3 +186,28 @@ async def test_typing_repaints_the_query_box_without_a_screen_layout(workspace: 
         await pilot.pause()
         assert box.value == long_query[:-30] and box.scroll_x == box.max_scroll_x
         assert long_query[:-30].rsplit(" ", 1)[-1] in screen_text(app)[0]
+
+
+async def test_a_pasted_snippet_of_several_lines_is_searched_whole_and_finds_its_chunk(
+    workspace: Path,
+) -> None:
+    """Textual's Input keeps the first line of a paste; the query box joins the lines with spaces, so a
+    pasted piece of code finds the chunk that holds it (its row tagged ``V1``)."""
+    snippet = (
+        "hops = 0\n"
+        "        while response.status in (301, 302, 307, 308) and hops < max_hops:\n"
+        "            response = self.send(response.next_request())\n"
+        "            hops += 1\n"
+    )
+    joined = " ".join(snippet.split())
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        box = query_box(app)
+        box.focus()
+        box.post_message(events.Paste(snippet))
+        await wait_for(pilot, lambda: shown_query(app) == joined, "the results of the pasted lines")
+        assert box.value == joined
+        hit = results(app).hits[0]
+        assert hit.path == "src/httpclient/client.py" and hit.ranks.get("verbatim") == 1
+        assert any("client.py" in line and " V1" in line for line in screen_text(app))

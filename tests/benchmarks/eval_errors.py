@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""A pasted error message → where it is raised: a labeled set built from any indexed workspace.
+"""A pasted error message, log line, place or code snippet → where it is in the code: labeled sets built
+from any indexed workspace.
 
     python tests/benchmarks/eval_errors.py /work/mono/ws --tune django,sympy [--modes bm25,hybrid]
-        [--set search.message_weight=0] [--max-per-package 60] [--json out.json]
+        [--kind raise|log|place|snippet] [--set search.message_weight=0] [--max-per-package 60]
+        [--json out.json]
 
 Queries are what a terminal shows: ``ValueError: the message`` for Python's ``raise X("...")`` and
 JavaScript/TypeScript's ``throw new X("...")``, taken from the workspace's own source (tests, docs and
@@ -14,6 +16,12 @@ the index left out (generated, over the size cap) are not queries. A message wit
 (chunk MRR@10, Hit@1, Hit@10) and a file is right when it is the raising file (file MRR@10). Rows:
 per package, tune (``--tune``) and held-out (the rest). In process, through ``Searcher`` (the CLI's
 ranking), with ``--embedder static`` for hybrid. A script, not a test.
+
+``--kind snippet``: three to eight consecutive lines of a Python, JavaScript, TypeScript or Go file of
+40 lines or more, past its first 20 (at least three of them code, eight words or more, none over 200
+characters), pasted as an editor copies
+them (their common indentation removed, lines kept) and, every other query, as one line (a one-line
+input joins them with spaces). Right: a chunk covering any of the lines.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import random
 import re
 import statistics
 import sys
+import textwrap
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -45,6 +54,8 @@ PY_LOG = re.compile(
 LOG_FORMS = ("{level}:{logger}:{msg}", "2024-05-01 12:00:03,123 {level} {msg}", "[{level}] {msg}")
 MAX_LINE = 400  # a raising line longer than this is bundled or minified code: not a query
 EXTS = {".py": PY_RAISE, ".js": JS_THROW, ".mjs": JS_THROW, ".ts": JS_THROW}
+SNIPPET_EXTS = {".py", ".js", ".mjs", ".ts", ".go"}
+_COMMENT = re.compile(r"^\s*(#|//|/?\*|\"\"\"|'\'\'|$)")
 
 
 def _sites(rel: str, text: str, rx: re.Pattern[str], kind: str) -> list[tuple[re.Match[str], str]]:
@@ -82,18 +93,47 @@ def _places(rel: str, text: str, rng: random.Random) -> list[dict[str, object]]:
     return out
 
 
+def _snippets(rel: str, text: str, rng: random.Random) -> list[dict[str, object]]:
+    """Two windows of three to eight lines of code from the file (see the module's docstring)."""
+    lines = text.split("\n")
+    out: list[dict[str, object]] = []
+    for _ in range(12):
+        if len(out) == 2 or len(lines) < 40:
+            break
+        k = rng.randint(3, 8)
+        start = rng.randrange(20, len(lines) - k)  # past a licence header and the imports: not unique
+        window = lines[start : start + k]
+        code = [ln for ln in window if not _COMMENT.match(ln)]
+        words = len(re.findall(r"\w+", "\n".join(code)))
+        if len(code) < 3 or any(len(ln) > 200 for ln in window) or words < 8:
+            continue
+        if any(start < int(q["line"]) + 8 and int(q["line"]) < start + k + 8 for q in out):  # type: ignore[call-overload]
+            continue
+        body = textwrap.dedent("\n".join(window)).strip("\n")
+        query = body if len(out) % 2 == 0 else " ".join(body.split())
+        out.append({"package": rel.split("/", 1)[0], "path": rel, "line": start + 1, "end": start + k,
+                    "message": body, "query": query})  # fmt: skip
+    return out
+
+
 def collect(root: Path, max_per_package: int, seed: int, kind: str = "raise") -> list[dict[str, object]]:
     """The labeled queries of the workspace (each package's first-level folder is its name)."""
     found: list[dict[str, object]] = []
     counts: Counter[str] = Counter()
     for path in sorted(root.rglob("*")):
         rx = EXTS.get(path.suffix) or (PY_RAISE if not path.suffix else None)  # bin/ scripts count too
+        if kind == "snippet" and path.suffix == ".go":
+            rx = PY_RAISE  # any pattern: snippets are taken from Go files too
         rel = path.relative_to(root).as_posix()
         if rx is None or SKIP_DIR.search(rel) or "/." in "/" + rel or not path.is_file():
             continue
         try:
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError):
+            continue
+        if kind == "snippet":
+            if path.suffix in SNIPPET_EXTS:
+                found.extend(_snippets(rel, text, random.Random(f"{seed}:{rel}")))
             continue
         if kind == "place":
             if path.suffix == ".py":
@@ -117,7 +157,7 @@ def collect(root: Path, max_per_package: int, seed: int, kind: str = "raise") ->
                     "query": form.replace("{msg}", shown),
                 }
             )
-    once = [q for q in found if counts[str(q["message"]).lower()] == 1 or kind == "place"]
+    once = [q for q in found if counts[str(q["message"]).lower()] == 1 or kind in ("place", "snippet")]
     by_pkg: dict[str, list[dict[str, object]]] = defaultdict(list)
     for q in once:
         by_pkg[str(q["package"])].append(q)
@@ -140,7 +180,9 @@ def score(results: list[dict[str, object]], q: dict[str, object]) -> tuple[float
             seen.append(p)
             if p == q["path"] and not file_rank:
                 file_rank = len(seen)
-        if not chunk_rank and p == q["path"] and int(r["start_line"]) <= int(q["line"]) <= int(r["end_line"]):  # type: ignore[call-overload]
+        first, last = int(q["line"]), int(q.get("end", q["line"]))  # type: ignore[call-overload]
+        holds = int(r["start_line"]) <= last and first <= int(r["end_line"])  # type: ignore[call-overload]
+        if not chunk_rank and p == q["path"] and holds:
             chunk_rank = results.index(r) + 1
     rr = 1 / chunk_rank if 0 < chunk_rank <= 10 else 0.0
     frr = 1 / file_rank if 0 < file_rank <= 10 else 0.0
@@ -155,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", default=[], help="search.KEY=VALUE (a ranking setting)")
     p.add_argument(
         "--kind",
-        choices=["raise", "log", "place"],
+        choices=["raise", "log", "place", "snippet"],
         default="raise",
-        help="raise/throw sites, log calls, or lines named as a frame or path:line",
+        help="raise/throw sites, log calls, lines named as a frame or path:line, or pasted code",
     )
     p.add_argument("--max-per-package", type=int, default=60)
     p.add_argument("--seed", type=int, default=7)

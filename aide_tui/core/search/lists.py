@@ -238,19 +238,30 @@ def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
     return hits[:limit]
 
 
-def message_list(r: Retrieval[K], message: str, pool: Iterable[K], limit: int) -> list[K]:
-    """The chunks of ``pool`` holding the most of an error message's word trigrams verbatim (any case,
-    punctuation aside): a value the program filled into the message breaks only the trigrams around
-    it. Ties keep the pool's order."""
-    words = _WORD.findall(message.lower())
+def trigram_list(r: Retrieval[K], quoted: str, pool: Iterable[K], limit: int, floor: float = 0.0) -> list[K]:
+    """The chunks of ``pool`` holding the most of ``quoted``'s word trigrams verbatim (any case,
+    punctuation, indentation and line breaks aside), and at least the share ``floor`` of them: a value
+    the program filled into an error message, or a line changed in pasted code, breaks only the
+    trigrams around it. Ties keep the pool's order."""
+    words = _WORD.findall(quoted.lower())
     grams = set(zip(words, words[1:], words[2:], strict=False))
     if not grams:
         return []
+    need = max(1.0, floor * len(grams))
+    of_word: dict[str, set[tuple[str, str, str]]] = {}
+    for g in grams:
+        for w in g:
+            of_word.setdefault(w, set()).add(g)
     hits = []
     for i, k in enumerate(pool):
-        text = _WORD.findall(r.chunk(k).text.lower())
+        low = r.chunk(k).text.lower()
+        if floor:  # a word the chunk lacks even as a substring breaks every trigram it is in
+            broken = set().union(*(gs for w, gs in of_word.items() if w not in low))
+            if len(grams) - len(broken) < need:
+                continue
+        text = _WORD.findall(low)
         held = len(grams.intersection(zip(text, text[1:], text[2:], strict=False)))
-        if held:
+        if held >= need:
             hits.append((-held, i, k))
     hits.sort(key=lambda h: h[:2])
     return [k for _, _, k in hits[:limit]]

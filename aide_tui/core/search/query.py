@@ -45,6 +45,10 @@ _LOG_QUERY = re.compile(
 )
 MAX_LOCATIONS = 8  # frames or path:line places of a short query looked up (a pasted trace is a long text)
 MESSAGE_WORDS = 3  # an error line's message needs this many words to be looked for verbatim
+VERBATIM_WORDS = 8  # a query of this many words (about three lines of code) is looked for verbatim too
+CODE_MARKS = 0.25  # code marks (brackets, =, ;, ->, a.b) per word of pasted code, 3 at least
+_WORD = re.compile(r"\w+")
+_CODE_MARK = re.compile(r"[()\[\]{}=;]|->|::|\w\.\w")
 CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")  # an identifier, not a word
 
 
@@ -145,6 +149,22 @@ def error_message(text: str) -> str | None:
     if message is None or len(re.findall(r"\w+", message)) < MESSAGE_WORDS:
         return None
     return message
+
+
+def verbatim_words(text: str) -> bool:
+    """Whether ``text`` has words enough to be looked for verbatim, as a passage pasted from a file."""
+    return len(_WORD.findall(text)) >= VERBATIM_WORDS
+
+
+def pasted_code(text: str) -> str | None:
+    """``text`` when it reads as code copied from a file (a few lines of it, or the same joined onto one
+    line): at least ``VERBATIM_WORDS`` words and ``CODE_MARKS`` code marks per word; None for prose, a
+    call or two, and an error line."""
+    words = len(_WORD.findall(text))
+    marks = len(_CODE_MARK.findall(text))
+    if words < VERBATIM_WORDS or marks < max(3, CODE_MARKS * words) or error_message(text):
+        return None
+    return text
 
 
 def without_timestamp(text: str) -> str:

@@ -32,6 +32,8 @@ from aide_tui.core.search.query import (
     analyze,
     error_message,
     locations,
+    pasted_code,
+    verbatim_words,
     without_frames,
     without_timestamp,
 )
@@ -47,6 +49,7 @@ LIST_ORDER = (
     "bm25",
     "phrase",
     "message",
+    "verbatim",
     "line",
     "piece",
     "symbol",
@@ -57,7 +60,10 @@ LIST_ORDER = (
 PREFIX_CAP = 32  # completions of a partly typed word, the most frequent in the index
 PREFIX_WEIGHT = 0.5  # BM25 weight of the most frequent completion (an exact term weighs 1)
 COMPLETED_NAMES = 3  # completions of a partly typed word whose definitions join the symbol list
-LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase", "message", "line")
+VERBATIM_SHARE = 0.5  # pasted code's chunk holds at least this share of its word trigrams
+VERBATIM_POOL = 20  # ... among the first this many of the BM25 lists (it holds every word of it)
+PROSE_VERBATIM_SHARE = 1.0  # a pasted comment or docstring: all of it (twins differ by a word)
+LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase", "message", "verbatim", "line")
 # builtin models whose similarities no_match_floor was calibrated on (the public eval's queries vs
 # random strings, docs/quality.md "No results")
 CALIBRATED_MODELS = ("all-MiniLM-L6-v2",)
@@ -191,7 +197,8 @@ def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: 
     """RRF weight of each ranked list for this kind of query."""
     w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
          "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight,
-         "message": s.message_weight, "line": s.line_weight, "static": s.static_weight}  # fmt: skip
+         "message": s.message_weight, "verbatim": s.verbatim_weight, "line": s.line_weight,
+         "static": s.static_weight}  # fmt: skip
     if long:
         w.update(symbol=s.long_symbol_weight, path=s.mention_weight, phrase=s.long_phrase_weight,
                  dense=s.long_dense_weight, static=s.long_static_weight)  # fmt: skip
@@ -414,14 +421,23 @@ def _pasted_line(parsed: ParsedQuery) -> tuple[ParsedQuery, str | None]:
 def _verbatim_lists(
     q: Retrieval[Any], text: str, parts: QueryParts, message: str | None, n: int, found: dict[str, list[Key]]
 ) -> None:
-    """Add the lists of text the query quotes: its "double-quoted" phrases (in a pasted text only the
-    prose's: not code, not traceback file names) and a pasted error line's ``message``, looked for among
-    the BM25 lists' chunks (where it is raised)."""
+    """Add the lists of text the query quotes or copies, each looked for among the BM25 lists' chunks
+    but the first: its "double-quoted" phrases (in a pasted text only the prose's: not code, not
+    traceback file names; none in pasted code, whose strings nobody quoted), a pasted error line's
+    ``message`` (where it is raised), and a passage pasted from a file (code, a comment, a docstring:
+    where it is)."""
     quoted = parts.prose_without_frames() if parts.long else without_frames(text)
-    found["phrase"] = L.phrase_list(q, quoted, n)
+    code = pasted_code(quoted) is not None  # an issue's prose around its code blocks and frames is no code
+    if not code:
+        found["phrase"] = L.phrase_list(q, quoted, n)
     if message is not None:
         pool = dict.fromkeys([*found.get("bm25", ()), *found.get("piece", ())])
-        found["message"] = L.message_list(q, message, pool, n)
+        found["message"] = L.trigram_list(q, message, pool, n)
+    elif verbatim_words(text) and (code or not parts.long):  # an issue holds no chunk's text verbatim
+        m = VERBATIM_POOL
+        pool = dict.fromkeys([*found.get("bm25", ())[:m], *found.get("piece", ())[:m]])
+        share = VERBATIM_SHARE if code else PROSE_VERBATIM_SHARE
+        found["verbatim"] = L.trigram_list(q, text, pool, n, floor=share)
 
 
 Closest = tuple[float | None, float | None]  # the best dense similarity, and the model's floor
@@ -549,7 +565,8 @@ def _hit(q: Retrieval[Any], f: Fused, terms: list[str], span: tuple[int, int] | 
     """The result row of fused item ``f``."""
     c = q.chunk(f.doc)
     ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-    for extra in ("symbol", "path", "piece", "phrase", "message", "line", "hop", "source", "static"):
+    for extra in ("symbol", "path", "piece", "phrase", "message", "verbatim", "line", "hop", "source",
+                  "static"):  # fmt: skip
         if extra in f.ranks:
             ranks[extra] = f.ranks[extra]
     return Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text,

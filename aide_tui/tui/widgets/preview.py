@@ -134,6 +134,8 @@ def why(hit: Hit) -> str:
         parts.append("the line named")
     if hit.ranks.get("message"):
         parts.append(f"error message #{hit.ranks['message']}")
+    if hit.ranks.get("verbatim"):
+        parts.append(f"pasted passage #{hit.ranks['verbatim']}")
     if hit.ranks.get("dense"):
         parts.append(f"dense #{hit.ranks['dense']}")
     return " · ".join(parts)

@@ -4,7 +4,8 @@ Keys reach a widget through its own message queue, and Textual runs a widget's b
 key has travelled up to the app, so in a burst of keys (a fast typist, keys coalesced over SSH) the
 letters typed after a backspace would be inserted before it. :class:`QueryInput` therefore runs its own
 editing bindings (backspace, ctrl+u, ctrl+w, arrows, home, end...) when the key reaches it, in the
-order the keys arrive. It also keeps the query history (the workspace's memory): shell-style recall (↑
+order the keys arrive. A paste of several lines is searched whole (Textual's Input keeps its first
+line). It also keeps the query history (the workspace's memory): shell-style recall (↑
 on an empty query) and the queries it records.
 
 Textual's Input sets its virtual size on every change of its value, and that reactive asks for a layout
@@ -55,6 +56,13 @@ class QueryInput(Input):
             return False
         await self.run_action(active.binding.action)
         return True
+
+    def _on_paste(self, event: events.Paste) -> None:
+        """A paste of several lines (code, a traceback, an issue) is searched whole, its lines joined by
+        spaces: Textual's Input keeps a paste's first line only."""
+        super()._on_paste(events.Paste(" ".join(event.text.split())))
+        event.prevent_default()  # Textual would run Input's own handler next (the first line again)
+        event.stop()
 
     # -- history recall ------------------------------------------------------------------------------
 
