@@ -48,14 +48,20 @@ def fold(part: str) -> str:
     return part
 
 
-@lru_cache(maxsize=200_000)
-def _expand(word: str) -> tuple[str, ...]:
-    """All index terms for one raw word: a compound keeps its whole form, then its folded parts."""
+def _parts(word: str) -> list[str]:
+    """A raw word's parts: split at dots, underscores and camelCase."""
     parts: list[str] = []
     for piece in word.split("."):
         for sub in piece.split("_"):
             if sub:
                 parts.extend(CAMEL_PARTS.findall(sub) or [sub])
+    return parts
+
+
+@lru_cache(maxsize=200_000)
+def _expand(word: str) -> tuple[str, ...]:
+    """All index terms for one raw word: a compound keeps its whole form, then its folded parts."""
+    parts = _parts(word)
     low = word.lower()
     terms = [fold(p.lower()) for p in parts]
     terms = [t for t in terms if len(t) > 1 and t not in STOPWORDS]
@@ -80,6 +86,23 @@ def term_counts(text: str) -> Counter[str]:
         for term in _expand(word):
             out[term] = get(term, 0) + n
     return Counter(out)
+
+
+def span_terms(span: str) -> tuple[list[str], list[str], str]:
+    """What a chunk holding ``span`` (lower case) with whole words has among its index terms: the
+    folded term of every part but the last (``all_of``); for the last, which a longer word may go on
+    from (``pool`` in ``poolers``), a term that starts with it (``prefix``) or one it folds to
+    (``any_of``: ``types`` is indexed ``typ``, ``proxies`` ``proxy``). Parts, not the compounds they
+    make: a span's word may be part of a longer name there (``request.user`` in ``self.request.user``)."""
+    *head, last = [p for w in IDENTIFIER.findall(span) for p in _parts(w)] or [""]
+    all_of = [t for t in dict.fromkeys(fold(p) for p in head) if len(t) > 1 and t not in STOPWORDS]
+    if len(last) < 2 or last in STOPWORDS:
+        return all_of, [], ""
+    shorter = [last[:n] for n in range(max(3, len(last) - 4), len(last))]
+    cut = last.rfind("ie", len(last) - 3)
+    if cut > 0:  # on its way to -ies, which folds to -y
+        shorter.append(last[:cut] + "y")
+    return all_of, [*shorter, fold(last)], last
 
 
 def identifiers(text: str) -> list[str]:

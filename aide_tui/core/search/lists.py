@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts
 from aide_tui.core.search.retriever import Candidate, K, Retrieval
-from aide_tui.core.tokens import STOPWORDS, identifiers
+from aide_tui.core.tokens import STOPWORDS, identifiers, span_terms
 
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
 MAX_SYMBOL_DEFS = 8  # a name defined in more chunks than this says little about where to look
@@ -229,11 +229,18 @@ def mention_list(
 
 
 def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
-    """Chunks with a BM25 score holding every "double-quoted" span of the query verbatim (any case)."""
+    """Chunks with a BM25 score holding every "double-quoted" span of the query verbatim (any case),
+    looked for among the chunks that hold the spans' words as terms (see :func:`span_terms`: whole
+    words, the last one as the start of a word): a quoted span on a big workspace no longer reads
+    every chunk with a query word."""
     phrases = [p.lower() for p in QUOTED.findall(text) if p.strip()]
     if not phrases:
         return []
-    hits = [k for k in r.positive() if all(p in r.chunk(k).text.lower() for p in phrases)]
+    all_of, any_of, prefix = span_terms(phrases[0])
+    all_of = list(dict.fromkeys([*all_of, *(t for p in phrases[1:] for t in span_terms(p)[0])]))
+    held = r.holding(all_of, any_of, prefix) if all_of or prefix else None
+    cands = r.positive() if held is None else held
+    hits = [k for k in cands if all(p in r.chunk(k).text.lower() for p in phrases)]
     hits.sort(key=lambda k: (-r.score(k), r.order(k)))
     return hits[:limit]
 

@@ -59,6 +59,10 @@ class LocalRetrieval:
     def positive(self) -> Iterable[int]:
         return map(int, np.flatnonzero(self.scores > 0))
 
+    def holding(self, all_of: Sequence[str], any_of: Sequence[str], prefix: str) -> Iterable[int]:
+        rows = self.ix.rows_holding(all_of, any_of, prefix)
+        return map(int, rows[self.scores[rows] > 0])
+
     def piece_bm25(self, n: int) -> tuple[list[int], dict[int, tuple[int, int]]]:
         ranked = self.ix.piece_ranked(self.terms, n, self.weights, allowed=self.allowed)
         return [r for r, _ in ranked], {r: span for r, span in ranked if span is not None}

@@ -123,6 +123,9 @@ class MilvusRetrieval:
     def positive(self) -> Iterable[str]:
         return [k for k in self.cands if self.scores.get(k, 0.0) > 0]
 
+    def holding(self, all_of: Sequence[str], any_of: Sequence[str], prefix: str) -> None:
+        return None  # the server's candidates are all there is: positive() filters them
+
     def piece_bm25(self, n: int) -> tuple[list[str], dict[str, tuple[int, int]]]:
         if not self.qtext:
             return [], {}

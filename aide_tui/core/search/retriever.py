@@ -80,6 +80,12 @@ class Retrieval(Protocol[K]):
         """Candidates known to have a positive BM25 score."""
         ...
 
+    def holding(self, all_of: Sequence[str], any_of: Sequence[str], prefix: str) -> Iterable[K] | None:
+        """Candidates with a positive BM25 score whose chunk holds every term of ``all_of`` and a term of
+        ``any_of`` or one starting with ``prefix`` (see ``IndexView.rows_holding``); None when the store
+        cannot tell (then :meth:`positive` is all there is)."""
+        ...
+
     def piece_bm25(self, n: int) -> tuple[list[K], dict[K, tuple[int, int]]]:
         """Chunks ranked by their best function-sized piece's BM25 score, at most ``n``, and the lines of
         that piece (what a hit's best line follows)."""

@@ -54,6 +54,9 @@ class _Found:
     tfs: np.ndarray
 
 
+HOLDING_PREFIX_TERMS = 512  # terms of a segment a quoted span's last word may start (see rows_holding)
+
+
 def _live_counts(live: np.ndarray, docs: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Live documents of each term whose ``counts`` postings lie end to end in ``docs``: a running
     count of the live postings, read at each term's end."""
@@ -280,6 +283,47 @@ class IndexView:
             df[terms_at] += counts if live is None else _live_counts(live, docs, counts)
             found.append(_Found(k, terms_at, counts, docs, tfs))
         return df, found
+
+    def rows_holding(self, all_of: Sequence[str], any_of: Sequence[str] = (), prefix: str = "") -> np.ndarray:
+        """Rows of the live chunks holding every term of ``all_of`` (an AND of their postings, the rarest
+        first) and, when ``any_of`` or ``prefix`` is given, a term of ``any_of`` or one that starts with
+        ``prefix`` (a prefix that more than ``HOLDING_PREFIX_TERMS`` terms of a segment start with
+        does not narrow it there)."""
+        out: list[np.ndarray] = []
+        for k, part in enumerate(self.parts):
+            if not part.n_chunks:
+                continue
+            docs = self._holding_all(part, all_of)
+            if docs is not None and not docs.size:
+                continue
+            alt = [t for t in part.term_ids(list(any_of)) if t >= 0]
+            lo, hi = part.terms.prefix_range(prefix) if prefix else (0, 0)
+            if hi - lo <= HOLDING_PREFIX_TERMS and (any_of or prefix):
+                got, _, _ = part.chunk_field.postings_of(alt + list(range(lo, hi)))
+                docs = np.unique(got) if docs is None else np.intersect1d(docs, got)
+            live = self.alive[k]
+            if docs is None:
+                docs = np.arange(part.n_chunks) if live is None else np.flatnonzero(live)
+            elif live is not None:
+                docs = docs[live[docs]]
+            out.append(docs.astype(np.int64) + self.offsets[k])
+        return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+    @staticmethod
+    def _holding_all(part: Part, terms: Sequence[str]) -> np.ndarray | None:
+        """A segment's documents holding every one of ``terms`` (None: no term asked for)."""
+        if not terms:
+            return None
+        tids = np.asarray(part.term_ids(list(terms)), np.int64)
+        if bool((tids < 0).any()):
+            return np.zeros(0, np.int64)
+        docs: np.ndarray | None = None
+        for tid in tids[np.argsort(part.chunk_field.df(tids), kind="stable")].tolist():
+            got, _, _ = part.chunk_field.postings_of([tid])
+            docs = got if docs is None else np.intersect1d(docs, got)
+            if not docs.size:
+                break
+        return docs
 
     def live_df(self, terms: list[str]) -> np.ndarray:
         """Live document frequency of each term over chunks: a segment without dead rows gives its stored
