@@ -160,6 +160,16 @@ def write_workspace(root: Path, files: dict[str, str] = FILES) -> Path:
     return root
 
 
+def indexed_bm25(root: Path, files: dict[str, str]) -> Path:
+    """``files`` written under ``root`` and indexed with BM25 only (no embedder)."""
+    from aide_tui.core.config import load_settings
+    from aide_tui.core.index.indexer import Indexer
+
+    write_workspace(root, files)
+    Indexer(root, load_settings(root, {"embedding": {"backend": "none"}})).run()
+    return root
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A fresh copy of the sample workspace."""

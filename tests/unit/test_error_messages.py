@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write_workspace
+from conftest import indexed_bm25
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.search.query import error_message
 from aide_tui.core.search.searcher import Searcher
 
@@ -78,10 +77,7 @@ FILES = {
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    write_workspace(ws, FILES)
-    Indexer(ws, load_settings(ws, {"embedding": {"backend": "none"}})).run()
-    return ws
+    return indexed_bm25(tmp_path / "ws", FILES)
 
 
 def _first(root: Path, query: str, **search: object) -> tuple[str, int, dict[str, int | None]]:

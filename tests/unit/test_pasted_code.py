@@ -9,10 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write_workspace
+from conftest import indexed_bm25
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.search.query import pasted_code
 from aide_tui.core.search.searcher import Searcher
 
@@ -73,10 +72,7 @@ if theirs is not None and not force:
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    write_workspace(ws, FILES)
-    Indexer(ws, load_settings(ws, {"embedding": {"backend": "none"}})).run()
-    return ws
+    return indexed_bm25(tmp_path / "ws", FILES)
 
 
 def _first(root: Path, query: str, **search: object) -> tuple[str, dict[str, int | None]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write_workspace
+from conftest import indexed_bm25
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.index.indexer import Indexer
@@ -50,10 +50,7 @@ FILES = {
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    write_workspace(ws, FILES)
-    Indexer(ws, load_settings(ws, {"embedding": {"backend": "none"}})).run()
-    return ws
+    return indexed_bm25(tmp_path / "ws", FILES)
 
 
 def _phrase_hits(root: Path, query: str) -> set[str]:
