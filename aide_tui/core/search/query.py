@@ -146,7 +146,7 @@ def error_message(text: str) -> str | None:
     to find where it is raised or logged."""
     m = _ERROR_QUERY.match(text) or _LOG_QUERY.match(text)
     message = None if m is None else next((g for g in m.groups() if g), None)
-    if message is None or len(re.findall(r"\w+", message)) < MESSAGE_WORDS:
+    if message is None or len(_WORD.findall(message)) < MESSAGE_WORDS:
         return None
     return message
 

@@ -430,12 +430,14 @@ def _verbatim_lists(
     code = pasted_code(quoted) is not None  # an issue's prose around its code blocks and frames is no code
     if not code:
         found["phrase"] = L.phrase_list(q, quoted, n)
+    passage = message is None and verbatim_words(text) and (code or not parts.long)  # not an issue's
+    if message is None and not passage:
+        return
+    m = VERBATIM_POOL if passage else None  # a message is looked for in the whole lists
+    pool = dict.fromkeys([*found.get("bm25", [])[:m], *found.get("piece", [])[:m]])
     if message is not None:
-        pool = dict.fromkeys([*found.get("bm25", ()), *found.get("piece", ())])
         found["message"] = L.trigram_list(q, message, pool, n)
-    elif verbatim_words(text) and (code or not parts.long):  # an issue holds no chunk's text verbatim
-        m = VERBATIM_POOL
-        pool = dict.fromkeys([*found.get("bm25", ())[:m], *found.get("piece", ())[:m]])
+    else:
         share = VERBATIM_SHARE if code else PROSE_VERBATIM_SHARE
         found["verbatim"] = L.trigram_list(q, text, pool, n, floor=share)
 
