@@ -460,3 +460,46 @@ def test_graph_rows_are_two_bytes_a_value_unless_a_value_needs_four(tmp_path: Pa
     index(root, rebuild=True)
     s = searcher(root)
     assert _defs_refs(s, "far_away")[0] == [("src/httpclient/far.py", 70_001, 5)]
+
+
+def test_reference_rows_store_no_name_and_segments_written_before_still_read(tmp_path: Path) -> None:
+    """A reference row's name is the run of ``g_ref_ptr`` it falls in, so ``g_refs.npy`` keeps four
+    columns; a segment written before (five columns, the name second) answers every lookup the same."""
+    from aide_tui.core.store.graphfiles import MappedGraph, encode_graph
+    from aide_tui.core.store.graphtable import GraphTable
+    from aide_tui.core.store.mapped import FileSum, MappedArray, MappedFile
+    from aide_tui.core.store.segment_write import npy_bytes
+
+    files = {"a.py": graph_of("a.py", PY), "b.py": graph_of("b.py", "import a\nCLIENT = a.Client(a.LIMIT)\n")}
+    table = GraphTable.from_files(files)
+    payloads = encode_graph(table, [0, 1], 2)
+    refs = payloads["g_refs.npy"]
+    assert isinstance(refs, np.ndarray) and refs.shape == (len(table.refs), 4)
+    ptr = np.asarray(payloads["g_ref_ptr.npy"], np.int64)
+    old = dict(payloads)
+    old["g_refs.npy"] = np.insert(refs, 1, np.repeat(np.arange(len(ptr) - 1), np.diff(ptr)), axis=1)
+
+    def graph(where: Path, data: dict[str, bytes | np.ndarray]) -> MappedGraph:
+        where.mkdir()
+        sums = {}
+        for n, v in data.items():
+            raw = v if isinstance(v, bytes) else npy_bytes(v)
+            (where / n).write_bytes(raw)
+            sums[n] = FileSum.of(raw)
+        return MappedGraph(str(where), list(files), lambda n: MappedArray(MappedFile(where / n, sums[n], n)),
+                           lambda n: MappedFile(where / n, sums[n], n))  # fmt: skip
+
+    new_g, old_g = graph(tmp_path / "new", payloads), graph(tmp_path / "old", old)
+
+    def answers(g: MappedGraph) -> object:
+        by_name = {g.names.term(n): [g.reference(r) for r in g.reference_rows(n)] for n in range(g.names.n)}
+        by_path = [[g.reference(r) for r in g.references_in(p)] for p in range(2)]
+        t = g.to_table(lambda p: True)
+        return by_name, by_path, g.calls_by_path().tolist(), g.called_name_ids(1), t.names, t.refs.tolist()
+
+    got = answers(new_g)
+    assert got == answers(old_g)
+    by_name = got[0]
+    assert isinstance(by_name, dict)
+    assert [(p, r.kind, r.line) for p, r in by_name["parse_header"]] == [(0, "import", 3), (0, "call", 14)]
+    assert {p for p, _ in by_name["Client"]} == {0, 1}

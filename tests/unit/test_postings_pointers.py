@@ -84,3 +84,25 @@ def test_pointers_that_do_not_end_at_the_postings_end_are_refused(tmp_path: Path
         part.chunk_field.postings(len(ptr) - 2)
     with pytest.raises(IndexCorrupt, match="postings pointers"):
         part.chunk_field.postings_all()
+
+
+def test_offsets_are_uint32_and_a_count_past_255_is_stored_as_255(tmp_path: Path) -> None:
+    """Every offset and pointer table is four bytes an entry and every weighted count one byte: a word
+    repeated 400 times in one row is stored as 255, still above a row that holds it 20 times."""
+    chunks = [
+        Chunk("data.json", 1, 1, "json", None, "file: data.json", " ".join(["zebra"] * 400 + WORDS)),
+        Chunk("few.py", 1, 1, "python", None, "file: few.py", " ".join(["zebra"] * 20 + WORDS)),
+        Chunk("one.py", 1, 1, "python", None, "file: one.py", "zebra " + " ".join(WORDS)),
+    ]
+    entry = write_segment(tmp_path, segment_of(chunks))
+    seg = tmp_path / entry.name
+    tables = sorted(n for n in entry.files if n.endswith(("_off.npy", "_ptr.npy")))
+    assert {"term_off.npy", "text_off.npy", "c_ptr.npy", "g_ref_ptr.npy", "sym_ptr.npy"} <= set(tables)
+    assert {str(np.load(seg / n).dtype) for n in tables} == {"uint32"}
+    for field in ("c", "p"):
+        assert np.load(seg / f"{field}_tf.npy").dtype == np.uint8
+    part = Part(tmp_path, entry)
+    tid = int(part.terms.ids(["zebra"])[0])
+    docs, tfs = part.chunk_field.postings(tid)
+    assert dict(zip(docs.tolist(), tfs.tolist(), strict=True)) == {0: 255.0, 1: 20.0, 2: 1.0}
+    assert [part.text(i).count("zebra") for i in range(3)] == [400, 20, 1]

@@ -96,3 +96,23 @@ def test_a_merge_cap_keeps_a_runs_merge_off_the_base_until_an_unbounded_run(tmp_
     rep = _run(root, index={"max_segments": 1})
     assert rep.merged and len(_segments(root)) == 1  # type: ignore[attr-defined]
     assert _finds(root, "extra_name") == ["pkg/extra.py"] and _finds(root, "func_0_3")[0] == "pkg/mod_0.py"
+
+
+def test_a_merge_keeps_within_the_piece_bound_so_postings_keep_two_byte_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Segments whose pieces together pass ``MERGE_CAP_PIECES`` are not merged into one, even past
+    ``max_segments`` (a merged segment keeps two-byte posting rows); within the bound they are."""
+    root = tmp_path / "ws"
+    _repo(root, 12)
+    _run(root)
+    pieces = read_manifest(index_dir_for(root)).segments[0].n_pieces
+    (root / "pkg" / "extra.py").write_text("def extra_name(x):\n    return x\n")
+    monkeypatch.setattr(local_writer, "MERGE_CAP_PIECES", pieces)  # the base alone fills the bound
+    rep = _run(root, index={"max_segments": 1})
+    assert not rep.merged and len(_segments(root)) == 2  # type: ignore[attr-defined]
+    assert _finds(root, "extra_name") == ["pkg/extra.py"]
+    monkeypatch.setattr(local_writer, "MERGE_CAP_PIECES", pieces + 10)
+    rep = _run(root, index={"max_segments": 1})
+    assert rep.merged and len(_segments(root)) == 1  # type: ignore[attr-defined]
+    assert _finds(root, "extra_name") == ["pkg/extra.py"] and _finds(root, "func_0_3")[0] == "pkg/mod_0.py"

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,12 +20,14 @@ import pytest
 from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.embed.static import StaticEmbedder, split_camel
+from aide_tui.core.embed.static import STATIC_DIM, StaticEmbedder, split_camel
 from aide_tui.core.index import parallel
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search.searcher import Searcher
-from aide_tui.core.store.segments import read_index, read_manifest
+from aide_tui.core.store.quantize import pack_bytes, unpack
+from aide_tui.core.store.segment_write import write_static
+from aide_tui.core.store.segments import commit, read_index, read_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -279,3 +282,36 @@ def test_a_merge_gives_way_to_newer_work_between_segments(tmp_path: Path) -> Non
     rep = Indexer(root, settings).run()
     assert rep.merged and len(read_manifest(index_dir_for(root)).segments) == 1
     assert Searcher(root, settings).search("edit_2", limit=3).results[0].path == "pkg2/mod_0.py"
+
+
+def test_static_vectors_stored_a_byte_a_value_before_still_rank_and_a_merge_stores_four_bits(
+    workspace: Path,
+) -> None:
+    """A segment written before four bits a value (int8 rows) ranks as it did; a merge with a newer
+    segment writes the lot as four bits (uint8, half the bytes) and the ranking holds."""
+    Indexer(workspace, static(workspace)).run()
+    idx = index_dir_for(workspace)
+    m = read_manifest(idx)
+    seg = m.segments[0]
+    rows = np.load(idx / seg.name / seg.static_file)
+    assert rows.dtype == np.uint8 and rows.shape[1] == STATIC_DIM // 2 + 4
+
+    def top(query: str) -> tuple[str, int | None]:
+        hit = Searcher(workspace, static(workspace)).search(query, limit=5).results[0]
+        return hit.path, hit.ranks.get("static")
+
+    want = top("pause between attempts")
+    assert want[0] == "src/httpclient/retry.py" and want[1] is not None
+    old = write_static(idx, seg, pack_bytes(unpack(rows)), seg.static)
+    commit(idx, replace(m, segments=[old], version="v-bytes"), m)
+    assert np.load(idx / seg.name / old.static_file).shape == (len(rows), STATIC_DIM + 4)
+    assert top("pause between attempts") == want
+    (workspace / "src" / "extra.py").write_text("def extra_helper():\n    return 1\n")
+    Indexer(workspace, static(workspace, index={"max_segments": 1})).run()
+    after = read_manifest(idx)
+    assert (
+        len(after.segments) == 1 and after.segments[0].name != seg.name and after.counts.static_missing == 0
+    )
+    merged = np.load(idx / after.segments[0].name / after.segments[0].static_file)
+    assert merged.dtype == np.uint8 and len(merged) == len(rows) + 1
+    assert top("pause between attempts") == want

@@ -5,14 +5,16 @@ computation on real files."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aide_tui.core.store.mapped import FileSum, MappedArray, MappedFile
-from aide_tui.core.store.quantize import BUFFER_BYTES, pack, unpack, unpacked_matmul
+from aide_tui.core.store.quantize import BUFFER_BYTES, pack, pack_bytes, unpack, unpacked_matmul, width
 from aide_tui.core.store.terms import SAMPLE_EVERY, TermDict, encode_terms, sort_terms, term_bytes
 
 
@@ -77,10 +79,32 @@ def test_prefix_range_at_every_sample_boundary(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
-def test_packed_product_equals_the_product_of_the_unpacked_rows() -> None:
+Packer = Callable[[np.ndarray], np.ndarray]
+PACKERS = [pytest.param(pack, id="four-bits"), pytest.param(pack_bytes, id="a-byte-as-before")]
+
+
+@pytest.mark.parametrize(("dim", "dtype", "top"), [(48, np.uint8, 7), (47, np.int8, 127)])
+def test_four_bits_a_value_where_the_dimension_is_even(dim: int, dtype: type, top: int) -> None:
+    """Each value comes back within half a step of its row's scale (the largest magnitude over ``top``)
+    and the row's largest value exactly; an odd dimension keeps a byte a value."""
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal((50, dim)).astype(np.float32) * rng.uniform(0.01, 5, (50, 1)).astype(np.float32)
+    packed = pack(v)
+    assert packed.dtype == dtype and width(packed) == dim
+    assert packed.shape[1] == (dim // 2 if dtype == np.uint8 else dim) + 4
+    step = np.abs(v).max(axis=1, keepdims=True) / top
+    assert np.all(np.abs(unpack(packed) - v) <= step / 2 + 1e-6)
+    peak = np.abs(v).argmax(axis=1)
+    np.testing.assert_allclose(unpack(packed)[np.arange(50), peak], v[np.arange(50), peak], rtol=1e-5)
+
+
+@pytest.mark.parametrize("packer", PACKERS)
+def test_packed_product_equals_the_product_of_the_unpacked_rows(
+    packer: Callable[[np.ndarray], np.ndarray],
+) -> None:
     rng = np.random.default_rng(7)
     v = rng.standard_normal((300, 48)).astype(np.float32) * rng.uniform(0.01, 5, (300, 1)).astype(np.float32)
-    packed = pack(v)
+    packed = packer(v)
     right = rng.standard_normal((48, 9)).astype(np.float32)
     q = rng.standard_normal(48).astype(np.float32)
     np.testing.assert_allclose(unpacked_matmul(packed, right), unpack(packed) @ right, rtol=1e-4, atol=1e-4)
@@ -88,14 +112,17 @@ def test_packed_product_equals_the_product_of_the_unpacked_rows() -> None:
     assert unpacked_matmul(packed[:0], q).shape == (0,)
 
 
-def test_packed_product_over_several_blocks_and_a_ragged_last_one() -> None:
+@pytest.mark.parametrize("packer", PACKERS)
+def test_packed_product_over_several_blocks_and_a_ragged_last_one(
+    packer: Callable[[np.ndarray], np.ndarray],
+) -> None:
     """The product is taken a buffer's rows at a time through one buffer: every block's rows keep
     their own scale, and a short last block is not padded with the previous block's values."""
     rng = np.random.default_rng(11)
     block_rows = BUFFER_BYTES // (4 * 32)
     n = 2 * block_rows + 17
     v = rng.standard_normal((n, 32)).astype(np.float32) * rng.uniform(0.01, 5, (n, 1)).astype(np.float32)
-    packed = pack(v)
+    packed = packer(v)
     q = rng.standard_normal(32).astype(np.float32)
     right = rng.standard_normal((32, 5)).astype(np.float32)
     np.testing.assert_allclose(unpacked_matmul(packed, q), unpack(packed) @ q, rtol=1e-4, atol=1e-4)

@@ -54,6 +54,7 @@ from aide_tui.core.storekind import LOCAL
 MAX_BLOCKS = 12  # more vector blocks in one segment than this are compacted into one
 MAX_DEAD_SHARE = 0.3  # a segment is rewritten when this share of its chunk rows is dead
 MERGE_CAP_CHUNKS = 60_000  # segments are merged into one of at most this many chunks (bounded merges)
+MERGE_CAP_PIECES = 65_536  # ... and this many pieces: its postings keep two-byte rows (segment_write.py)
 SMALL_SEGMENT = 2_000  # live chunks of a segment cheap enough to fold into any rewrite beside it
 BATCH_FILES = 4000  # a cold build commits a segment every this many files...
 BATCH_BYTES = 16 << 20  # ... or this many bytes of source, whichever comes first
@@ -373,16 +374,22 @@ class LocalWriter:
     # -- merging -----------------------------------------------------------------------------------
 
     def merge_plan(self, manifest: Manifest, cap: int = MERGE_CAP_CHUNKS) -> list[int]:
-        """The segments to merge now (bounded: their live chunks fit ``cap``), [] for none.
+        """The segments to merge now (bounded: their live chunks fit ``cap`` and, unless one segment is
+        rewritten alone, their live pieces ``MERGE_CAP_PIECES``), [] for none.
 
         Too many segments: the smallest are merged together. A segment with many dead rows, or too many
         vector blocks, is rewritten, with the small segments (``SMALL_SEGMENT``) that fit beside it: a
         rewrite never drags big segments along.
         """
+        segs = manifest.segments
         live = Counter[int]()
         for rec in manifest.files.values():
             live[rec.segment] += rec.chunks
-        segs = manifest.segments
+        # each segment's share of the bounds (its live pieces estimated from its share of live chunks)
+        share = {
+            i: max(live[i] / max(cap, 1), live[i] * s.n_pieces / max(s.n_chunks, 1) / MERGE_CAP_PIECES)
+            for i, s in enumerate(segs)
+        }
         max_segments = max(1, self.settings.index.max_segments)
         needy = [
             i
@@ -393,17 +400,17 @@ class LocalWriter:
             return []
         by_size = sorted(range(len(segs)), key=lambda i: (live[i], i))
         plan: list[int] = list(needy[:1])
-        size = sum(live[i] for i in plan)
+        size = sum(share[i] for i in plan)
         for i in by_size:
             if i in plan:
                 continue
             few_enough = len(segs) - len(plan) + 1 <= max_segments
             if few_enough and (len(plan) >= 2 or (needy and live[i] > SMALL_SEGMENT)):
                 break
-            if plan and size + live[i] > cap:
+            if plan and size + share[i] > 1:
                 break
             plan.append(i)
-            size += live[i]
+            size += share[i]
         if len(plan) < 2 and not needy:
             return []
         return sorted(plan)

@@ -91,7 +91,7 @@ class StaticTier:
         return self.ready
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        """The texts' static vectors as the store keeps them: (len(texts), d + 4) packed int8 rows."""
+        """The texts' static vectors as the store keeps them: packed rows (quantize.py)."""
         return pack(self.embedder.embed(list(texts)))
 
 

@@ -68,7 +68,7 @@ class Delta:
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))  # (pieces, dim)
     present: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # (pieces,): has a vector
     graphs: dict[str, FileGraph] = field(default_factory=dict)  # each changed file's symbol graph
-    static: np.ndarray | None = None  # the static tier's vectors (packed int8 rows), when it is ready
+    static: np.ndarray | None = None  # the static tier's vectors (packed rows), when it is ready
     static_id: str = ""
     size: int = 0  # bytes of source read into the batch
 

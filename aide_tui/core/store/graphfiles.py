@@ -7,12 +7,13 @@ Files (every one listed and checksummed in the manifest; path indexes are the se
     g_lower_hash.npy, g_lower_ids.npy  CRC-32 of each name lower-cased, sorted, and its name id
     g_defs.npy       (d, 6) uint16 (int32 when a value needs it): path, name, kind, line, col, end_line;
                      sorted by name, path, line
-    g_def_ptr.npy    (names + 1,) int64: the definitions of name n are rows [ptr[n], ptr[n + 1])
+    g_def_ptr.npy    (names + 1,) uint32: the definitions of name n are rows [ptr[n], ptr[n + 1])
     g_qual.bin, g_qual_off.npy       each definition's qualified name
     g_def_bypath.npy, g_def_path_ptr.npy   definition rows by path and line, and each path's range
-    g_refs.npy       (r, 5) uint16 (int32 when a value needs it): path, name, kind, line, col; sorted by
-                     name, path, line, col
-    g_ref_ptr.npy    (names + 1,) int64
+    g_refs.npy       (r, 4) uint16 (int32 when a value needs it): path, kind, line, col; sorted by name,
+                     path, line, col. A row's name is the run of ``g_ref_ptr`` it falls in, so it is not
+                     stored (segments written before: (r, 5) with the name second; readers take both)
+    g_ref_ptr.npy    (names + 1,) uint32: the references of name n are rows [ptr[n], ptr[n + 1])
     g_ref_bypath.npy, g_ref_path_ptr.npy   reference rows by path, line and column, per path
     g_files.npy      the paths that have a graph
     g_meta.json      {"kinds": [...definition kinds...], "imports": [[module, ...] per path]}
@@ -96,7 +97,7 @@ def encode_graph(table: GraphTable, path_ids: Sequence[int], n_paths: int) -> di
     if len(refs):
         refs[:, 1] = remap[refs[:, 1]]
         refs = refs[np.lexsort((refs[:, 4], refs[:, 3], refs[:, 0], refs[:, 1]))]
-    out["g_refs.npy"] = narrowest(refs.reshape(-1, 5))
+    out["g_refs.npy"] = narrowest(refs.reshape(-1, 5)[:, [0, 2, 3, 4]])
     out["g_ref_ptr.npy"] = _ptr(refs[:, 1] if len(refs) else np.zeros(0, np.int64), len(names))
     rby = np.lexsort((refs[:, 4], refs[:, 3], refs[:, 0])) if len(refs) else np.zeros(0, int)
     out["g_ref_bypath.npy"] = rby.astype(np.int32)
@@ -159,9 +160,24 @@ class MappedGraph:
     @cached_property
     def _refs(self) -> MappedArray:
         a = self._array("g_refs.npy")
-        if a.raw.ndim != 2 or a.raw.shape[1] != 5:
+        if a.raw.ndim != 2 or a.raw.shape[1] not in (4, 5):
             raise self._bad("references shape")
         return a
+
+    def _ref_rows(self, idx: np.ndarray) -> np.ndarray:
+        """(k, 5) int32 reference rows (path, name, kind, line, col) at row indexes ``idx`` (checked by
+        the caller): a row's name is the run of ``g_ref_ptr`` that holds it."""
+        refs = self._refs
+        got = refs.all()[idx] if len(idx) * 8 > len(refs) else refs.take(idx)  # most rows: one check
+        if refs.raw.shape[1] == 5:
+            return np.asarray(got, np.int32).reshape(-1, 5)
+        ptr = self._array("g_ref_ptr.npy").all()
+        if len(ptr) != self.names.n + 1 or int(ptr[-1]) != len(refs):
+            raise self._bad("g_ref_ptr.npy")
+        out = np.empty((len(got), 5), np.int32)
+        out[:, 0], out[:, 2:] = got[:, 0], got[:, 1:]
+        out[:, 1] = np.searchsorted(ptr, np.asarray(idx, np.int64), "right") - 1
+        return out
 
     def _range(self, ptr_name: str, i: int, n: int) -> tuple[int, int]:
         ptr = self._array(ptr_name)
@@ -243,12 +259,11 @@ class MappedGraph:
     def calls_by_path(self) -> np.ndarray:
         """(c, 5) call references of every file, by path, line and column, checked."""
         order = self._array("g_ref_bypath.npy").all()
-        refs = self._refs.all()
-        if len(order) != len(refs) or (
-            len(order) and (int(order.min()) < 0 or int(order.max()) >= len(refs))
+        if len(order) != len(self._refs) or (
+            len(order) and (int(order.min()) < 0 or int(order.max()) >= len(self._refs))
         ):
             raise self._bad("references by path")
-        rows = refs[order]
+        rows = self._ref_rows(order)
         rows = rows[rows[:, 2] == REF_KINDS.index("call")] if len(rows) else rows
         if len(rows) and (int(rows[:, 0].max()) >= len(self.paths) or int(rows[:, 1].max()) >= self.names.n
                           or int(rows[:, :2].min()) < 0):  # fmt: skip
@@ -272,7 +287,9 @@ class MappedGraph:
     def reference_rows(self, name_id: int) -> np.ndarray:
         """(k, 5) reference rows of a name, by path, line and column."""
         lo, hi = self._range("g_ref_ptr.npy", name_id, self.names.n)
-        return self._refs.rows(lo, hi)
+        if not 0 <= lo <= hi <= len(self._refs):
+            raise self._bad("reference pointers")
+        return self._ref_rows(np.arange(lo, hi))
 
     def reference(self, row: np.ndarray) -> tuple[int, Reference]:
         p, n, k, line, col = (int(v) for v in row)
@@ -294,7 +311,7 @@ class MappedGraph:
         rows = self._array("g_ref_bypath.npy").rows(lo, hi)
         if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= len(self._refs)):
             raise self._bad("references by path")
-        return self._refs.take(rows)
+        return self._ref_rows(rows)
 
     def imports_of(self, path_id: int) -> list[str]:
         got = self._meta["imports"][path_id]

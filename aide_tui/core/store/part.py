@@ -22,7 +22,7 @@ from aide_tui.core.model import Chunk
 from aide_tui.core.store.graphfiles import MappedGraph
 from aide_tui.core.store.headers import unpacked_header
 from aide_tui.core.store.mapped import MappedArray, MappedFile
-from aide_tui.core.store.quantize import SCALE_BYTES, unpack, unpacked_matmul
+from aide_tui.core.store.quantize import unpack, unpacked_matmul, width
 from aide_tui.core.store.segment_write import SegmentEntry
 from aide_tui.core.store.terms import TermDict
 
@@ -35,11 +35,11 @@ class VectorBlock:
     ) -> None:
         self._source = source
         self.rows = rows
-        self.packed = packed  # the static tier's int8 rows with their scales (quantize.py)
+        self.packed = packed  # the static tier's packed rows with their scales (quantize.py)
 
     @property
     def matrix(self) -> np.ndarray:
-        """(r, dim) float32 vectors, or packed int8 rows for the static tier; verified on first use."""
+        """(r, dim) float32 vectors, or packed rows for the static tier; verified on first use."""
         src = self._source
         return src.all() if isinstance(src, MappedArray) else src
 
@@ -49,8 +49,9 @@ class VectorBlock:
     @property
     def width(self) -> int:
         src = self._source
-        full = int(src.shape[1]) if len(src.shape) == 2 else 0
-        return full - SCALE_BYTES if self.packed and full else full
+        if self.packed:
+            return width(src)  # type: ignore[arg-type]
+        return int(src.shape[1]) if len(src.shape) == 2 else 0
 
     def _f32(self, rows: np.ndarray) -> np.ndarray:
         return unpack(rows) if self.packed else np.asarray(rows, np.float32)
@@ -514,8 +515,8 @@ class Part:
         if (
             len(a.shape) != 2
             or a.shape[0] != self.n_pieces
-            or a.dtype != np.int8
-            or a.shape[1] <= SCALE_BYTES
+            or a.dtype not in (np.int8, np.uint8)
+            or width(a) == 0  # type: ignore[arg-type]
         ):
             raise self.bad("static vectors shape")
         return VectorBlock(a, packed=True)

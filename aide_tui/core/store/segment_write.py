@@ -16,13 +16,13 @@ another's files. Files (see :mod:`aide_tui.core.store.part` for how they are rea
                                                         (0 for the chunk's own)
     terms.bin term_off.npy term_hash.npy term_hid.npy   the term dictionary (terms.py)
     c_ptr.npy c_doc.npy c_tf.npy c_len.npy     BM25 over chunks: postings per term (uint32 pointers,
-                                               uint16 rows, uint8 tfs where they fit),
-                                               lengths
+                                               uint16 rows where they fit, uint8 tfs), lengths
     p_ptr.npy p_doc.npy p_tf.npy p_len.npy     BM25 over pieces
     sym.bin sym_off.npy sym_hash.npy sym_hid.npy sym_ptr.npy sym_rows.npy   defined names → chunks
     trigrams.json             the letter trigrams of the vocabulary's words (wordshape.py)
     g_*                       the symbol graph (graphfiles.py)
-    static.npy                (pieces, d + 4) int8: static-tier vectors, one scale a row (quantize.py)
+    static.npy                (pieces, d / 2 + 4) uint8: static-tier vectors, four bits a value and one
+                              scale a row (quantize.py; earlier segments: (pieces, d + 4) int8)
     b<k>.vec.npy b<k>.rows.npy   transformer vectors of some pieces (added as they are computed)
 """
 
@@ -47,7 +47,7 @@ from aide_tui.core.store.graphfiles import GRAPH_FILES, encode_graph
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.headers import packed_header
 from aide_tui.core.store.mapped import FileSum
-from aide_tui.core.store.quantize import pack
+from aide_tui.core.store.quantize import is_packed, pack
 from aide_tui.core.store.terms import encode_terms, sort_terms
 from aide_tui.core.wordshape import vocabulary_trigrams
 
@@ -60,6 +60,7 @@ BASE_FILES = (
 )  # fmt: skip
 SEGMENT_FILES = BASE_FILES + GRAPH_FILES  # every segment has these; static.npy and vector blocks may follow
 STATIC_FILE = "static.npy"
+TF_CAP = 255  # the largest weighted count a posting stores (one byte)
 TEXT_LEVEL = 1  # zlib level of each chunk's text (a third of the bytes; decompressed per row read)
 
 
@@ -81,7 +82,7 @@ class SegmentData:
     vectors: np.ndarray  # (p, dim) float32; rows with present=False are meaningless
     present: np.ndarray  # (p,) bool
     graph: GraphTable = field(default_factory=GraphTable)
-    static: np.ndarray | None = None  # (p, d) float static-tier vectors, or (p, d + 4) packed int8 rows
+    static: np.ndarray | None = None  # (p, d) float static-tier vectors, or packed rows (quantize.py)
     static_id: str = ""
 
 
@@ -243,12 +244,10 @@ def segment_payloads(seg: SegmentData) -> dict[str, bytes | np.ndarray]:
         ptr, doc, tf, dl = postings(docs, len(seg.terms))
         if docs.n_docs <= 65536:
             doc = doc.astype(np.uint16)  # a segment of at most 65,536 rows: two bytes a posting
-        if tf.size and float(tf.max()) <= 65535 and bool(np.all(tf == np.rint(tf))):
-            # weighted counts are whole numbers: one byte each where they fit (nearly always), the same
-            # scores
-            tf = tf.astype(np.uint8 if float(tf.max()) <= 255 else np.uint16)
-        if int(ptr[-1]) <= np.iinfo(np.uint32).max:
-            ptr = ptr.astype(np.uint32)  # four bytes a term (readers convert the pointers to ints)
+        if tf.size and bool(np.all(tf == np.rint(tf))):
+            # weighted counts are whole numbers: one byte each, counts past 255 (a word repeated hundreds
+            # of times in one row of a data file) stored as 255, where BM25 has long saturated
+            tf = np.minimum(tf, TF_CAP).astype(np.uint8)
         out.update({f"{prefix}_ptr.npy": ptr, f"{prefix}_doc.npy": doc, f"{prefix}_tf.npy": tf,
                     f"{prefix}_len.npy": dl})  # fmt: skip
     graph_paths = [path_id[p] for p in seg.graph.paths if p in path_id]
@@ -260,13 +259,24 @@ def segment_payloads(seg: SegmentData) -> dict[str, bytes | np.ndarray]:
     if rows.size:
         out["b0.vec.npy"] = np.asarray(seg.vectors[rows], np.float32)
         out["b0.rows.npy"] = rows.astype(np.int32)
-    return out
+    return narrowed_offsets(out)
+
+
+def narrowed_offsets(payloads: dict[str, bytes | np.ndarray]) -> dict[str, bytes | np.ndarray]:
+    """Every offset and pointer table (``*_off.npy``, ``*_ptr.npy``) as uint32 where it fits (always,
+    short of a 4 GiB file): half the bytes. Readers convert offsets to ints before they compute."""
+    limit = np.iinfo(np.uint32).max
+    for name, arr in payloads.items():
+        if (name.endswith(("_off.npy", "_ptr.npy")) and isinstance(arr, np.ndarray) and arr.dtype == np.int64
+                and (arr.size == 0 or (int(arr.min()) >= 0 and int(arr.max()) <= limit))):  # fmt: skip
+            payloads[name] = arr.astype(np.uint32)
+    return payloads
 
 
 def packed_static(vectors: np.ndarray) -> np.ndarray:
-    """Static vectors as stored: packed int8 rows (kept as they are when already packed)."""
+    """Static vectors as stored: packed rows (kept as they are when already packed)."""
     v = np.asarray(vectors)
-    return v if v.dtype == np.int8 else pack(v)
+    return v if is_packed(v) else pack(v)
 
 
 def write_segment(index_dir: Path, seg: SegmentData) -> SegmentEntry:

@@ -46,6 +46,7 @@ from aide_tui.core.store.filetable import FileTable, segments_of
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.mapped import FileSum
 from aide_tui.core.store.part import Part
+from aide_tui.core.store.quantize import current
 from aide_tui.core.store.records import FileRecord, PassedFile, PassedFiles
 from aide_tui.core.store.segment_write import (
     BASE_FILES,
@@ -596,7 +597,7 @@ def consolidate(
     static_id = ""
     if len(static_ids) == 1 and all(s is not None for s in statics) and statics:
         static_id = next(iter(static_ids))
-        static = np.concatenate([s for s in statics if s is not None])
+        static = np.concatenate([current(s) for s in statics if s is not None])  # earlier layouts re-packed
     return IndexData(
         chunks, dict(manifest.files), merged, concat(docs), piece_list,
         np.concatenate(owners or [np.zeros(0, np.int64)]).astype(np.int64), concat(pdocs),

@@ -3,7 +3,7 @@
 On disk (files of the segment)::
 
     terms.bin       the terms' UTF-8 bytes, sorted bytewise (the order of their code points)
-    term_off.npy    (t + 1,) int64: term i is terms.bin[off[i]:off[i + 1]]
+    term_off.npy    (t + 1,) uint32 (int64 before): term i is terms.bin[off[i]:off[i + 1]]
     term_hash.npy   (t,) uint32: the CRC-32 of each term's bytes, sorted
     term_hid.npy    (t,) int32: the term id of each sorted hash
 
