@@ -20,7 +20,7 @@ from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import fallback_dir, index_dir_for
 from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.store.filetable import FIELDS
-from aide_tui.core.store.segments import encode_manifest, read_index
+from aide_tui.core.store.segments import FORMAT_VERSION, encode_manifest, read_index
 from aide_tui.core.store.status import read_status
 
 REPO = Path(__file__).resolve().parents[2]
@@ -138,6 +138,23 @@ def test_manifest_with_wrong_types_is_rebuilt_without_traceback(workspace: Path,
     assert json.loads(out.stdout)["results"][0]["path"] == "src/httpclient/headers.py"
 
 
+def test_a_format_12_manifest_still_reads_and_the_next_commit_is_the_current_format(workspace: Path) -> None:
+    """Format 13 changed how a segment's rows are stored, not the manifest: a format-12 index is read as
+    it is (its segments' rows by their dtype and shape), and the next commit says 13."""
+    Indexer(workspace, bm25(workspace)).run()
+    path = index_dir_for(workspace) / "manifest.json"
+    rewrite_manifest(path, {**json.loads(path.read_text()), "format": 12})
+    assert read_status(workspace).state == "ready"
+    assert (
+        Searcher(workspace, bm25(workspace)).search("parse_header").results[0].path
+        == "src/httpclient/headers.py"
+    )
+    (workspace / "src" / "extra.py").write_text("def brand_new_helper():\n    return 1\n")
+    rep = Indexer(workspace, bm25(workspace)).run()
+    assert rep.changed == 1, rep.messages
+    assert json.loads(path.read_text())["format"] == FORMAT_VERSION == 13
+
+
 def test_a_format_11_manifest_still_reads_and_the_next_commit_writes_columns(workspace: Path) -> None:
     """Format 12 only moved the file records into columns: an index written before it is read as it is
     (no rebuild on upgrade), and the next commit writes the new shape with the same records."""
@@ -156,7 +173,7 @@ def test_a_format_11_manifest_still_reads_and_the_next_commit_writes_columns(wor
     rep = Indexer(workspace, bm25(workspace)).run()
     assert rep.changed == 1, rep.messages  # the old records were trusted: only the new file was read
     again = json.loads(path.read_text())
-    assert again["format"] == 12 and "files" not in again
+    assert again["format"] == FORMAT_VERSION and "files" not in again
     after = read_index(index_dir_for(workspace)).files
 
     def kept(files: dict) -> dict:  # what a record says of its file (a merge may renumber segments)

@@ -82,8 +82,11 @@ T = TypeVar("T")
 # 10: postings of a segment of at most 65,536 rows as uint16, pieces name their chunk's header by 0.
 # 11: headers stored without the file and symbol lines their rows already hold (headers.py).
 # 12: the file records as columns (filetable.py). A format-11 manifest still reads: nothing else moved.
-FORMAT_VERSION = 12
-READABLE_FORMATS = (11, FORMAT_VERSION)
+# 13: static vectors four bits a value (uint8), reference rows without their name column, uint32 offsets,
+#     one-byte tfs. Format 11 and 12 still read: their segments' rows are read as they are (by dtype and
+#     shape), and a merge writes them anew; an older reader sees 13 and rebuilds rather than misread.
+FORMAT_VERSION = 13
+READABLE_FORMATS = (11, 12, FORMAT_VERSION)
 MAX_MANIFEST_BYTES = 512 << 20
 
 
@@ -238,7 +241,7 @@ def parse_manifest(raw: bytes) -> Manifest:
     segments = [parse_segment(s) for s in obj["segments"]]
     _need(len({s.name for s in segments}) == len(segments), "duplicate segment")
     files = (
-        _table(obj.get("file_table"), len(segments)) if form == FORMAT_VERSION
+        _table(obj.get("file_table"), len(segments)) if form != 11
         else _records(obj.get("files"), len(segments))
     )  # fmt: skip
     counts, meta = Counts.from_json(obj["counts"]), IndexMeta.from_json(obj["meta"])
