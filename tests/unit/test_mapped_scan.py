@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aide_tui.core.errors import IndexCorrupt
-from aide_tui.core.store.filetable import FileTable, segment_of, segments_of
+from aide_tui.core.store.filetable import FIELDS, FileTable, column, segment_of, segments_of
 from aide_tui.core.store.mapped import ALONGSIDE_BYTES, BLOCK, FileSum, MappedArray, MappedFile
 from aide_tui.core.store.part import VectorBlock
 from aide_tui.core.store.quantize import pack, unpacked_matmul
@@ -74,6 +74,8 @@ def test_file_table_round_trip_and_segment_lookup() -> None:
     for mapping in (table, files):  # every path at once: the same answers
         assert segments_of(mapping, asked).tolist() == [1, -1, 0, 1]
     assert segments_of(table, []).tolist() == []
+    for name in FIELDS:  # one field of every record, from the columns or from the records
+        assert column(table, name) == column(files, name) == [getattr(r, name) for r in files.values()]
     assert "a/x.py" in table and "nope.py" not in table
     assert FileTable.from_json(FileTable.to_json(files), n_segments=1) is None  # segment 1 out of range
     bools = FileTable.to_json(files)

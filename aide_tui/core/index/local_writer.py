@@ -27,6 +27,7 @@ from aide_tui.core.index.embcache import EmbeddingCache
 from aide_tui.core.index.scan import VERDICT_RULES
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, RunHooks, index_settings_key
 from aide_tui.core.store.centrality import MAX_RANK_FILES, STALE_SHARE, file_rank
+from aide_tui.core.store.filetable import column
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.part import Part
 from aide_tui.core.store.records import FileRecord, PassedFiles
@@ -101,7 +102,7 @@ def _without_unheld(manifest: Manifest | None) -> Manifest | None:
     delta), its files renumbered; the same object when there are none."""
     if manifest is None:
         return None
-    held = {r.segment for r in manifest.files.values()}
+    held = set(column(manifest.files, "segment"))
     keep = [i for i in range(len(manifest.segments)) if i in held]
     if len(keep) == len(manifest.segments):
         return manifest
@@ -313,7 +314,11 @@ class LocalWriter:
         if manifest is None:
             return [], {}
         out: list[MissingPiece] = []
-        for i in sorted({r.segment for r in manifest.files.values() if r.vectors < r.pieces}):
+        files = manifest.files
+        lacking = zip(
+            column(files, "segment"), column(files, "vectors"), column(files, "pieces"), strict=True
+        )
+        for i in sorted({seg for seg, vectors, pieces in lacking if vectors < pieces}):
             part = Part(self.idx_dir, manifest.segments[i])
             has = part.has_vector()
             paths = part.paths
@@ -353,7 +358,7 @@ class LocalWriter:
         manifest = self.manifest
         if manifest is None or not static_id:
             return []
-        held = {r.segment for r in manifest.files.values()}
+        held = set(column(manifest.files, "segment"))
         return [i for i, s in enumerate(manifest.segments) if i in held and s.static != static_id]
 
     def piece_texts(self, segment: int) -> list[str]:
@@ -383,8 +388,10 @@ class LocalWriter:
         """
         segs = manifest.segments
         live = Counter[int]()
-        for rec in manifest.files.values():
-            live[rec.segment] += rec.chunks
+        for seg, chunks in zip(
+            column(manifest.files, "segment"), column(manifest.files, "chunks"), strict=True
+        ):
+            live[seg] += chunks
         # each segment's share of the bounds (its live pieces estimated from its share of live chunks)
         share = {
             i: max(live[i] / max(cap, 1), live[i] * s.n_pieces / max(s.n_chunks, 1) / MERGE_CAP_PIECES)

@@ -31,7 +31,14 @@ class FileTable(Mapping[str, FileRecord]):
 
     def __getitem__(self, path: str) -> FileRecord:
         i = self._at[path]
-        return FileRecord(*(c[i] for c in self._cols))
+        size, mtime, sha1, segment, chunks, pieces, vectors, embedded = self._cols
+        return FileRecord(
+            size[i], mtime[i], sha1[i], segment[i], chunks[i], pieces[i], vectors[i], embedded[i]
+        )
+
+    def column(self, name: str) -> list[Any]:
+        """One field of every record, in path order (no record made)."""
+        return self._cols[FIELDS.index(name)]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)
@@ -90,6 +97,14 @@ class FileTable(Mapping[str, FileRecord]):
         for name in FIELDS:
             out[name] = [getattr(r, name) for r in recs]
         return out
+
+
+def column(files: Mapping[str, FileRecord], name: str) -> list[Any]:
+    """One field of every record of a version's file mapping, in its order (a :class:`FileTable` makes
+    no record: a no-op run over a 28k-file version asks this several times)."""
+    if isinstance(files, FileTable):
+        return files.column(name)
+    return [getattr(r, name) for r in files.values()]
 
 
 def segments_of(files: Mapping[str, Any], paths: Sequence[str], default: int = 0) -> np.ndarray:
