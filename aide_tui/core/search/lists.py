@@ -73,7 +73,7 @@ def symbol_list(r: Retrieval[K], text: str, parts: QueryParts, limit: int) -> li
         if parts.long and (not keys or len(keys) > MAX_SYMBOL_DEFS):
             continue
         for k in keys:
-            exact = name in r.chunk(k).defines
+            exact = name in r.defines(k)
             if parts.long:
                 scored[k] = scored.get(k, 0.0) + weight * (1.0 if exact else 0.5)
             else:

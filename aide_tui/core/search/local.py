@@ -122,6 +122,9 @@ class LocalRetrieval:
     def path(self, key: int) -> str:
         return self.ix.path(key)
 
+    def defines(self, key: int) -> tuple[str, ...]:
+        return self.ix.defines(key)
+
     def file_of(self, key: int) -> str:
         return self.ix.path(key)
 

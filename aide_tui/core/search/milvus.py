@@ -228,6 +228,9 @@ class MilvusRetrieval:
     def path(self, key: str) -> str:
         return self.cands[key].path
 
+    def defines(self, key: str) -> tuple[str, ...]:
+        return self.cands[key].defines
+
     def file_of(self, key: str) -> str:
         c = self.cands[key]
         return f"{c.workspace}\0{c.path}"

@@ -124,6 +124,10 @@ class Retrieval(Protocol[K]):
         """The candidate's file path (cheaper than :meth:`chunk`)."""
         ...
 
+    def defines(self, key: K) -> tuple[str, ...]:
+        """The names the candidate's chunk defines (cheaper than :meth:`chunk`: no text is read)."""
+        ...
+
     def file_of(self, key: K) -> str:
         """The candidate's file as a grouping key (workspace and path)."""
         ...

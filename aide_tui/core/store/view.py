@@ -162,6 +162,11 @@ class IndexView:
         k, i = self._part_of(row)
         return self.parts[k].path_of(i)
 
+    def defines(self, row: int) -> tuple[str, ...]:
+        """The names a global row's chunk defines (its metadata only: no text is decompressed)."""
+        k, i = self._part_of(row)
+        return self.parts[k].chunk_meta(i)[2]
+
     @cached_property
     def alive_mask(self) -> np.ndarray:
         """(n_rows,) bool over global rows."""
