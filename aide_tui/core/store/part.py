@@ -547,6 +547,18 @@ class PartChunks(Sequence[Chunk]):
     def __init__(self, part: Part) -> None:
         self.part = part
         self._built: dict[int, Chunk] = {}
+        self._defines: dict[int, tuple[str, ...]] = {}
+
+    def defines(self, i: int) -> tuple[str, ...]:
+        """The names chunk ``i`` defines: from its chunk when decoded, else from its metadata alone (no
+        text is decompressed; kept, as chunks are)."""
+        c = self._built.get(i)
+        if c is not None:
+            return c.defines
+        got = self._defines.get(i)
+        if got is None:
+            got = self._defines[i] = self.part.chunk_meta(i)[2]
+        return got
 
     def __len__(self) -> int:
         return self.part.n_chunks

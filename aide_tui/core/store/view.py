@@ -95,6 +95,11 @@ class ConcatChunks(Sequence[Chunk]):
         for p in self._parts:
             yield from p
 
+    def defines(self, i: int) -> tuple[str, ...]:
+        """The names global row ``i``'s chunk defines (see :meth:`PartChunks.defines`)."""
+        k = bisect_right(self._starts, i) - 1
+        return self._parts[k].defines(i - self._starts[k])
+
 
 class Vocabulary:
     """Whether a term occurs in some segment of the version (``term in vocab``). It holds the version's
@@ -127,7 +132,7 @@ class IndexView:
         self.stamp = stamp or VersionStamp()
         self.offsets: list[int] = np.cumsum([0] + [p.n_chunks for p in parts]).tolist()
         self.piece_offsets: list[int] = np.cumsum([0] + [p.n_pieces for p in parts]).tolist()
-        self.chunks: Sequence[Chunk] = ConcatChunks([PartChunks(p) for p in parts], self.offsets)
+        self.chunks = ConcatChunks([PartChunks(p) for p in parts], self.offsets)
         self.vocab = Vocabulary(parts)
         self.prefilter = False  # set by a long-lived reader (warm_vectors): queries may prefilter
 
@@ -164,8 +169,9 @@ class IndexView:
 
     def defines(self, row: int) -> tuple[str, ...]:
         """The names a global row's chunk defines (its metadata only: no text is decompressed)."""
-        k, i = self._part_of(row)
-        return self.parts[k].chunk_meta(i)[2]
+        if not 0 <= row < len(self.chunks):
+            raise IndexError(row)
+        return self.chunks.defines(row)
 
     @cached_property
     def alive_mask(self) -> np.ndarray:
