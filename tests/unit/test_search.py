@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
@@ -219,3 +220,30 @@ def test_the_method_a_prose_query_names_comes_first_and_its_best_line_is_its_def
     s.settings = load_settings(root, {"embedding": {"backend": "none"}, "search": {"name_weight": 0.0}})
     top = s.search("Return all the keys of the params", mode="bm25").results[0]
     assert not top.start_line <= def_line <= top.end_line  # without the name field the siblings win
+
+
+def test_the_symbol_list_reads_defined_names_without_decompressing_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name defined in 40 files: the symbol list checks each definition's exact case from the chunks'
+    metadata, so a search decompresses the texts of the hits it shows, not of every definition."""
+    from aide_tui.core.store import part
+
+    root = tmp_path / "ws"
+    for i in range(40):
+        p = root / f"pkg{i}" / "setup.py"
+        p.parent.mkdir(parents=True)
+        p.write_text(f"def configure(options):\n    return options + {i}\n")
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    Indexer(root, settings).run()
+    read: list[int] = []
+    real_text = part.Part.text
+
+    def counted(self: part.Part, i: int) -> str:
+        read.append(i)
+        return real_text(self, i)
+
+    monkeypatch.setattr(part.Part, "text", counted)
+    hits = Searcher(root, settings).search("configure", limit=5, mode="bm25").results
+    assert len(hits) == 5 and all(h.symbol == "def configure" for h in hits)
+    assert len(read) <= 5, len(read)
