@@ -503,3 +503,27 @@ def test_reference_rows_store_no_name_and_segments_written_before_still_read(tmp
     assert isinstance(by_name, dict)
     assert [(p, r.kind, r.line) for p, r in by_name["parse_header"]] == [(0, "import", 3), (0, "call", 14)]
     assert {p for p, _ in by_name["Client"]} == {0, 1}
+
+
+def test_reference_pointers_that_go_back_are_refused(tmp_path: Path) -> None:
+    """A reference row's name is bisected out of ``g_ref_ptr``: a table that goes back (a writer's bug,
+    checksummed as written) is refused as a corrupt index, never read as other names."""
+    from aide_tui.core.store.graphfiles import MappedGraph, encode_graph
+    from aide_tui.core.store.graphtable import GraphTable
+    from aide_tui.core.store.mapped import FileSum, MappedArray, MappedFile
+    from aide_tui.core.store.segment_write import narrowed_offsets, npy_bytes
+
+    payloads = narrowed_offsets(encode_graph(GraphTable.from_files({"a.py": graph_of("a.py", PY)}), [0], 1))
+    ptr = np.asarray(payloads["g_ref_ptr.npy"]).copy()
+    t = int(np.argmax(np.diff(ptr.astype(np.int64))))  # a name with references: swap its ends
+    ptr[t], ptr[t + 1] = ptr[t + 1], ptr[t]
+    payloads["g_ref_ptr.npy"] = ptr
+    raw = {n: v if isinstance(v, bytes) else npy_bytes(v) for n, v in payloads.items()}
+    for n, data in raw.items():
+        (tmp_path / n).write_bytes(data)
+    sums = {n: FileSum.of(data) for n, data in raw.items()}
+    g = MappedGraph("seg", ["a.py"], lambda n: MappedArray(MappedFile(tmp_path / n, sums[n], n)),
+                    lambda n: MappedFile(tmp_path / n, sums[n], n))  # fmt: skip
+    for read in (lambda: g.references_in(0), g.calls_by_path, lambda: g.to_table(lambda p: True)):
+        with pytest.raises(IndexCorrupt, match="g_ref_ptr"):
+            read()

@@ -16,6 +16,7 @@ from aide_tui.core.model import Chunk
 from aide_tui.core.store.mapped import FileSum
 from aide_tui.core.store.part import Part
 from aide_tui.core.store.segment_write import SegmentEntry, npy_bytes, write_segment
+from aide_tui.core.store.segments import read_segment
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
 
@@ -86,9 +87,10 @@ def test_pointers_that_do_not_end_at_the_postings_end_are_refused(tmp_path: Path
         part.chunk_field.postings_all()
 
 
-def test_offsets_are_uint32_and_a_count_past_255_is_stored_as_255(tmp_path: Path) -> None:
-    """Every offset and pointer table is four bytes an entry and every weighted count one byte: a word
-    repeated 400 times in one row is stored as 255, still above a row that holds it 20 times."""
+def test_offsets_are_uint32_and_a_count_past_255_keeps_two_bytes_through_a_merge(tmp_path: Path) -> None:
+    """Every offset and pointer table is four bytes an entry; counts are one byte where they fit, and a
+    word repeated 400 times in one row keeps its count (two bytes for that segment), so a merge, which
+    takes each row's length from its counts again, gives every row the length it had."""
     chunks = [
         Chunk("data.json", 1, 1, "json", None, "file: data.json", " ".join(["zebra"] * 400 + WORDS)),
         Chunk("few.py", 1, 1, "python", None, "file: few.py", " ".join(["zebra"] * 20 + WORDS)),
@@ -99,10 +101,12 @@ def test_offsets_are_uint32_and_a_count_past_255_is_stored_as_255(tmp_path: Path
     tables = sorted(n for n in entry.files if n.endswith(("_off.npy", "_ptr.npy")))
     assert {"term_off.npy", "text_off.npy", "c_ptr.npy", "g_ref_ptr.npy", "sym_ptr.npy"} <= set(tables)
     assert {str(np.load(seg / n).dtype) for n in tables} == {"uint32"}
-    for field in ("c", "p"):
-        assert np.load(seg / f"{field}_tf.npy").dtype == np.uint8
+    assert np.load(seg / "c_tf.npy").dtype == np.uint16
     part = Part(tmp_path, entry)
     tid = int(part.terms.ids(["zebra"])[0])
     docs, tfs = part.chunk_field.postings(tid)
-    assert dict(zip(docs.tolist(), tfs.tolist(), strict=True)) == {0: 255.0, 1: 20.0, 2: 1.0}
-    assert [part.text(i).count("zebra") for i in range(3)] == [400, 20, 1]
+    assert dict(zip(docs.tolist(), tfs.tolist(), strict=True)) == {0: 400.0, 1: 20.0, 2: 1.0}
+    small = write_segment(tmp_path, segment_of(chunks[1:]))
+    assert np.load(tmp_path / small.name / "c_tf.npy").dtype == np.uint8
+    merged = write_segment(tmp_path, read_segment(tmp_path, entry))
+    assert np.array_equal(Part(tmp_path, merged).chunk_field.lengths, part.chunk_field.lengths)

@@ -102,7 +102,7 @@ def test_a_merge_keeps_within_the_piece_bound_so_postings_keep_two_byte_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Segments whose pieces together pass ``MERGE_CAP_PIECES`` are not merged into one, even past
-    ``max_segments`` (a merged segment keeps two-byte posting rows); within the bound they are."""
+    ``max_segments`` (a merged segment keeps two-byte posting rows); exactly at the bound they are."""
     root = tmp_path / "ws"
     _repo(root, 12)
     _run(root)
@@ -112,7 +112,8 @@ def test_a_merge_keeps_within_the_piece_bound_so_postings_keep_two_byte_rows(
     rep = _run(root, index={"max_segments": 1})
     assert not rep.merged and len(_segments(root)) == 2  # type: ignore[attr-defined]
     assert _finds(root, "extra_name") == ["pkg/extra.py"]
-    monkeypatch.setattr(local_writer, "MERGE_CAP_PIECES", pieces + 10)
+    both = sum(s.n_pieces for s in read_manifest(index_dir_for(root)).segments)  # every row is live
+    monkeypatch.setattr(local_writer, "MERGE_CAP_PIECES", both)
     rep = _run(root, index={"max_segments": 1})
     assert rep.merged and len(_segments(root)) == 1  # type: ignore[attr-defined]
     assert _finds(root, "extra_name") == ["pkg/extra.py"] and _finds(root, "func_0_3")[0] == "pkg/mod_0.py"

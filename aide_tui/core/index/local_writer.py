@@ -392,11 +392,9 @@ class LocalWriter:
             column(manifest.files, "segment"), column(manifest.files, "chunks"), strict=True
         ):
             live[seg] += chunks
-        # each segment's share of the bounds (its live pieces estimated from its share of live chunks)
-        share = {
-            i: max(live[i] / max(cap, 1), live[i] * s.n_pieces / max(s.n_chunks, 1) / MERGE_CAP_PIECES)
-            for i, s in enumerate(segs)
-        }
+        # each segment's live pieces, estimated from its share of live chunks (whole numbers: a merge
+        # exactly at a bound is allowed)
+        pieces = {i: live[i] * s.n_pieces // max(s.n_chunks, 1) for i, s in enumerate(segs)}
         max_segments = max(1, self.settings.index.max_segments)
         needy = [
             i
@@ -407,17 +405,18 @@ class LocalWriter:
             return []
         by_size = sorted(range(len(segs)), key=lambda i: (live[i], i))
         plan: list[int] = list(needy[:1])
-        size = sum(share[i] for i in plan)
+        size, size_pieces = sum(live[i] for i in plan), sum(pieces[i] for i in plan)
         for i in by_size:
             if i in plan:
                 continue
             few_enough = len(segs) - len(plan) + 1 <= max_segments
             if few_enough and (len(plan) >= 2 or (needy and live[i] > SMALL_SEGMENT)):
                 break
-            if plan and size + share[i] > 1:
+            if plan and (size + live[i] > cap or size_pieces + pieces[i] > MERGE_CAP_PIECES):
                 break
             plan.append(i)
-            size += share[i]
+            size += live[i]
+            size_pieces += pieces[i]
         if len(plan) < 2 and not needy:
             return []
         return sorted(plan)

@@ -164,6 +164,21 @@ class MappedGraph:
             raise self._bad("references shape")
         return a
 
+    @cached_property
+    def _ref_ptr(self) -> np.ndarray:
+        """``g_ref_ptr``, checked whole once: it runs from 0 to the last reference row and never goes
+        back (a row's name is found in it by bisection, which an unsorted table would misdirect)."""
+        ptr = self._array("g_ref_ptr.npy").all()
+        n = len(self._refs)
+        if (
+            len(ptr) != self.names.n + 1
+            or int(ptr[0]) != 0
+            or int(ptr[-1]) != n
+            or bool(np.any(ptr[1:] < ptr[:-1]))
+        ):
+            raise self._bad("g_ref_ptr.npy")
+        return ptr
+
     def _ref_rows(self, idx: np.ndarray) -> np.ndarray:
         """(k, 5) int32 reference rows (path, name, kind, line, col) at row indexes ``idx`` (checked by
         the caller): a row's name is the run of ``g_ref_ptr`` that holds it."""
@@ -171,9 +186,7 @@ class MappedGraph:
         got = refs.all()[idx] if len(idx) * 8 > len(refs) else refs.take(idx)  # most rows: one check
         if refs.raw.shape[1] == 5:
             return np.asarray(got, np.int32).reshape(-1, 5)
-        ptr = self._array("g_ref_ptr.npy").all()
-        if len(ptr) != self.names.n + 1 or int(ptr[-1]) != len(refs):
-            raise self._bad("g_ref_ptr.npy")
+        ptr = self._ref_ptr
         out = np.empty((len(got), 5), np.int32)
         out[:, 0], out[:, 2:] = got[:, 0], got[:, 1:]
         out[:, 1] = np.searchsorted(ptr, np.asarray(idx, np.int64), "right") - 1

@@ -16,7 +16,7 @@ another's files. Files (see :mod:`aide_tui.core.store.part` for how they are rea
                                                         (0 for the chunk's own)
     terms.bin term_off.npy term_hash.npy term_hid.npy   the term dictionary (terms.py)
     c_ptr.npy c_doc.npy c_tf.npy c_len.npy     BM25 over chunks: postings per term (uint32 pointers,
-                                               uint16 rows where they fit, uint8 tfs), lengths
+                                               uint16 rows, uint8 tfs where they fit), lengths
     p_ptr.npy p_doc.npy p_tf.npy p_len.npy     BM25 over pieces
     sym.bin sym_off.npy sym_hash.npy sym_hid.npy sym_ptr.npy sym_rows.npy   defined names → chunks
     trigrams.json             the letter trigrams of the vocabulary's words (wordshape.py)
@@ -60,7 +60,6 @@ BASE_FILES = (
 )  # fmt: skip
 SEGMENT_FILES = BASE_FILES + GRAPH_FILES  # every segment has these; static.npy and vector blocks may follow
 STATIC_FILE = "static.npy"
-TF_CAP = 255  # the largest weighted count a posting stores (one byte)
 TEXT_LEVEL = 1  # zlib level of each chunk's text (a third of the bytes; decompressed per row read)
 
 
@@ -244,10 +243,10 @@ def segment_payloads(seg: SegmentData) -> dict[str, bytes | np.ndarray]:
         ptr, doc, tf, dl = postings(docs, len(seg.terms))
         if docs.n_docs <= 65536:
             doc = doc.astype(np.uint16)  # a segment of at most 65,536 rows: two bytes a posting
-        if tf.size and bool(np.all(tf == np.rint(tf))):
-            # weighted counts are whole numbers: one byte each, counts past 255 (a word repeated hundreds
-            # of times in one row of a data file) stored as 255, where BM25 has long saturated
-            tf = np.minimum(tf, TF_CAP).astype(np.uint8)
+        if tf.size and float(tf.max()) <= 65535 and bool(np.all(tf == np.rint(tf))):
+            # weighted counts are whole numbers: one byte each where they fit (nearly always), the same
+            # scores. Not capped at 255: a merge takes a row's length from its counts again
+            tf = tf.astype(np.uint8 if float(tf.max()) <= 255 else np.uint16)
         out.update({f"{prefix}_ptr.npy": ptr, f"{prefix}_doc.npy": doc, f"{prefix}_tf.npy": tf,
                     f"{prefix}_len.npy": dl})  # fmt: skip
     graph_paths = [path_id[p] for p in seg.graph.paths if p in path_id]

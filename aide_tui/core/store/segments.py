@@ -82,8 +82,8 @@ T = TypeVar("T")
 # 10: postings of a segment of at most 65,536 rows as uint16, pieces name their chunk's header by 0.
 # 11: headers stored without the file and symbol lines their rows already hold (headers.py).
 # 12: the file records as columns (filetable.py). A format-11 manifest still reads: nothing else moved.
-# 13: static vectors four bits a value (uint8), reference rows without their name column, uint32 offsets,
-#     one-byte tfs. Format 11 and 12 still read: their segments' rows are read as they are (by dtype and
+# 13: static vectors four bits a value (uint8), reference rows without their name column, uint32
+#     offsets. Format 11 and 12 still read: their segments' rows are read as they are (by dtype and
 #     shape), and a merge writes them anew; an older reader sees 13 and rebuilds rather than misread.
 FORMAT_VERSION = 13
 READABLE_FORMATS = (11, 12, FORMAT_VERSION)
