@@ -32,8 +32,10 @@ from aide_tui.core.store.segments import commit, read_index, read_manifest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def cli(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run([sys.executable, "-m", "aide_tui", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)  # fmt: skip
 
@@ -315,3 +317,25 @@ def test_static_vectors_stored_a_byte_a_value_before_still_rank_and_a_merge_stor
     merged = np.load(idx / after.segments[0].name / after.segments[0].static_file)
     assert merged.dtype == np.uint8 and len(merged) == len(rows) + 1
     assert top("pause between attempts") == want
+
+
+def test_once_the_transformer_covers_every_piece_the_static_list_is_left_out(workspace: Path) -> None:
+    """The default settings weigh the static list 0 (``static_with_dense``) once the transformer's
+    vectors cover the index, so a hybrid search does not compute it (no hit says it found it); a
+    weight above 0 (here from the environment) brings it back."""
+    out = cli("index", str(workspace), "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.splitlines()[-1])
+    assert summary["vectors_missing"] == 0 and summary["static_missing"] == 0
+
+    def lists_of(*args: str, env: dict[str, str] | None = None) -> set[str]:
+        got = cli("search", "--path", str(workspace), "--json", "--no-update", *args,
+                  "wait longer after every failure", env=env)  # fmt: skip
+        assert got.returncode == 0, got.stderr
+        hits = json.loads(got.stdout)["results"]
+        assert hits and hits[0]["path"] == "src/httpclient/retry.py"
+        return {name for h in hits for name in h["ranks"]}
+
+    assert {"bm25", "dense"} <= lists_of() and "static" not in lists_of()
+    assert {"dense", "static"} <= lists_of(env={"AIDE_SEARCH_STATIC_WITH_DENSE": "0.5"})
+    assert "static" in lists_of("--embedder", "static")  # the tier alone

@@ -248,7 +248,12 @@ def rank(
         if dense is not None:
             found["dense"] = dense
             complete = retriever.vectors_missing == 0
-        static, static_spans, static_closest = _static_list(q, parsed.text, s, encoder)
+        # the static list weighs static_with_dense once the transformer covers every piece: at 0 (the
+        # default) it is not computed (a tenth of a hybrid query, and a one-shot's scan of every vector)
+        wanted = not (complete and s.static_with_dense == 0)
+        static, static_spans, static_closest = (
+            _static_list(q, parsed.text, s, encoder) if wanted else (None, {}, None)
+        )
         if static is not None:
             found["static"] = static
             spans = {**static_spans, **spans}
