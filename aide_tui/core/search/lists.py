@@ -230,15 +230,24 @@ def mention_list(
 
 def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
     """Chunks with a BM25 score holding every "double-quoted" span of the query verbatim (any case),
-    looked for among the chunks that hold the spans' words as terms (see :func:`span_terms`: whole
-    words, the last one as the start of a word): a quoted span on a big workspace no longer reads
-    every chunk with a query word."""
+    looked for among the chunks that hold every span's words as terms (see :func:`span_terms`: whole
+    words, the last one as the start of a word; a span of stopwords alone does not narrow): a quoted
+    span on a big workspace no longer reads every chunk with a query word, and a second span narrows
+    what the first leaves (``"is not None" ... "def save"``: the chunks holding a word that starts
+    with ``save`` too)."""
     phrases = [p.lower() for p in QUOTED.findall(text) if p.strip()]
     if not phrases:
         return []
-    all_of, any_of, prefix = span_terms(phrases[0])
-    all_of = list(dict.fromkeys([*all_of, *(t for p in phrases[1:] for t in span_terms(p)[0])]))
-    held = r.holding(all_of, any_of, prefix) if all_of or prefix else None
+    held: set[K] | None = None
+    for phrase in dict.fromkeys(phrases):
+        all_of, any_of, prefix = span_terms(phrase)
+        if not (all_of or prefix):
+            continue
+        got = r.holding(all_of, any_of, prefix)
+        if got is None:  # the store cannot tell: every chunk with a BM25 score is a candidate
+            held = None
+            break
+        held = set(got) if held is None else held.intersection(got)
     cands = r.positive() if held is None else held
     hits = [k for k in cands if all(p in r.chunk(k).text.lower() for p in phrases)]
     hits.sort(key=lambda k: (-r.score(k), r.order(k)))
