@@ -170,6 +170,21 @@ def indexed_bm25(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def texts_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The chunk rows whose text a segment decompresses from now on (``Part.text`` still runs)."""
+    from aide_tui.core.store import part
+
+    read: list[int] = []
+    real_text = part.Part.text
+
+    def counted(self: part.Part, i: int) -> str:
+        read.append(i)
+        return real_text(self, i)
+
+    monkeypatch.setattr(part.Part, "text", counted)
+    return read
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A fresh copy of the sample workspace."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import indexed_bm25
+from conftest import indexed_bm25, texts_read
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.index.indexer import Indexer
@@ -109,20 +109,11 @@ def test_the_terms_a_span_asks_for(span: str, all_of: list[str], prefix: str) ->
 def test_every_span_narrows_the_chunks_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two quoted spans: the chunks read verbatim are those holding both spans' words, the second's
     last word as the start of a word too (30 files hold "connection pool", one "drain" beside it)."""
-    from aide_tui.core.store import part
-
     files = {f"pkg/m{i}.py": f"def f{i}(conn):\n    # the connection pool of worker {i}\n    return conn\n"
              for i in range(30)}  # fmt: skip
     files["pkg/drain.py"] = "def drain(conn):\n    # drain the connection pool first\n    return conn\n"
     root = indexed_bm25(tmp_path / "ws", files)
-    read: list[int] = []
-    real_text = part.Part.text
-
-    def counted(self: part.Part, i: int) -> str:
-        read.append(i)
-        return real_text(self, i)
-
-    monkeypatch.setattr(part.Part, "text", counted)
+    read = texts_read(monkeypatch)
     settings = load_settings(root, {"embedding": {"backend": "none"}})
     hits = Searcher(root, settings).search('"connection pool" "drain"', limit=1, mode="bm25").results
     assert [h.path for h in hits] == ["pkg/drain.py"] and hits[0].ranks.get("phrase") == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write_workspace
+from conftest import indexed_bm25, texts_read, write_workspace
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.index.indexer import Indexer
@@ -227,23 +227,10 @@ def test_the_symbol_list_reads_defined_names_without_decompressing_chunks(
 ) -> None:
     """A name defined in 40 files: the symbol list checks each definition's exact case from the chunks'
     metadata, so a search decompresses the texts of the hits it shows, not of every definition."""
-    from aide_tui.core.store import part
-
-    root = tmp_path / "ws"
-    for i in range(40):
-        p = root / f"pkg{i}" / "setup.py"
-        p.parent.mkdir(parents=True)
-        p.write_text(f"def configure(options):\n    return options + {i}\n")
+    files = {f"pkg{i}/setup.py": f"def configure(options):\n    return options + {i}\n" for i in range(40)}
+    root = indexed_bm25(tmp_path / "ws", files)
     settings = load_settings(root, {"embedding": {"backend": "none"}})
-    Indexer(root, settings).run()
-    read: list[int] = []
-    real_text = part.Part.text
-
-    def counted(self: part.Part, i: int) -> str:
-        read.append(i)
-        return real_text(self, i)
-
-    monkeypatch.setattr(part.Part, "text", counted)
+    read = texts_read(monkeypatch)
     hits = Searcher(root, settings).search("configure", limit=5, mode="bm25").results
     assert len(hits) == 5 and all(h.symbol == "def configure" for h in hits)
     assert len(read) <= 5, len(read)

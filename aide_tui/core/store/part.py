@@ -22,7 +22,7 @@ from aide_tui.core.model import Chunk
 from aide_tui.core.store.graphfiles import MappedGraph
 from aide_tui.core.store.headers import unpacked_header
 from aide_tui.core.store.mapped import MappedArray, MappedFile
-from aide_tui.core.store.quantize import unpack, unpacked_matmul, width
+from aide_tui.core.store.quantize import is_packed, unpack, unpacked_matmul, width
 from aide_tui.core.store.segment_write import SegmentEntry
 from aide_tui.core.store.terms import TermDict
 
@@ -50,7 +50,7 @@ class VectorBlock:
     def width(self) -> int:
         src = self._source
         if self.packed:
-            return width(src)  # type: ignore[arg-type]
+            return width(src.raw if isinstance(src, MappedArray) else src)
         return int(src.shape[1]) if len(src.shape) == 2 else 0
 
     def _f32(self, rows: np.ndarray) -> np.ndarray:
@@ -515,8 +515,8 @@ class Part:
         if (
             len(a.shape) != 2
             or a.shape[0] != self.n_pieces
-            or a.dtype not in (np.int8, np.uint8)
-            or width(a) == 0  # type: ignore[arg-type]
+            or not is_packed(a.raw)
+            or width(a.raw) == 0
         ):
             raise self.bad("static vectors shape")
         return VectorBlock(a, packed=True)

@@ -57,7 +57,7 @@ def is_packed(arr: np.ndarray) -> bool:
 
 
 def width(packed: np.ndarray) -> int:
-    """The vectors' dimension (``packed`` may be any array-like with ``shape`` and ``dtype``)."""
+    """The vectors' dimension."""
     if len(packed.shape) != 2 or packed.shape[1] <= SCALE_BYTES:
         return 0
     stored = int(packed.shape[1]) - SCALE_BYTES

@@ -84,12 +84,8 @@ class ConcatChunks(Sequence[Chunk]):
     def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(self._n))]
-        if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
-            raise IndexError(i)
-        k = bisect_right(self._starts, i) - 1
-        return self._parts[k][i - self._starts[k]]
+        k, local = self._locate(i)
+        return self._parts[k][local]
 
     def __iter__(self) -> Iterator[Chunk]:
         for p in self._parts:
@@ -97,8 +93,17 @@ class ConcatChunks(Sequence[Chunk]):
 
     def defines(self, i: int) -> tuple[str, ...]:
         """The names global row ``i``'s chunk defines (see :meth:`PartChunks.defines`)."""
+        k, local = self._locate(i)
+        return self._parts[k].defines(local)
+
+    def _locate(self, i: int) -> tuple[int, int]:
+        """(part, row within it) of global row ``i`` (negative: from the end)."""
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
         k = bisect_right(self._starts, i) - 1
-        return self._parts[k].defines(i - self._starts[k])
+        return k, i - self._starts[k]
 
 
 class Vocabulary:
@@ -169,8 +174,6 @@ class IndexView:
 
     def defines(self, row: int) -> tuple[str, ...]:
         """The names a global row's chunk defines (its metadata only: no text is decompressed)."""
-        if not 0 <= row < len(self.chunks):
-            raise IndexError(row)
         return self.chunks.defines(row)
 
     @cached_property
