@@ -36,6 +36,7 @@ _TYPE_KEYWORDS = (
     "module", "impl",
 )  # fmt: skip
 _TYPE_DEF = re.compile(rf"\b(?:{'|'.join(_TYPE_KEYWORDS)})\s+([A-Za-z_$][\w$]*)")
+_IDENT_NAME = re.compile(r"[A-Za-z_$][\w$]*")  # what _TYPE_DEF captures as a type's name
 
 
 def chunk_terms(chunk: Chunk, body: Counter[str] | None = None) -> dict[str, float]:
@@ -45,14 +46,22 @@ def chunk_terms(chunk: Chunk, body: Counter[str] | None = None) -> dict[str, flo
     ``body`` is the already-counted ``tokenize(chunk.text)``, when the caller has it.
     """
     counts: dict[str, float] = dict(term_counts(chunk.text) if body is None else body)
-    for term in _path_terms(chunk.path):
-        counts[term] = counts.get(term, 0) + PATH_WEIGHT
-    for term in _symbol_terms(chunk.symbol or "", chunk.defines):
-        counts[term] = counts.get(term, 0) + SYMBOL_WEIGHT
-    if NAME_TF > 0:
-        for term in _name_terms(function_names(chunk)):
-            counts[term] = counts.get(term, 0) + NAME_TF
+    for terms, weight in header_fields(chunk.path, chunk.symbol, chunk.defines, function_names(chunk)):
+        for term in terms:
+            counts[term] = counts.get(term, 0) + weight
     return counts
+
+
+def header_fields(
+    path: str, symbol: str | None, defines: tuple[str, ...], names: tuple[str, ...]
+) -> list[tuple[tuple[str, ...], float]]:
+    """The terms a chunk's header adds to its body, each field with its weight: its path, its symbol
+    chain and defined names, and the name field of its ``function_names`` (a term may repeat within a
+    field: each adds)."""
+    fields = [(_path_terms(path), PATH_WEIGHT), (_symbol_terms(symbol or "", defines), SYMBOL_WEIGHT)]
+    if NAME_TF > 0:
+        fields.append((_name_terms(names), NAME_TF))
+    return fields
 
 
 def function_names(chunk: Chunk) -> tuple[str, ...]:
@@ -69,22 +78,30 @@ def function_names(chunk: Chunk) -> tuple[str, ...]:
     if not names:
         return ()
     text = chunk.text
-    if not any(_may_follow_type_keyword(n, text) for n in names):  # the regex scan below is rarely needed
-        return names
-    types = set(_TYPE_DEF.findall(text))
-    return tuple(n for n in names if n not in types)
+    return tuple(n for n in names if not _names_a_type(n, text))
 
 
-def _may_follow_type_keyword(name: str, text: str) -> bool:
-    """Whether ``name`` stands somewhere in ``text`` after a type keyword and whitespace (``class Foo``):
-    what ``_TYPE_DEF`` needs to capture it; string scans, far cheaper than the regex over the text."""
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _names_a_type(name: str, text: str) -> bool:
+    """Whether ``name`` stands somewhere in ``text`` as a whole word after a type keyword and whitespace
+    (``class Foo``): what ``_TYPE_DEF`` would capture, found by string scans (the regex over a chunk
+    was a tenth of a cold build's term counting)."""
+    end = len(name)
     i = text.find(name)
     while i >= 0:
         j = i
         while j > 0 and text[j - 1].isspace():
             j -= 1
-        if j < i and text.endswith(_TYPE_KEYWORDS, 0, j):
-            return True
+        after = i + end
+        whole = after >= len(text) or not (_is_word_char(text[after]) or text[after] == "$")
+        if j < i and whole and text.endswith(_TYPE_KEYWORDS, 0, j):
+            for kw in _TYPE_KEYWORDS:
+                k = j - len(kw)
+                if text.endswith(kw, 0, j) and (k == 0 or not _is_word_char(text[k - 1])):
+                    return _IDENT_NAME.fullmatch(name) is not None
         i = text.find(name, i + 1)
     return False
 

@@ -59,7 +59,7 @@ def _parts(word: str) -> list[str]:
 
 
 @lru_cache(maxsize=200_000)
-def _expand(word: str) -> tuple[str, ...]:
+def word_terms(word: str) -> tuple[str, ...]:
     """All index terms for one raw word: a compound keeps its whole form, then its folded parts."""
     parts = _parts(word)
     low = word.lower()
@@ -74,7 +74,7 @@ def tokenize(text: str) -> list[str]:
     """Index terms of ``text`` in order (with repeats, for term frequencies)."""
     out: list[str] = []
     for word in IDENTIFIER.findall(text):
-        out.extend(_expand(word))
+        out.extend(word_terms(word))
     return out
 
 
@@ -83,7 +83,7 @@ def term_counts(text: str) -> Counter[str]:
     out: dict[str, int] = {}
     get = out.get
     for word, n in Counter(IDENTIFIER.findall(text)).items():
-        for term in _expand(word):
+        for term in word_terms(word):
             out[term] = get(term, 0) + n
     return Counter(out)
 

@@ -123,3 +123,13 @@ def test_name_field_holds_functions_not_types_constants_or_dunders() -> None:
     go = Chunk("cmd.go", 1, 3, "go", None, "", "type Command struct{}\nfunc (c *Command) Run() {}\n",
                ("Command", "Run"))  # fmt: skip
     assert function_names(go) == ("Run",)
+
+
+def test_a_type_after_a_word_that_is_also_a_type_keyword_stays_out_of_the_name_field() -> None:
+    # "type" ends the line before: a regex scan took "type class" as one match and missed Fussy
+    text = "x = token.type\n\nclass Fussy(Base):\n    def handle(self):\n        pass\n"
+    assert function_names(_chunk(text, ("Fussy", "handle"))) == ("handle",)
+    # a keyword inside a longer word (subclass) or a name that goes on (Fussy2) does not make a type
+    assert function_names(_chunk("subclass Fussy\nFussy()\n", ("Fussy",))) == ("Fussy",)
+    assert function_names(_chunk("class Fussy2: pass\nFussy = 1\n", ("Fussy",))) == ("Fussy",)
+    assert function_names(_chunk("struct\tFussy {}\n", ("Fussy",))) == ()

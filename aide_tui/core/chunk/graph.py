@@ -266,16 +266,27 @@ class _PyGraph:
         return out
 
 
+_NO_NODES = frozenset({"ctx", "op", "ops", "type_comment", "id", "attr", "arg", "kind", "conversion"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # a node type's fields that may hold walked nodes, last first
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(f for f in reversed(kind._fields) if f not in _NO_NODES)  # type: ignore[attr-defined]
+    return fields
+
+
 def _push_children(node: ast.AST, stack: list[Any]) -> None:
-    """Push a node's child nodes so that they are walked in field order."""
-    start = len(stack)
-    for field in node._fields:
+    """Push a node's child nodes so that they are walked in field order (contexts and operators, which
+    hold nothing to walk, are left out)."""
+    for field in _child_fields(type(node)):
         value = getattr(node, field, None)
-        if isinstance(value, ast.AST):
+        if type(value) is list:
+            if value:
+                stack.extend(v for v in reversed(value) if isinstance(v, ast.AST))
+        elif isinstance(value, ast.AST):
             stack.append(value)
-        elif isinstance(value, list):
-            stack.extend(v for v in value if isinstance(v, ast.AST))
-    stack[start:] = stack[start:][::-1]
 
 
 def _push(stack: list[Any], *items: Any) -> None:

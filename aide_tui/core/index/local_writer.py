@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from aide_tui.core.bm25 import chunk_terms
 from aide_tui.core.config import Settings
 from aide_tui.core.embed.base import same_model
 from aide_tui.core.errors import IndexCorrupt, IndexMissing
@@ -25,13 +24,13 @@ from aide_tui.core.events import Committed, Progress
 from aide_tui.core.index.built import Built, staging_dir
 from aide_tui.core.index.embcache import EmbeddingCache
 from aide_tui.core.index.scan import VERDICT_RULES
+from aide_tui.core.index.term_rows import batch_rows
 from aide_tui.core.index.writer import Delta, EmbedderState, MissingPiece, RunHooks, index_settings_key
 from aide_tui.core.store.centrality import MAX_RANK_FILES, STALE_SHARE, file_rank
 from aide_tui.core.store.filetable import column
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.part import Part
 from aide_tui.core.store.records import FileRecord, PassedFiles
-from aide_tui.core.store.segment_write import sorted_docs
 from aide_tui.core.store.segments import (
     Manifest,
     SegmentData,
@@ -48,7 +47,6 @@ from aide_tui.core.store.segments import (
     write_segment,
     write_static,
 )
-from aide_tui.core.store.terms import sort_terms
 from aide_tui.core.store.version_meta import Counts, IndexMeta
 from aide_tui.core.storekind import LOCAL
 
@@ -75,15 +73,7 @@ def counts_of(files: dict[str, FileRecord], has_embedder: bool) -> Counts:
 def build_segment(delta: Delta) -> SegmentData:
     """BM25 rows of the delta's chunks and pieces over their own sorted dictionary, with the vectors it
     carries (the transformer's known so far, the static tier's when it was ready)."""
-    chunk_bodies, piece_bodies = delta.bodies()
-    chunk_counts = list(map(chunk_terms, delta.chunks, chunk_bodies))
-    piece_counts = [chunk_terms(p, b) for (_, p), b in zip(delta.pieces, piece_bodies, strict=True)]
-    seen: dict[str, None] = {}
-    for counts in (*chunk_counts, *piece_counts):
-        seen.update(dict.fromkeys(counts))
-    terms = sort_terms(seen)
-    _, cdocs = sorted_docs(chunk_counts, terms)
-    _, pdocs = sorted_docs(piece_counts, terms)
+    terms, cdocs, pdocs = batch_rows(delta.chunks, delta.pieces)
     return SegmentData(
         delta.chunks, [pc for _, pc in delta.pieces], np.asarray([o for o, _ in delta.pieces], np.int64),
         terms, cdocs, pdocs, delta.vectors, delta.present, GraphTable.from_files(delta.graphs),

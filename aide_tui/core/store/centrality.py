@@ -116,7 +116,8 @@ def _go(module: str, files: FileIndex) -> list[str]:
 
 def resolve_import(module: str, importer: str, files: FileIndex) -> list[str]:
     """The indexed files an import of ``module`` written in ``importer`` leads to (none for a package
-    outside the workspace, or a language whose imports are not followed)."""
+    outside the workspace, or a language whose imports are not followed). Only the importer's folder
+    and language matter."""
     lang = detect_language(importer)
     if lang == "python":
         return _python(module, importer, files)
@@ -192,10 +193,15 @@ def file_rank(g: Graph, files: FileIndex, memo: dict[str, Any]) -> dict[str, flo
     if call_edges is not None:  # every file's call links at once (the local store's graph)
         for (a, b), w in call_edges(index, MAX_CALLS, MAX_CALL_DEFS).items():
             edges[(a, b)] = w
+        resolved: dict[tuple[str, str, str], list[str]] = {}  # an import leads where its folder says
         for p in paths:
             i = index[p]
+            folder, lang = posixpath.dirname(p), detect_language(p)
             for module in g.imports_of(p):
-                for q in resolve_import(module, p, files):
+                found = resolved.get((module, folder, lang))
+                if found is None:
+                    found = resolved[(module, folder, lang)] = resolve_import(module, p, files)
+                for q in found:
                     j = index.get(q)
                     if j is not None and j != i:
                         edges[(i, j)] = edges.get((i, j), 0.0) + 1.0

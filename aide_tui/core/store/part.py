@@ -512,12 +512,7 @@ class Part:
         if not self.entry.static_file:
             return None
         a = self.array(self.entry.static_file)
-        if (
-            len(a.shape) != 2
-            or a.shape[0] != self.n_pieces
-            or not is_packed(a.raw)
-            or width(a.raw) == 0
-        ):
+        if len(a.shape) != 2 or a.shape[0] != self.n_pieces or not is_packed(a.raw) or width(a.raw) == 0:
             raise self.bad("static vectors shape")
         return VectorBlock(a, packed=True)
 
