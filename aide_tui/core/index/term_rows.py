@@ -33,24 +33,24 @@ class _Vocabulary:
 
 def _header_pairs(docs: Sequence[Chunk], vocab: _Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(document, term id, weight) of every document's header fields (``header_fields``: what
-    ``chunk_terms`` adds to a body); documents with the same header (a chunk's pieces, mostly) share
-    one computation."""
-    known: dict[tuple[str, str | None, tuple[str, ...], tuple[str, ...]], tuple[list[int], list[float]]] = {}
-    per_doc: list[tuple[list[int], list[float]]] = []
+    ``chunk_terms`` adds to a body); a field's terms (a file's path, mostly) are looked up once."""
+    known: dict[tuple[str, ...], list[int]] = {}
+    ids: list[int] = []
+    weights: list[float] = []
+    lengths: list[int] = []
     for c in docs:
-        key = (c.path, c.symbol, c.defines, function_names(c))
-        got = known.get(key)
-        if got is None:
-            fields = header_fields(*key)
-            got = known[key] = (vocab.of([t for terms, _ in fields for t in terms]),
-                                [w for terms, w in fields for _ in terms])  # fmt: skip
-        per_doc.append(got)
-    lengths = np.fromiter((len(ids) for ids, _ in per_doc), np.int64, len(per_doc))
-    total = int(lengths.sum())
+        n = len(ids)
+        for terms, weight in header_fields(c.path, c.symbol, c.defines, function_names(c)):
+            got = known.get(terms)
+            if got is None:
+                got = known[terms] = vocab.of(terms)
+            ids += got
+            weights += [weight] * len(got)
+        lengths.append(len(ids) - n)
     return (
-        np.repeat(np.arange(len(per_doc), dtype=np.int64), lengths),
-        np.fromiter(chain.from_iterable(ids for ids, _ in per_doc), np.int64, total),
-        np.fromiter(chain.from_iterable(w for _, w in per_doc), np.float64, total),
+        np.repeat(np.arange(len(docs), dtype=np.int64), np.asarray(lengths, np.int64)),
+        np.asarray(ids, np.int64),
+        np.asarray(weights, np.float64),
     )
 
 
