@@ -81,3 +81,18 @@ def test_file_table_round_trip_and_segment_lookup() -> None:
     bools = FileTable.to_json(files)
     bools["chunks"] = [True, 1]  # a bool is not a count
     assert FileTable.from_json(bools, n_segments=2) is None
+
+
+def test_ranges_read_several_row_spans_end_to_end_and_check_only_their_blocks(tmp_path: Path) -> None:
+    arr, packed = _packed_file(tmp_path, 20_000)
+    lo, hi = [5, 100, 100, 19_990], [9, 100, 7_000, 20_000]
+    got = arr.ranges(lo, hi)
+    np.testing.assert_array_equal(got, np.concatenate([packed[a:b] for a, b in zip(lo, hi, strict=True)]))
+    assert arr.file.unchecked_bytes > 0  # the blocks no span touched are still to check
+    assert arr.ranges([3], [3]).shape == (0, packed.shape[1])
+    row = packed.shape[1]
+    (tmp_path / "d").mkdir()
+    damaged, _ = _packed_file(tmp_path / "d", 20_000, flip_at=arr.offset + 12_000 * row)
+    np.testing.assert_array_equal(damaged.ranges([0], [10]), packed[:10])  # a span away from the damage
+    with pytest.raises(IndexCorrupt, match="damaged"):
+        damaged.ranges([0, 11_990], [10, 12_010])

@@ -197,6 +197,19 @@ class MappedArray:
             self.file.check(self.offset + lo * self.row_bytes, self.offset + hi * self.row_bytes)
         return self.raw[lo:hi]
 
+    def ranges(self, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+        """Rows ``[lo[i], hi[i])`` of every range end to end, verified (one call for the postings of a
+        query's terms: a call per term was a third of a long query's BM25 on a many-segment index)."""
+        f, raw, at, size = self.file, self.raw, self.offset, self.row_bytes
+        checked = f.unchecked_bytes == 0
+        parts = []
+        for a, b in zip(lo, hi, strict=True):
+            if b > a:
+                if not checked:
+                    f.check(at + a * size, at + b * size)
+                parts.append(raw[a:b])
+        return np.concatenate(parts) if parts else raw[:0].copy()
+
     def all(self) -> np.ndarray:
         """The whole array, verified."""
         self.file.check_all()

@@ -144,18 +144,22 @@ class Field:
         """The postings of several terms end to end, in the order given: (documents, weighted tfs, each
         term's count). One conversion and one check of the documents for the lot, not one per term (a
         long query on a many-segment index made thousands of small reads)."""
-        ptr = self.ptr
-        bounds = [(int(a), int(b)) for a, b in (ptr.rows(t, t + 2) for t in tids)]
-        n = len(self._doc)
-        if any(not 0 <= lo <= hi <= n for lo, hi in bounds):
+        t = np.asarray(tids, np.int64)
+        if t.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.int64)
+        if int(t.min()) < 0 or int(t.max()) + 1 >= len(self.ptr):
             raise self.files.bad("postings pointers")
-        counts = np.fromiter((hi - lo for lo, hi in bounds), np.int64, len(bounds))
+        lo, hi = self.ptr.take(t).astype(np.int64), self.ptr.take(t + 1).astype(np.int64)
+        counts = hi - lo
+        if bool(np.any(lo < 0)) or bool(np.any(counts < 0)) or bool(np.any(hi > len(self._doc))):
+            raise self.files.bad("postings pointers")
         if not counts.any():
             return np.zeros(0, np.int64), np.zeros(0, np.float32), counts
-        docs = np.concatenate([self._doc.rows(lo, hi) for lo, hi in bounds]).astype(np.int64)
+        lo_, hi_ = lo.tolist(), hi.tolist()
+        docs = self._doc.ranges(lo_, hi_).astype(np.int64)
         if int(docs.min()) < 0 or int(docs.max()) >= self.n_docs:
             raise self.files.bad("postings point outside the segment")
-        tfs = np.concatenate([self._tf.rows(lo, hi) for lo, hi in bounds]).astype(np.float32)
+        tfs = self._tf.ranges(lo_, hi_).astype(np.float32)
         return docs, tfs, counts
 
     def postings_all(self) -> tuple[np.ndarray, np.ndarray]:
