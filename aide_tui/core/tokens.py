@@ -53,7 +53,9 @@ def _parts(word: str) -> list[str]:
     parts: list[str] = []
     for piece in word.split("."):
         for sub in piece.split("_"):
-            if sub:
+            if sub.isascii() and sub.isalpha() and sub.islower():  # what the regex gives it: itself
+                parts.append(sub)
+            elif sub:
                 parts.extend(CAMEL_PARTS.findall(sub) or [sub])
     return parts
 
@@ -61,6 +63,9 @@ def _parts(word: str) -> list[str]:
 @lru_cache(maxsize=200_000)
 def word_terms(word: str) -> tuple[str, ...]:
     """All index terms for one raw word: a compound keeps its whole form, then its folded parts."""
+    if word.isascii() and word.isalpha() and word.islower():  # one plain part (a sixth of the words)
+        term = fold(word)
+        return (term,) if len(term) > 1 and term not in STOPWORDS else ()
     parts = _parts(word)
     low = word.lower()
     terms = [fold(p.lower()) for p in parts]
