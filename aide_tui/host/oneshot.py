@@ -26,7 +26,6 @@ from aide_tui.core.gcpause import freeze_loaded, gc_paused
 from aide_tui.core.index.stores import embedder_for
 from aide_tui.core.paths import state_dir
 from aide_tui.core.search.response import SearchResponse
-from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.store.status import has_readable_index
 from aide_tui.core.storekind import store_kind
 from aide_tui.host.lock import HostLockUnusable, host_pid
@@ -34,6 +33,7 @@ from aide_tui.host.role import Role
 from aide_tui.host.served import served_index
 
 if TYPE_CHECKING:
+    from aide_tui.core.search.searcher import Searcher
     from aide_tui.host.tenure import Tenure
 
 INLINE_VECTORS = 64  # missing vectors computed inline before answering (about a second or two)
@@ -327,6 +327,8 @@ def open_workspace(
     embedder, emb_err = (
         (None, None) if mode == "bm25" else embedder_for(settings, root=root, for_queries=True)
     )
+    from aide_tui.core.search.searcher import Searcher  # ``index`` never searches: it skips the import
+
     searcher = Searcher(root, settings, embedder, emb_err, all_workspaces=all_workspaces)
     _load(root, settings, searcher, console, update=update, wait=wait)
     code = _ready_for_mode(searcher, mode, embedder, emb_err, console)
