@@ -20,6 +20,21 @@ if TYPE_CHECKING:
     from aide_tui.core.events import Done
     from aide_tui.core.status import IndexStatus
 
+
+def _may_be_served(root: Path) -> bool:
+    """Whether a socket sits where a host of ``root`` would listen: without one nobody hosts it, and the
+    HTTP client (http.client and ssl: 15 ms of a one-shot command) is not imported."""
+    from aide_tui.host.locations import socket_candidates
+
+    for sock, _ in socket_candidates(Path(root)):
+        try:
+            if sock.is_socket():
+                return True
+        except OSError:
+            continue
+    return False
+
+
 # SearchResponse(query, []).to_json(), without importing the search module (numpy) on the served path
 BLANK: dict[str, Any] = {
     "query": "", "degraded": False, "degraded_reason": None, "took_ms": 0.0,
@@ -42,10 +57,10 @@ def served_search(
     ``--mode dense`` goes through the server only when its embedder works, so the in-process path
     reports a missing embedder exactly as it always does.
     """
+    if (mode == "dense" and settings.embedding.backend == "none") or not _may_be_served(root):
+        return 0
     from aide_tui.host.client import BadRequest, ServeUnavailable, connect
 
-    if mode == "dense" and settings.embedding.backend == "none":
-        return 0
     client = connect(root, settings)
     if client is None:
         return 0
@@ -75,6 +90,8 @@ def served_search(
 def served_symbols(root: Path, settings: Settings, what: str, name: str, limit: int) -> dict[str, Any] | None:
     """The ``defs`` (``what`` "definitions") or ``refs --json`` object from a running host, or None (none
     runs, or it could not answer: the caller looks the name up in-process, which says why)."""
+    if not _may_be_served(root):
+        return None
     from aide_tui.host.client import BadRequest, ServeUnavailable, connect
 
     client = connect(root, settings)
@@ -90,6 +107,8 @@ def served_symbols(root: Path, settings: Settings, what: str, name: str, limit: 
 
 def served_status(root: Path, settings: Settings) -> tuple[dict[str, Any], IndexStatus] | None:
     """(``status --json`` object, IndexStatus) from a running server, or None."""
+    if not _may_be_served(root):
+        return None
     from aide_tui.core.status import IndexStatus
     from aide_tui.host.client import ServeUnavailable, connect
 
@@ -122,6 +141,8 @@ def workspace_status(
 def served_index(root: Path, settings: Settings, rebuild: bool) -> Done | None:
     """When another process hosts the workspace, it indexes: ask it and wait for the run (its done
     event); None when nobody hosts it (index here). IndexProblem when the host did not index it."""
+    if not _may_be_served(root):
+        return None
     from aide_tui.core.errors import IndexProblem
     from aide_tui.core.events import Done, event_from_json
     from aide_tui.host.client import ServeUnavailable, connect

@@ -118,6 +118,28 @@ def test_core_imports_no_textual() -> None:
     assert out.returncode == 0
 
 
+def test_index_and_search_without_a_host_load_neither_the_http_client_nor_index_the_searcher(
+    workspace: Path,
+) -> None:
+    """No socket where a host would listen: nothing to ask, so http.client (and ssl) stay unloaded; and
+    ``index`` never loads the search side's Searcher."""
+    code = (
+        "import sys\nfrom aide_tui.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(code, 'http.client' in sys.modules, 'aide_tui.core.search.searcher' in sys.modules)\n"
+    )
+
+    def loaded(*args: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)  # fmt: skip
+        return out.stdout.split()[-3:]
+
+    assert loaded("index", str(workspace), "--embedder", "none") == ["0", "False", "False"]
+    assert loaded("search", "--path", str(workspace), "--mode", "bm25", "--json", "parse") == [
+        "0", "False", "True",
+    ]  # fmt: skip
+
+
 def test_second_writer_waits_then_exits_1_naming_holder(workspace: Path) -> None:
     from aide_tui.core.paths import index_dir_for
     from aide_tui.core.store.records import writer_lock
