@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,8 @@ import pytest
 from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.embed.static import STATIC_DIM, StaticEmbedder, split_camel
+from aide_tui.core.embed.static import STATIC_DIM, TABLE_BLOCK, StaticEmbedder, split_camel
+from aide_tui.core.errors import EmbedderError
 from aide_tui.core.index import parallel
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import index_dir_for
@@ -113,21 +115,73 @@ def test_an_index_without_the_tier_gets_it_later_without_a_rebuild(workspace: Pa
 
 
 def test_the_table_is_read_only_when_its_checksum_matches(tmp_path: Path) -> None:
+    """A record from before block sums: the table is read whole against its sha256 (and the record gains
+    the block sums); damage there means no table (distilled again), never a wrong one."""
     table = np.arange(12, dtype=np.float16).reshape(4, 3)
     path = tmp_path / "t.npy"
     np.save(path, table)
     import hashlib
 
-    path.with_suffix(".json").write_text(
-        json.dumps({"sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
-    )
+    meta = path.with_suffix(".json")
+    meta.write_text(json.dumps({"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}))
     assert np.array_equal(StaticEmbedder._read(path), table)
+    assert json.loads(meta.read_text())["size"] == path.stat().st_size  # recorded for the next process
+    meta.write_text(json.dumps({"sha256": hashlib.sha256(path.read_bytes()).hexdigest()}))
     raw = bytearray(path.read_bytes())
     raw[-1] ^= 1
     path.write_bytes(bytes(raw))
     assert StaticEmbedder._read(path) is None  # damaged: distilled again, never used
-    path.with_suffix(".json").unlink()
+    meta.unlink()
     assert StaticEmbedder._read(path) is None
+
+
+def test_a_mapped_table_checks_the_blocks_of_the_rows_it_reads(tmp_path: Path) -> None:
+    """Block sums recorded: the table is mapped and a block is checked when a row in it is first read;
+    a damaged block fails the rows in it (the rest read as ever) and never gives a wrong row."""
+    from aide_tui.core.embed.static import MappedTable, TableDamaged, block_sums
+
+    table = np.random.default_rng(5).standard_normal((2000, 256)).astype(np.float16)  # 1 MB: 16 blocks
+    path = tmp_path / "t.npy"
+    np.save(path, table)
+    data = path.read_bytes()
+    path.with_suffix(".json").write_text(json.dumps({"sha256": "not read", **block_sums(data)}))
+    got = StaticEmbedder._read(path)
+    assert isinstance(got, MappedTable) and got.shape == table.shape and len(got) == 2000
+    assert np.array_equal(got.rows([3, 1999, 3]), table[[3, 1999, 3]])
+    assert int(got._ok.sum()) <= 3  # the header's block and the rows' blocks, not the file
+    row = table.strides[0]
+    at = (len(data) - table.nbytes) + 1000 * row  # row 1000's first byte
+    damaged = bytearray(data)
+    damaged[at] ^= 0x40
+    path.write_bytes(bytes(damaged))
+    bad = StaticEmbedder._read(path)
+    assert isinstance(bad, MappedTable)
+    assert np.array_equal(bad.rows([0, 5]), table[[0, 5]])
+    far = at // TABLE_BLOCK
+    with pytest.raises(TableDamaged, match=f"block {far}"):
+        bad.rows([1000])
+    with pytest.raises(TableDamaged):
+        bad.whole()
+
+
+def test_a_damaged_table_found_by_a_query_is_distilled_again_on_next_use(tmp_path: Path) -> None:
+    tier = StaticEmbedder()
+    tier.load()
+    path = tier.table_path()
+    copy = tmp_path / path.name
+    shutil.copy(path, copy)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    assert "blocks" in meta  # the machine's table records its block sums once read
+    tier2 = StaticEmbedder()
+    tier2.table_path = lambda: copy  # type: ignore[method-assign]
+    copy.with_suffix(".json").write_text(json.dumps(meta))
+    data = bytearray(copy.read_bytes())
+    for i in range(TABLE_BLOCK, len(data), TABLE_BLOCK):  # every block but the header's
+        data[i] ^= 0x40
+    copy.write_bytes(bytes(data))
+    with pytest.raises(EmbedderError, match="damaged"):
+        tier2.embed(["parse the header of a request"], kind="query")
+    assert not copy.with_suffix(".json").exists()  # its record is gone: the next load distils it again
 
 
 def test_identifiers_are_read_as_their_words() -> None:

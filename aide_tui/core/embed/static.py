@@ -21,10 +21,13 @@ import fcntl
 import hashlib
 import io
 import json
+import mmap
 import os
 import re
 import threading
+import zlib
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +129,71 @@ def split_camel(text: str) -> str:
     return _CAMEL.sub(" ", text)
 
 
+TABLE_BLOCK = 1 << 16  # bytes under one recorded CRC-32 of the cached table
+
+
+class TableDamaged(ValueError):
+    """A block of the cached table does not match the sum recorded when it was distilled."""
+
+
+def block_sums(data: bytes) -> dict[str, object]:
+    """What the table's record keeps to check it a block at a time: its size and each block's CRC-32."""
+    view = memoryview(data)
+    return {
+        "size": len(view),
+        "blocks": [zlib.crc32(view[i : i + TABLE_BLOCK]) for i in range(0, len(view), TABLE_BLOCK)],
+    }
+
+
+class MappedTable:
+    """The cached table mapped read-only; rows are read once the blocks holding them match their
+    recorded CRC-32s (each block checked once). A query reads a few dozen rows: reading the 15 MB file
+    and its sha256 was 23 ms of every process that embeds a query."""
+
+    def __init__(self, path: Path, size: int, blocks: Sequence[int]) -> None:
+        from aide_tui.core.safeio import load_npy
+
+        if len(blocks) != -(-size // TABLE_BLOCK):
+            raise ValueError("the table's record has the wrong number of block sums")
+        arr = load_npy(path, expect_size=size, mmap_mode=True)
+        if not isinstance(arr.base, mmap.mmap) or arr.ndim != 2:
+            raise ValueError("the table is not a mapped 2-d array")
+        self.array: np.ndarray = arr
+        self._view: memoryview = memoryview(arr.base)
+        self._sums: list[int] = list(blocks)
+        self._ok: np.ndarray = np.zeros(len(blocks), bool)
+        self._data: int = size - arr.nbytes  # where the rows start
+        self._row: int = arr.strides[0]
+        self._check([0])  # the header read above
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.array.shape)
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def _check(self, blocks: Sequence[int]) -> None:
+        for b in blocks:
+            if not self._ok[b]:
+                if zlib.crc32(self._view[b * TABLE_BLOCK : (b + 1) * TABLE_BLOCK]) != self._sums[b]:
+                    raise TableDamaged(f"block {b}")
+                self._ok[b] = True
+
+    def rows(self, ids: Sequence[int]) -> np.ndarray:
+        """``table[ids]``, verified."""
+        starts = [self._data + i * self._row for i in ids]
+        self._check(
+            sorted({s // TABLE_BLOCK for s in starts} | {(s + self._row - 1) // TABLE_BLOCK for s in starts})
+        )
+        return np.asarray(self.array[ids])
+
+    def whole(self) -> np.ndarray:
+        """Every row, verified."""
+        self._check(range(len(self._sums)))
+        return np.asarray(self.array)
+
+
 class StaticEmbedder:
     """The static tier of the built-in model (or of a user's BERT folder): ``embed`` averages table rows.
 
@@ -138,7 +206,7 @@ class StaticEmbedder:
         self._source = BuiltinEmbedder(model_dir=model_dir, runtime="numpy")
         self.dims = dims
         self._lock = threading.Lock()
-        self._table: np.ndarray | None = None  # (vocabulary, d) float16 rows
+        self._table: np.ndarray | MappedTable | None = None  # (vocabulary, d) float16 rows
         self._tokenizer: WordPieceTokenizer | None = None
         self._id: str | None = None
 
@@ -192,11 +260,17 @@ class StaticEmbedder:
             self._table = table
 
     @staticmethod
-    def _read(path: Path) -> np.ndarray | None:
-        """The cached table when it is there and matches its recorded sha256 (None otherwise)."""
-        meta = path.with_suffix(".json")
+    def _read(path: Path) -> np.ndarray | MappedTable | None:
+        """The cached table when its record vouches for it (None otherwise): mapped, checked a block at a
+        time as rows are read; a table recorded before block sums is read whole and matched against its
+        sha256, and its record gains the block sums."""
+        meta_path = path.with_suffix(".json")
         try:
-            want = json.loads(meta.read_text(encoding="utf-8")).get("sha256")
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            size, blocks = meta.get("size"), meta.get("blocks")
+            if type(size) is int and isinstance(blocks, list) and all(type(b) is int for b in blocks):
+                return MappedTable(path, size, blocks)
+            want = meta.get("sha256")
             raw = path.read_bytes()
         except (OSError, ValueError, AttributeError):
             return None
@@ -208,9 +282,13 @@ class StaticEmbedder:
             table = parse_npy(raw)
         except ValueError:
             return None
-        return table if table.ndim == 2 and table.dtype == np.float16 else None
+        if table.ndim != 2 or table.dtype != np.float16:
+            return None
+        with contextlib.suppress(OSError):  # the next process maps it
+            _write_atomic(meta_path, json.dumps({**meta, **block_sums(raw)}).encode())
+        return table
 
-    def _build(self, path: Path, progress: Progress | None) -> np.ndarray:
+    def _build(self, path: Path, progress: Progress | None) -> np.ndarray | MappedTable:
         """Distil the table under a lock file (a second process waits, then reads the first one's)."""
         from aide_tui.core.paths import private_dir
 
@@ -235,6 +313,7 @@ class StaticEmbedder:
                     "sha256": hashlib.sha256(data).hexdigest(),
                     "recipe": RECIPE,
                     "source": self._source.id,
+                    **block_sums(data),
                 }
                 _write_atomic(path.with_suffix(".json"), json.dumps(meta).encode())
             except OSError as exc:
@@ -248,9 +327,26 @@ class StaticEmbedder:
     def _rows32(self) -> np.ndarray:
         got = self.__dict__.get("_table32")
         if got is None:
-            assert self._table is not None
-            got = self.__dict__["_table32"] = self._table.astype(np.float32)
+            table = self._table
+            assert table is not None
+            whole = self._verified(table.whole) if isinstance(table, MappedTable) else table
+            got = self.__dict__["_table32"] = whole.astype(np.float32)
         return got
+
+    def _verified(self, read: Callable[[], np.ndarray]) -> np.ndarray:
+        """What ``read`` takes from the mapped table; a damaged block drops the table and its record (the
+        next use distils it again) and raises EmbedderError."""
+        try:
+            return read()
+        except TableDamaged as exc:
+            path = self.table_path()
+            with contextlib.suppress(OSError):
+                path.with_suffix(".json").unlink()
+            self._table = None
+            self.__dict__.pop("_table32", None)
+            raise EmbedderError(
+                f"static tier: the table at {path} is damaged ({exc}); it is distilled again on next use"
+            ) from None
 
     def embed(self, texts: Sequence[str], kind: Kind = "document") -> np.ndarray:
         """L2-normalised float32 vectors of shape (len(texts), dim): the mean of each text's rows."""
@@ -270,7 +366,10 @@ class StaticEmbedder:
             if unk in ids:
                 ids = [t for t in ids if t != unk]
             if ids:
-                out[i] = table[ids].sum(axis=0, dtype=np.float32)
+                rows = (
+                    self._verified(partial(table.rows, ids)) if isinstance(table, MappedTable) else table[ids]
+                )
+                out[i] = rows.sum(axis=0, dtype=np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         out /= norms
