@@ -63,9 +63,6 @@ def _parts(word: str) -> list[str]:
 @lru_cache(maxsize=200_000)
 def word_terms(word: str) -> tuple[str, ...]:
     """All index terms for one raw word: a compound keeps its whole form, then its folded parts."""
-    if word.isascii() and word.isalpha() and word.islower():  # one plain part (a sixth of the words)
-        term = fold(word)
-        return (term,) if len(term) > 1 and term not in STOPWORDS else ()
     parts = _parts(word)
     low = word.lower()
     terms = [fold(p.lower()) for p in parts]

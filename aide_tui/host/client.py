@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aide_tui.core.textsafe import printable
-from aide_tui.host.locations import remove_dead_socket, socket_candidates, untrusted_folder
+from aide_tui.host.locations import listening_sockets, remove_dead_socket, untrusted_folder
 
 if TYPE_CHECKING:
     from aide_tui.core.config import Settings
@@ -256,12 +256,7 @@ def connect(root: Path, settings: Settings, any_settings: bool = False) -> Serve
     """A client for the server running on ``root`` with these settings (``any_settings``: whatever
     settings it runs with), or None (dead sockets removed)."""
     fingerprint = None if any_settings else settings_fingerprint(settings)
-    for sock, lock in socket_candidates(Path(root)):
-        try:
-            if not sock.is_socket():
-                continue
-        except OSError:
-            continue
+    for sock, lock in listening_sockets(Path(root)):
         client = ServeClient(sock, fingerprint)
         try:
             client.status()

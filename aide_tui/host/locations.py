@@ -103,6 +103,19 @@ def socket_candidates(root: Path) -> list[tuple[Path, Path]]:
     return out
 
 
+def listening_sockets(root: Path) -> list[tuple[Path, Path]]:
+    """The (socket, lock file) pairs of :func:`socket_candidates` where a socket file sits (a server may
+    answer there; none: nobody hosts ``root``)."""
+    out = []
+    for sock, lock in socket_candidates(root):
+        try:
+            if sock.is_socket():
+                out.append((sock, lock))
+        except OSError:
+            continue
+    return out
+
+
 def lock_holder(lock: Path) -> int | None:
     """The PID written in a held lock file, 0 when held but unreadable, None when nobody holds it."""
     try:

@@ -19,20 +19,20 @@ from aide_tui.core.config import Settings
 if TYPE_CHECKING:
     from aide_tui.core.events import Done
     from aide_tui.core.status import IndexStatus
+    from aide_tui.host.client import ServeClient
 
 
-def _may_be_served(root: Path) -> bool:
-    """Whether a socket sits where a host of ``root`` would listen: without one nobody hosts it, and the
-    HTTP client (http.client and ssl: 15 ms of a one-shot command) is not imported."""
-    from aide_tui.host.locations import socket_candidates
+def _connect(root: Path, settings: Settings, any_settings: bool = False) -> ServeClient | None:
+    """A client for the host of ``root`` (see ``client.connect``), or None. Without a socket where a host
+    would listen nothing is tried, and the HTTP client (http.client and ssl: 15 ms of a one-shot
+    command) is never imported."""
+    from aide_tui.host.locations import listening_sockets
 
-    for sock, _ in socket_candidates(Path(root)):
-        try:
-            if sock.is_socket():
-                return True
-        except OSError:
-            continue
-    return False
+    if not listening_sockets(Path(root)):
+        return None
+    from aide_tui.host.client import connect
+
+    return connect(root, settings, any_settings)
 
 
 # SearchResponse(query, []).to_json(), without importing the search module (numpy) on the served path
@@ -57,13 +57,13 @@ def served_search(
     ``--mode dense`` goes through the server only when its embedder works, so the in-process path
     reports a missing embedder exactly as it always does.
     """
-    if (mode == "dense" and settings.embedding.backend == "none") or not _may_be_served(root):
+    if mode == "dense" and settings.embedding.backend == "none":
         return 0
-    from aide_tui.host.client import BadRequest, ServeUnavailable, connect
-
-    client = connect(root, settings)
+    client = _connect(root, settings)
     if client is None:
         return 0
+    from aide_tui.host.client import BadRequest, ServeUnavailable
+
     done = 0
     try:
         if mode == "dense" and client.search("probe", 1, "dense")["degraded"]:
@@ -90,13 +90,11 @@ def served_search(
 def served_symbols(root: Path, settings: Settings, what: str, name: str, limit: int) -> dict[str, Any] | None:
     """The ``defs`` (``what`` "definitions") or ``refs --json`` object from a running host, or None (none
     runs, or it could not answer: the caller looks the name up in-process, which says why)."""
-    if not _may_be_served(root):
-        return None
-    from aide_tui.host.client import BadRequest, ServeUnavailable, connect
-
-    client = connect(root, settings)
+    client = _connect(root, settings)
     if client is None:
         return None
+    from aide_tui.host.client import BadRequest, ServeUnavailable
+
     try:
         return client.symbols(what, name, limit)
     except (BadRequest, ServeUnavailable):
@@ -107,14 +105,12 @@ def served_symbols(root: Path, settings: Settings, what: str, name: str, limit: 
 
 def served_status(root: Path, settings: Settings) -> tuple[dict[str, Any], IndexStatus] | None:
     """(``status --json`` object, IndexStatus) from a running server, or None."""
-    if not _may_be_served(root):
-        return None
-    from aide_tui.core.status import IndexStatus
-    from aide_tui.host.client import ServeUnavailable, connect
-
-    client = connect(root, settings)
+    client = _connect(root, settings)
     if client is None:
         return None
+    from aide_tui.core.status import IndexStatus
+    from aide_tui.host.client import ServeUnavailable
+
     try:
         obj = client.status()
     except ServeUnavailable:
@@ -141,15 +137,13 @@ def workspace_status(
 def served_index(root: Path, settings: Settings, rebuild: bool) -> Done | None:
     """When another process hosts the workspace, it indexes: ask it and wait for the run (its done
     event); None when nobody hosts it (index here). IndexProblem when the host did not index it."""
-    if not _may_be_served(root):
+    client = _connect(root, settings, any_settings=True)
+    if client is None:
         return None
     from aide_tui.core.errors import IndexProblem
     from aide_tui.core.events import Done, event_from_json
-    from aide_tui.host.client import ServeUnavailable, connect
+    from aide_tui.host.client import ServeUnavailable
 
-    client = connect(root, settings, any_settings=True)
-    if client is None:
-        return None
     try:
         outcome = event_from_json(client.reindex(rebuild=rebuild, wait=True))
     except ServeUnavailable as exc:

@@ -601,9 +601,9 @@ class IndexView:
         the highest similarity found (None: no vector to search).
 
         Small indexes are scanned exactly. From ``PREFILTER_MIN`` live vectors on, a low-dimensional
-        projection (PCA of the biggest part's vectors) picks ``candidates`` (default
-        ``PREFILTER_CANDIDATES``) candidates and
-        only those are scored exactly (docs/benchmarks.md has the recall against exact search).
+        projection (PCA of the biggest part's vectors) picks ``candidates`` candidates (default
+        ``PREFILTER_CANDIDATES``) and only those are scored exactly (docs/benchmarks.md has the recall
+        against exact search).
         ``allowed`` ((n_rows,) bool) keeps only those chunk rows, before the candidates and the top
         ``n`` are taken. Raises VectorDimensionMismatch when ``query`` does not fit the stored vectors.
         """
