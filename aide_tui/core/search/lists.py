@@ -158,12 +158,29 @@ def resolve_path(path_parts: Mapping[str, Iterable[str]], written: str) -> list[
     comps = [c for c in written.replace("\\", "/").lower().split("/") if c and c not in (".", "..")]
     if not comps:
         return []
+    last = comps[-1]
+    named = [
+        (p, low) for p in path_parts.get(last, ()) if (low := p.lower()) == last or low.endswith("/" + last)
+    ]
+    # only a file in the written path's folder can share two components or more: compare just those
+    # (thousands of files share a name such as __init__.py on a big workspace)
+    two = "/".join(comps[-2:])
+    deeper = [p for p, low in named if low == two or low.endswith("/" + two)] if len(comps) > 1 else []
+    if not deeper:
+        best, best_len = [p for p, _ in named], 1 if named else 0
+    else:
+        best, best_len = _longest_tails(deeper, comps)
+    if not best or (best_len < 2 and best_len < len(comps)) or (best_len == 1 and len(best) > 3):
+        return []
+    return sorted(best)
+
+
+def _longest_tails(paths: list[str], comps: list[str]) -> tuple[list[str], int]:
+    """The paths sharing the longest tail of components with ``comps`` (lower case), and its length."""
     best: list[str] = []
     best_len = 0
-    for p in path_parts.get(comps[-1], ()):
+    for p in paths:
         pc = p.lower().split("/")
-        if pc[-1] != comps[-1]:
-            continue
         common = 0
         while common < min(len(pc), len(comps)) and pc[-1 - common] == comps[-1 - common]:
             common += 1
@@ -171,9 +188,7 @@ def resolve_path(path_parts: Mapping[str, Iterable[str]], written: str) -> list[
             best, best_len = [p], common
         elif common == best_len:
             best.append(p)
-    if not best or (best_len < 2 and best_len < len(comps)) or (best_len == 1 and len(best) > 3):
-        return []
-    return sorted(best)
+    return best, best_len
 
 
 def mentioned_files(parts: QueryParts, resolve: Callable[[str], list[str]]) -> dict[str, Frames]:

@@ -24,6 +24,7 @@ from aide_tui.core.status import IndexStatus
 from aide_tui.core.store.segments import load_view, read_rank
 from aide_tui.core.store.status import read_status, static_missing_for
 from aide_tui.core.store.view import IndexView
+from aide_tui.core.topk import kth_largest
 
 
 class LocalRetrieval:
@@ -47,8 +48,7 @@ class LocalRetrieval:
             return []
         vals = scores[positive]
         if positive.size > n:
-            cut = np.partition(-vals, n - 1)[n - 1]
-            keep = -vals <= cut
+            keep = vals >= kth_largest(vals, n)
             positive, vals = positive[keep], vals[keep]
         order = np.lexsort((self.ix.order_of(positive), -vals))
         return [int(r) for r in positive[order][:n]]

@@ -26,6 +26,7 @@ from aide_tui.core.store.graphview import GraphView
 from aide_tui.core.store.part import Field, Part, PartChunks, VectorBlock
 from aide_tui.core.store.pathindex import PathIndex
 from aide_tui.core.store.version_meta import VersionStamp
+from aide_tui.core.topk import kth_largest, top_k
 
 ORDER_OWN_KEYS = 4096  # rows from which order_of sorts the whole index's rows once instead
 PREFILTER_MIN = 60_000  # live vectors from which queries prefilter in a projected space
@@ -480,8 +481,7 @@ class IndexView:
             return {}
         vals = scores[positive]
         if positive.size > 4 * n:  # keep every piece tied with the cut, so ties never depend on row ids
-            cut = np.partition(-vals, 4 * n - 1)[4 * n - 1]
-            keep = -vals <= cut
+            keep = vals >= kth_largest(vals, 4 * n)
             positive, vals = positive[keep], vals[keep]
         owners = self.owners[piece_ids[positive]]
         order = np.lexsort((self.order_of(owners), -vals))
@@ -627,7 +627,7 @@ class IndexView:
                 gids = np.concatenate([g for _, _, g in blocks])
                 coarse = np.where(allowed[self.owners[gids]], coarse, -np.inf)
             k = min(candidates or PREFILTER_CANDIDATES, len(coarse))
-            cand = np.sort(np.argpartition(-coarse, k - 1)[:k])
+            cand = np.sort(top_k(coarse, k))
         mats, ids = [], []
         start = 0
         for b, keep, gids in blocks:
