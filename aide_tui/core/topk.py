@@ -19,23 +19,29 @@ SAMPLE_FROM = 1 << 16  # smaller arrays are partitioned whole (the sample would 
 
 def _passing(values: np.ndarray, k: int) -> np.ndarray | None:
     """Indices of a subset of ``values`` that holds every value at least as large as the ``k``-th
-    largest (usually about 2k of them), or None when the array is partitioned whole."""
+    largest (usually about 2k of them), or None when the array is best partitioned whole: it is small,
+    ``k`` is not, or the sample's threshold does not narrow it (too few pass, or most: a mass of tied
+    or -inf values)."""
     n = len(values)
     if n < SAMPLE_FROM or k * 8 > n:
         return None
     sample = values[::STRIDE]
     j = min(len(sample), 2 * (k // STRIDE) + 16)  # the sample's j-th largest: below the k-th, nearly always
-    threshold = np.partition(sample, len(sample) - j)[len(sample) - j]
-    idx = np.flatnonzero(values >= threshold)
-    return idx if len(idx) >= k else None  # at least k pass: the k-th largest passes, so do all above it
+    threshold = -np.partition(-sample, j - 1)[j - 1]
+    above = values >= threshold
+    passed = int(np.count_nonzero(above))
+    if passed < k or passed > n // 4:  # at least k pass: the k-th largest passes, so do all above it
+        return None
+    return np.flatnonzero(above)
 
 
 def kth_largest(values: np.ndarray, k: int) -> np.floating[Any]:
     """The ``k``-th largest value of ``values`` (1 <= k <= len(values)), as ``values``' dtype: what
-    ``-np.partition(-values, k - 1)[k - 1]`` gives."""
+    ``-np.partition(-values, k - 1)[k - 1]`` gives (the partition is taken from the top: numpy's is
+    slow when its pivot sits high above a mass of tied values)."""
     idx = _passing(values, k)
     sub = values if idx is None else values[idx]
-    kth: np.floating[Any] = np.partition(sub, len(sub) - k)[len(sub) - k]
+    kth: np.floating[Any] = -np.partition(-sub, k - 1)[k - 1]
     return kth
 
 

@@ -4,6 +4,9 @@ tail of components they share (search/lists.py: resolve_path), however many file
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
+
+import pytest
 
 from aide_tui.core.search.lists import resolve_path
 from aide_tui.core.store.pathindex import PathIndex
@@ -25,6 +28,7 @@ FILES = [
     "lib/pkg/mod.py",
     "base.py",
     "docs/base.py/readme.md",  # a folder named like the file
+    "docs/base.py/xbase.py",  # ... holding a file whose name ends like it
 ] + [f"pkg{i}/sub/__init__.py" for i in range(200)]
 
 
@@ -64,14 +68,22 @@ def test_a_frame_finds_its_file_among_hundreds_that_share_its_name() -> None:
     assert resolve_path(index, "other/__init__.py") == []  # only the name is shared, by hundreds of files
     assert resolve_path(index, "__init__.py") == []  # a bare name shared by more than three files
     assert resolve_path(index, "basic.py") == ["sympy/core/basic.py"]
+    assert resolve_path(index, "base.py") == [
+        "base.py",
+        "django/core/management/base.py",
+        "django/db/models/base.py",
+    ]
     assert resolve_path(index, "management/__init__.py") == [
         "django/core/management/__init__.py",
         "vendor/management/__init__.py",
     ]
 
 
-def test_every_written_form_resolves_as_the_first_rule_did() -> None:
-    index = PathIndex(FILES)
+@pytest.mark.parametrize("kind", ["PathIndex", "dict of sets"])
+def test_every_written_form_resolves_as_the_first_rule_did(kind: str) -> None:
+    built = PathIndex(FILES)
+    # the Milvus retriever passes a plain dict of the same shape
+    index: Mapping[str, set[str]] = built if kind == "PathIndex" else {k: set(built[k]) for k in built}
     tails = ["", "x/", "site-packages/", "/abs/", "./", "../"]
     for path, tail in itertools.product(
         FILES[:16] + ["pkg7/sub/__init__.py", "nope/base.py", "readme.md"], tails
