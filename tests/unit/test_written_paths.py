@@ -33,24 +33,25 @@ FILES = [
 
 
 def _reference(paths: list[str], written: str) -> list[str]:
-    """The rule as first written: every file with the written name, compared component by component."""
+    """The rule as first written, restated: the files named like the written path, those sharing the
+    longest tail of components kept; a bare name must be rare (at most 3), a path must share two."""
     comps = [c for c in written.replace("\\", "/").lower().split("/") if c and c not in (".", "..")]
-    best: list[str] = []
-    best_len = 0
-    for p in paths:
-        pc = p.lower().split("/")
-        if not comps or pc[-1] != comps[-1]:
-            continue
-        common = 0
-        while common < min(len(pc), len(comps)) and pc[-1 - common] == comps[-1 - common]:
-            common += 1
-        if common > best_len:
-            best, best_len = [p], common
-        elif common == best_len:
-            best.append(p)
-    if not best or (best_len < 2 and best_len < len(comps)) or (best_len == 1 and len(best) > 3):
+    if not comps:
         return []
-    return sorted(best)
+    tails = {
+        p: sum(
+            1
+            for _ in itertools.takewhile(
+                lambda ab: ab[0] == ab[1], zip(reversed(p.lower().split("/")), reversed(comps), strict=False)
+            )
+        )
+        for p in paths
+        if p.lower().split("/")[-1] == comps[-1]
+    }
+    longest = max(tails.values(), default=0)
+    best = sorted(p for p, n in tails.items() if n == longest)
+    too_loose = longest == 1 and (len(comps) > 1 or len(best) > 3)
+    return [] if not best or too_loose else best
 
 
 def test_a_frame_finds_its_file_among_hundreds_that_share_its_name() -> None:
