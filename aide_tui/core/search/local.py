@@ -68,13 +68,10 @@ class LocalRetrieval:
         return [r for r, _ in ranked], {r: span for r, span in ranked if span is not None}
 
     def defining(self, names: Sequence[str]) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
-        for name in names:
-            key = name.lower()
-            if key not in out:
-                rows = self.ix.symbol_rows(key)
-                out[key] = [r for r in rows if self.allowed is None or self.allowed[r]]
-        return out
+        found = self.ix.symbols_rows(names)
+        if self.allowed is None:
+            return found
+        return {key: [r for r in rows if self.allowed[r]] for key, rows in found.items()}
 
     def in_files(self, files: Collection[str], n: int) -> list[int]:
         rows = self.ix.rows_of_files(files)

@@ -111,6 +111,7 @@ class VectorBlock:
 
 
 WINDOW_ROWS = 32768  # rows of a mapped matrix converted and multiplied at a time
+_NO_ROWS = np.zeros(0, np.int64)
 TERM_CACHE = 200_000  # term ids a part remembers
 
 
@@ -470,17 +471,25 @@ class Part:
             raise self.bad("symbol pointers")
         return d, ptr, rows
 
-    def symbol_rows(self, lower: str) -> list[int]:
-        """Chunk rows defining a (lower-cased) name."""
+    def symbol_rows(self, lowers: Sequence[str]) -> list[np.ndarray]:
+        """Chunk rows defining each (lower-cased) name, in one lookup for all of them (a pasted text
+        names dozens, in every segment)."""
         d, ptr, rows = self.symbols
-        tid = int(d.ids([lower])[0])
-        if tid < 0:
-            return []
-        lo, hi = (int(x) for x in ptr.rows(tid, tid + 2))
-        got = rows.rows(lo, hi)
+        tids = d.ids(list(lowers))
+        out = [_NO_ROWS] * len(tids)
+        found = np.flatnonzero(tids >= 0)
+        if not found.size:
+            return out
+        lo = ptr.take(tids[found]).astype(np.int64)
+        hi = ptr.take(tids[found] + 1).astype(np.int64)
+        if bool(np.any(hi < lo)) or int(hi.max()) > len(rows):
+            raise self.bad("symbol pointers")
+        got = rows.ranges(lo.tolist(), hi.tolist()).astype(np.int64)
         if got.size and (int(got.min()) < 0 or int(got.max()) >= self.n_chunks):
             raise self.bad("symbol rows")
-        return [int(r) for r in got]
+        for k, part in zip(found.tolist(), np.split(got, np.cumsum(hi - lo)[:-1]), strict=True):
+            out[k] = part
+        return out
 
     def names_from(self, prefix: str) -> list[str]:
         """The (lower-cased) defined names that start with ``prefix``."""

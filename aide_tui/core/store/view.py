@@ -501,12 +501,17 @@ class IndexView:
 
     def symbol_rows(self, name: str) -> list[int]:
         """Live global rows of chunks defining ``name`` (case-insensitive)."""
-        key = name.lower()
-        out: list[int] = []
+        return self.symbols_rows([name])[name.lower()]
+
+    def symbols_rows(self, names: Sequence[str]) -> dict[str, list[int]]:
+        """For each of ``names``, lower-cased: the live global rows of chunks defining it, segment by
+        segment (one lookup per segment for all the names)."""
+        keys = list(dict.fromkeys(n.lower() for n in names))
+        out: dict[str, list[int]] = {k: [] for k in keys}
         for part, live, off in zip(self.parts, self.alive, self.offsets, strict=False):
-            for r in part.symbol_rows(key):
-                if live is None or live[r]:
-                    out.append(off + r)
+            for key, rows in zip(keys, part.symbol_rows(keys), strict=True):
+                if rows.size:
+                    out[key].extend((off + (rows if live is None else rows[live[rows]])).tolist())
         return out
 
     @cached_property
