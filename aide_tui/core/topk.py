@@ -55,3 +55,14 @@ def top_k(values: np.ndarray, k: int) -> np.ndarray:
     if idx is None:
         return np.argpartition(-values, k - 1)[:k]
     return idx[np.argpartition(-values[idx], k - 1)[:k]]
+
+
+def best_positive(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices and values of the scores above 0 that are at least the ``k``-th largest of them (every
+    one tied with the cut kept, so ties never depend on row ids): a ranked list's candidates."""
+    positive = np.flatnonzero(scores > 0)
+    vals = scores[positive]
+    if positive.size > k:
+        keep = vals >= kth_largest(vals, k)
+        positive, vals = positive[keep], vals[keep]
+    return positive, vals

@@ -165,7 +165,7 @@ def resolve_path(path_parts: Mapping[str, Iterable[str]], written: str) -> list[
     # only a file in the written path's folder can share two components or more: compare just those
     # (thousands of files share a name such as __init__.py on a big workspace)
     two = "/".join(comps[-2:])
-    deeper = [p for p, low in named if low == two or low.endswith("/" + two)] if len(comps) > 1 else []
+    deeper = [(p, low) for p, low in named if low == two or low.endswith("/" + two)] if len(comps) > 1 else []
     if not deeper:
         best, best_len = [p for p, _ in named], 1 if named else 0
     else:
@@ -175,12 +175,13 @@ def resolve_path(path_parts: Mapping[str, Iterable[str]], written: str) -> list[
     return sorted(best)
 
 
-def _longest_tails(paths: list[str], comps: list[str]) -> tuple[list[str], int]:
-    """The paths sharing the longest tail of components with ``comps`` (lower case), and its length."""
+def _longest_tails(paths: list[tuple[str, str]], comps: list[str]) -> tuple[list[str], int]:
+    """The paths (each with its lower case) sharing the longest tail of components with ``comps``, and
+    its length."""
     best: list[str] = []
     best_len = 0
-    for p in paths:
-        pc = p.lower().split("/")
+    for p, low in paths:
+        pc = low.split("/")
         common = 0
         while common < min(len(pc), len(comps)) and pc[-1 - common] == comps[-1 - common]:
             common += 1

@@ -24,7 +24,7 @@ from aide_tui.core.status import IndexStatus
 from aide_tui.core.store.segments import load_view, read_rank
 from aide_tui.core.store.status import read_status, static_missing_for
 from aide_tui.core.store.view import IndexView
-from aide_tui.core.topk import kth_largest
+from aide_tui.core.topk import best_positive
 
 
 class LocalRetrieval:
@@ -42,14 +42,11 @@ class LocalRetrieval:
 
     def bm25(self, n: int) -> list[int]:
         """Rows with the ``n`` best positive scores; ties by path and line."""
-        scores = self.scores
-        positive = np.flatnonzero(scores > 0)
-        if positive.size == 0 or n <= 0:
+        if n <= 0:
             return []
-        vals = scores[positive]
-        if positive.size > n:
-            keep = vals >= kth_largest(vals, n)
-            positive, vals = positive[keep], vals[keep]
+        positive, vals = best_positive(self.scores, n)
+        if positive.size == 0:
+            return []
         order = np.lexsort((self.ix.order_of(positive), -vals))
         return [int(r) for r in positive[order][:n]]
 

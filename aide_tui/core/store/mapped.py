@@ -250,6 +250,16 @@ class MappedArray:
         """Drop rows [lo, hi)'s pages from the resident set (after a pass over them)."""
         self.file.release(self.offset + lo * self.row_bytes, self.offset + hi * self.row_bytes)
 
+    def spans(self, ids: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """This pointer table's ``[lo, hi)`` of each of ``ids`` (int64), read through :meth:`take`; None
+        when an id or a pointer is out of place (a damaged file: the caller says which)."""
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) + 1 >= len(self)):
+            return None
+        lo, hi = self.take(ids).astype(np.int64), self.take(ids + 1).astype(np.int64)
+        if ids.size and (bool(np.any(lo < 0)) or bool(np.any(hi < lo)) or int(hi.max()) > n_rows):
+            return None
+        return lo, hi
+
     def take(self, idx: np.ndarray | Sequence[int]) -> np.ndarray:
         """``array[idx]`` for row numbers ``idx`` (each block they fall in verified)."""
         idx = np.asarray(idx, np.int64)

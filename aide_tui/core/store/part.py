@@ -148,12 +148,11 @@ class Field:
         t = np.asarray(tids, np.int64)
         if t.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.int64)
-        if int(t.min()) < 0 or int(t.max()) + 1 >= len(self.ptr):
+        spans = self.ptr.spans(t, len(self._doc))
+        if spans is None:
             raise self.files.bad("postings pointers")
-        lo, hi = self.ptr.take(t).astype(np.int64), self.ptr.take(t + 1).astype(np.int64)
+        lo, hi = spans
         counts = hi - lo
-        if bool(np.any(lo < 0)) or bool(np.any(counts < 0)) or bool(np.any(hi > len(self._doc))):
-            raise self.files.bad("postings pointers")
         if not counts.any():
             return np.zeros(0, np.int64), np.zeros(0, np.float32), counts
         lo_, hi_ = lo.tolist(), hi.tolist()
@@ -480,10 +479,10 @@ class Part:
         found = np.flatnonzero(tids >= 0)
         if not found.size:
             return out
-        lo = ptr.take(tids[found]).astype(np.int64)
-        hi = ptr.take(tids[found] + 1).astype(np.int64)
-        if bool(np.any(hi < lo)) or int(hi.max()) > len(rows):
+        spans = ptr.spans(tids[found], len(rows))
+        if spans is None:
             raise self.bad("symbol pointers")
+        lo, hi = spans
         got = rows.ranges(lo.tolist(), hi.tolist()).astype(np.int64)
         if got.size and (int(got.min()) < 0 or int(got.max()) >= self.n_chunks):
             raise self.bad("symbol rows")

@@ -26,7 +26,7 @@ from aide_tui.core.store.graphview import GraphView
 from aide_tui.core.store.part import Field, Part, PartChunks, VectorBlock
 from aide_tui.core.store.pathindex import PathIndex
 from aide_tui.core.store.version_meta import VersionStamp
-from aide_tui.core.topk import kth_largest, top_k
+from aide_tui.core.topk import best_positive, top_k
 
 ORDER_OWN_KEYS = 4096  # rows from which order_of sorts the whole index's rows once instead
 PREFILTER_MIN = 60_000  # live vectors from which queries prefilter in a projected space
@@ -476,13 +476,11 @@ class IndexView:
     def _best_owners(self, scores: np.ndarray, piece_ids: np.ndarray, n: int) -> dict[int, int]:
         """Owner chunk rows of the best-scoring pieces (score > 0), distinct, at most ``n``, each with
         its best piece (in rank order); ties by :attr:`row_order`."""
-        positive = np.flatnonzero(scores > 0)
-        if positive.size == 0 or n <= 0:
+        if n <= 0:
             return {}
-        vals = scores[positive]
-        if positive.size > 4 * n:  # keep every piece tied with the cut, so ties never depend on row ids
-            keep = vals >= kth_largest(vals, 4 * n)
-            positive, vals = positive[keep], vals[keep]
+        positive, vals = best_positive(scores, 4 * n)
+        if positive.size == 0:
+            return {}
         owners = self.owners[piece_ids[positive]]
         order = np.lexsort((self.order_of(owners), -vals))
         best: dict[int, int] = {}
