@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -86,6 +87,36 @@ def test_read_text_binary_invalid_utf8_and_vanished(tmp_path: Path) -> None:
     text, _, why = read_text(str(_w(tmp_path, "l1.py", b"caf\xe9 = 1\n")), 1000)
     assert why is None and text == "caf\ufffd = 1\n"
     assert "vanished" in (read_text(str(tmp_path / "gone.py"), 1000)[2] or "")
+
+
+_PDF_WITH_METADATA = (
+    b"%PDF-1.5\n1 0 obj\n<</Metadata 2 0 R/Type/Catalog>>\nendobj\n2 0 obj\n<</Subtype/XML>>stream\n"
+    + b"<x:xmpmeta><rdf:Description>logo request options stream timeout</rdf:Description></x:xmpmeta>\n" * 40
+)
+
+
+def test_drawings_and_pdfs_under_any_name_are_not_text(tmp_path: Path) -> None:
+    # an Illustrator file is a PDF whose first kilobytes are readable XMP metadata (got's media/logo.ai
+    # ranked first for three of its change descriptions); a PDF renamed .dat is the same bytes
+    _w(tmp_path, "media/logo.ai", _PDF_WITH_METADATA)
+    _w(tmp_path, "media/logo.eps", "%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\n")
+    _w(tmp_path, "data/report.dat", _PDF_WITH_METADATA)
+    _w(tmp_path, "docs/pdf.md", "%PDF- is how a PDF starts; this page is text.\n")
+    _w(tmp_path, "src/options.py", "timeout = 1\n")
+    res = Scanner(tmp_path).scan()
+    assert res.skipped["media/logo.ai"] == "binary extension"
+    assert res.skipped["media/logo.eps"] == "binary extension"
+    assert [f.rel for f in res.files] == ["data/report.dat", "docs/pdf.md", "src/options.py"]
+    assert read_text(str(tmp_path / "data/report.dat"), 10**6) == (None, None, "binary (a PDF document)")
+    assert read_text(str(tmp_path / "docs/pdf.md"), 10**6)[2] is None
+    out = subprocess.run(
+        [sys.executable, "-m", "aide_tui", "index", str(tmp_path), "--embedder", "none", "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    reasons = {s["path"]: s["reason"] for s in summary["skipped"]}
+    assert reasons["data/report.dat"] == "binary (a PDF document)" and summary["files"] == 2
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(), reason="needs root + setpriv")

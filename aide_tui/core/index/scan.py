@@ -53,7 +53,8 @@ LOCK_FILES = frozenset(
 
 BINARY_EXTENSIONS = frozenset(
     """
-    png jpg jpeg gif bmp ico webp tiff psd svgz heic avif
+    png jpg jpeg gif bmp ico webp tiff psd psb svgz heic avif xcf
+    ai eps sketch fig indd
     zip tar gz tgz bz2 xz zst 7z rar jar war ear whl egg
     pdf doc docx xls xlsx ppt pptx odt
     so dll dylib exe bin o a lib obj class pyc pyo pyd wasm dex
@@ -463,12 +464,22 @@ _BOMS = (  # longest first: the UTF-32 LE BOM starts with the UTF-16 LE one
 )
 
 
+# documents whose first bytes are text but whose body is compressed streams and drawing commands: a
+# PDF under any name (an Illustrator ``.ai`` is one, with kilobytes of XMP metadata up front): its
+# header line, ``%PDF-`` and a version
+_DOCUMENT_SIGNATURES = ((re.compile(rb"%PDF-\d\.\d"), "binary (a PDF document)"),)
+
+
 def decode_text(raw: bytes) -> tuple[str | None, str | None]:
     """Bytes of a file to (text, None) or (None, reason it is not text).
 
     A byte-order mark selects UTF-8, UTF-16 or UTF-32 (and is dropped); without one the bytes are
-    UTF-8, invalid sequences replaced with U+FFFD, and NUL bytes in the first 8 KB mean binary.
+    UTF-8, invalid sequences replaced with U+FFFD, and NUL bytes in the first 8 KB mean binary, as
+    does a PDF's signature.
     """
+    for signature, reason in _DOCUMENT_SIGNATURES:
+        if signature.match(raw):
+            return None, reason
     for bom, codec in _BOMS:
         if raw.startswith(bom):
             text = raw[len(bom) :].decode(codec, errors="replace")
@@ -502,7 +513,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getatt
 
 
 # bump when decode_text or generated.content_reason judge differently: stored verdicts are taken again
-VERDICT_RULES = "1"
+VERDICT_RULES = "2"
 
 
 class ContentVerdict(str):
