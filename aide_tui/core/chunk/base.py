@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 # bump when chunk or piece boundaries or headers change: indexes rebuild
 # 2: a function is a dense piece of its own (pieces no longer pack small functions together)
 # 3: JS/TS functions and classes assigned to members and exports are units (app.listen = function ...)
-CHUNKER_VERSION = "3"
+CHUNKER_VERSION = "4"  # 4: base64 images and data: URIs blanked (core/blobs.py)
 
 
 @dataclass(slots=True, eq=False)

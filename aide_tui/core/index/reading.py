@@ -65,10 +65,11 @@ def read_batch(
 def chunk_into(
     delta: Delta, entry: FileEntry, text: str, digest: str, size: int, chunk_budget: int, notes: BatchNotes
 ) -> bool:
-    """Add a file's chunks and dense pieces to ``delta`` (secrets masked; a chunker bug skips the file:
-    False)."""
+    """Add a file's chunks and dense pieces to ``delta`` (embedded base64 blanked, secrets masked; a
+    chunker bug skips the file: False)."""
     # the chunkers load only when a file needs them (a no-op run that re-reads a binary file it skipped
     # before must not pay their import)
+    from aide_tui.core.blobs import blank_blobs
     from aide_tui.core.chunk.chunker import chunk_file_multi
     from aide_tui.core.chunk.pieces import PIECE_BUDGET, dense_pieces
     from aide_tui.core.model import FileGraph
@@ -76,8 +77,9 @@ def chunk_into(
 
     graph: list[FileGraph] = []
     try:
+        stored = mask_secrets(blank_blobs(text))
         file_chunks, small = chunk_file_multi(
-            entry.rel, mask_secrets(text), (chunk_budget, PIECE_BUDGET), notes.warnings, graph=graph
+            entry.rel, stored, (chunk_budget, PIECE_BUDGET), notes.warnings, graph=graph
         )
     except Exception as exc:  # noqa: BLE001 - a chunker bug must not cost the rest of the index
         notes.skipped[entry.rel] = f"chunker failed: {exc.__class__.__name__}: {exc}"
