@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts
+from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts, declared_name
 from aide_tui.core.search.retriever import Candidate, K, Retrieval
 from aide_tui.core.tokens import STOPWORDS, identifiers, span_terms
 
@@ -28,7 +28,10 @@ Frames = list[tuple[str | None, int]]
 def looks_like_code(text: str) -> bool:
     """A short query made of identifiers (``parse_header``, ``Client.send``, ``routing``) rather than
     prose. Two or three plain words with no code-like one and nothing in backticks are prose: a
-    commit subject ("Fix environment proxies", "Remove dead code")."""
+    commit subject ("Fix environment proxies", "Remove dead code"). A declaration (``class Client``,
+    ``type Command struct``) is code."""
+    if declared_name(text):
+        return True
     words = text.split()
     code = sum(bool(CODE_LIKE.search(w)) for w in words)
     if 2 <= len(words) <= 3 and not code and "`" not in text:
@@ -54,6 +57,9 @@ def symbol_names(text: str, parts: QueryParts) -> list[tuple[str, float]]:
     three words, else the code-like ones)."""
     if parts.long:
         return [(c, float(w)) for name, w in parts.names.items() for c in _name_candidates(name)]
+    declared = declared_name(text)
+    if declared:  # ``class Client(BaseClient)`` asks for Client, not its base, nor a class named "class"
+        return [(c, 1.0) for c in _name_candidates(declared)]
     words = identifiers(text)
     short = len(words) <= 3
     return [(c, 1.0) for w in words if short or CODE_LIKE.search(w) for c in _name_candidates(w)]

@@ -51,6 +51,29 @@ _WORD = re.compile(r"\w+")
 _CODE_MARK = re.compile(r"[()\[\]{}=;]|->|::|\w\.\w")
 CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")  # an identifier, not a word
 
+MAX_DECLARATION_CHARS = 160  # a signature's length; a longer text is a pasted block
+# A query written as a declaration asks for that definition: ``class Client``, ``def get_list``,
+# ``export async function fetchJson``, ``type Command struct``, ``func (c *Command) Run``, ``pub fn new``.
+_DECLARATION = re.compile(
+    r"^\s*(?:(?:export|default|async|pub(?:\(\w+\))?|public|private|protected|internal|static|abstract|final"
+    r"|declare|unsafe|extern|sealed|open|data|inline)\s+)*"  # modifiers
+    r"(?:(?:class|def|func|function\*?|fn|interface|struct|enum|trait|impl|protocol|record)\s+"
+    r"(?:\(\s*\w*\s*\*?\s*[\w.]+\s*\)\s*)?"  # a Go method's receiver
+    r"|type\s+(?=[A-Z]|\w+\s+(?:struct|interface)\b))"  # Go and TypeScript types: ``type hints`` is prose
+    r"([^\W\d]\w*)"  # the name being defined
+    r"(?:\s*[(<:{\[].*|\s+(?:struct|interface|extends|implements|for)\b.*|\s*)$",  # what may follow it
+    re.S,
+)
+
+
+def declared_name(text: str) -> str | None:
+    """The name a query written as a declaration defines (``class Client`` → ``Client``), else None.
+    A signature at most: a longer text that starts with ``def`` is pasted code, read as such."""
+    if len(text) > MAX_DECLARATION_CHARS:
+        return None
+    m = _DECLARATION.match(text)
+    return m.group(1) if m else None
+
 
 @dataclass
 class Frame:

@@ -297,8 +297,34 @@ def _fuse(
     """RRF of the lists, the priors, and the order of the result."""
     fused = rrf(lists, k=s.rrf_k, weights=weights, order=q.order)
     apply_priors(q, fused, text, parts, code_like, s)
+    # a name, or a declaration: the definition spelled that way first (a quoted span asks for words)
+    named = code_like and not parts.long and '"' not in text and weights.get("symbol", 0) > 0
+    if named and s.exact_definition != 1 and lists.get("symbol"):
+        exact_definitions(q, fused, lists["symbol"], text, parts, s.exact_definition)
     _in_rank_order(q, fused)
     return fused
+
+
+def exact_definitions(
+    q: Retrieval[Any],
+    fused: Sequence[Fused],
+    defining: Sequence[Key],
+    text: str,
+    parts: QueryParts,
+    factor: float,
+) -> None:
+    """Scale the chunks of source files that define one of an identifier query's names exactly as
+    written (``Headers`` is the class, not ``BaseClient.headers``; a page's "## Options" heading is not
+    ``interface Options``) by ``factor``: one list's first rank is not enough to put the definition
+    above a chunk that several lists rank near the top."""
+    names = {name for name, _ in L.symbol_names(text, parts)}
+    exact = {
+        k for k in defining
+        if not names.isdisjoint(q.defines(k)) and filekinds.kind_of(q.path(k)) == filekinds.SOURCE
+    }  # fmt: skip
+    for f in fused:
+        if f.doc in exact:
+            f.score *= factor
 
 
 def _in_rank_order(q: Retrieval[Any], fused: list[Fused]) -> None:

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""A name, or a declaration of it, → its definition: a labeled set built from indexed Python workspaces.
+
+    python tests/benchmarks/eval_definitions.py /tmp/neweval/httpx-0.28.1 /tmp/neweval/click-8.1.7 ...
+        [--per-corpus 60] [--mode hybrid|bm25] [--json out.json]
+
+Every class and function that a workspace defines exactly once under that spelling (tests, docs and
+examples left out; names of four characters or more, no dunders) is a candidate; ``--per-corpus`` of
+them are drawn with a fixed seed. Each is asked two ways, as a developer types it: the bare name
+(``Headers``) and as a declaration (``class Headers``, ``def get_list``). Right: a hit whose chunk covers
+the ``def``/``class`` line (chunk MRR@10, Hit@1). Through the CLI (``search --json --no-update --batch``),
+so each workspace must be indexed first. A script, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import random
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+SKIPPED_TOP = ("tests/", "test/", "docs/", "doc/", "examples/")
+
+
+def definitions(root: Path, per_corpus: int) -> list[dict[str, object]]:
+    """The workspace's uniquely named classes and functions, a seeded sample."""
+    found: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root).as_posix()
+        if rel.startswith(SKIPPED_TOP) or "/tests/" in rel or rel.startswith(".aide"):
+            continue
+        try:
+            tree = ast.parse(p.read_text(encoding="utf-8", errors="replace"))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                kw = "class" if isinstance(node, ast.ClassDef) else "def"
+                found[node.name].append((rel, node.lineno, kw))
+    unique = [
+        (n, v[0]) for n, v in sorted(found.items()) if len(v) == 1 and len(n) >= 4 and not n.startswith("__")
+    ]
+    random.Random(7).shuffle(unique)
+    return [{"name": n, "path": rel, "line": line, "kw": kw} for n, (rel, line, kw) in unique[:per_corpus]]
+
+
+def ranks(root: Path, queries: list[str], mode: str) -> list[list[dict[str, object]]]:
+    """Each query's first ten hits, through the CLI."""
+    cmd = [sys.executable, "-m", "aide_tui", "search", "--path", str(root), "--json", "--no-update",
+           "--limit", "10", "--mode", mode, "--batch", "-"]  # fmt: skip
+    out = subprocess.run(cmd, input="\n".join(queries) + "\n", capture_output=True, text=True, check=True)
+    return [json.loads(line)["results"] for line in out.stdout.splitlines()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("roots", nargs="+", type=Path)
+    ap.add_argument("--per-corpus", type=int, default=60)
+    ap.add_argument("--mode", default="hybrid", choices=["hybrid", "bm25"])
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    rows: dict[str, list[float]] = defaultdict(list)
+    for root in args.roots:
+        defs = definitions(root, args.per_corpus)
+        for form in ("bare", "declaration"):
+            queries = [str(d["name"]) if form == "bare" else f"{d['kw']} {d['name']}" for d in defs]
+            for d, hits in zip(defs, ranks(root, queries, args.mode), strict=True):
+                rr = next((1 / (i + 1) for i, h in enumerate(hits)
+                           if h["path"] == d["path"] and h["start_line"] <= d["line"] <= h["end_line"]), 0.0)  # type: ignore[operator]  # fmt: skip
+                for key in (f"{form}/{root.name}", f"{form}/all", f"{form}/{d['kw']}"):
+                    rows[key].append(rr)
+    table = {k: {"n": len(v), "MRR@10": sum(v) / len(v), "Hit@1": sum(x == 1 for x in v) / len(v)}
+             for k, v in sorted(rows.items())}  # fmt: skip
+    print(f"| set ({args.mode}) | n | chunk MRR@10 | Hit@1 |\n|---|---|---|---|")
+    for k, m in table.items():
+        print(f"| {k} | {m['n']} | {m['MRR@10']:.3f} | {m['Hit@1']:.3f} |")
+    if args.json:
+        args.json.write_text(json.dumps(table, indent=1))
+
+
+if __name__ == "__main__":
+    main()

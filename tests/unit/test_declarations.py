@@ -1,0 +1,128 @@
+"""A query written as a declaration (``class Client``, ``type Command struct``) or a bare name finds the
+definition spelled that way first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import indexed_bm25
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.search.query import declared_name
+from aide_tui.core.search.searcher import Searcher
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        ("class Client", "Client"),
+        ("class Client(BaseClient):", "Client"),
+        ("def get_list(self, key: str, split_commas: bool = False) -> list[str]:", "get_list"),
+        ("async def aread", "aread"),
+        ("export async function fetchJson", "fetchJson"),
+        ("export class RequestError extends Error", "RequestError"),
+        ("type Command struct", "Command"),
+        ("type Flag interface", "Flag"),
+        ("func (cmd *Command) Run", "Run"),
+        ("pub(crate) fn parse_args", "parse_args"),
+        ("interface Options", "Options"),
+        ("enum Color", "Color"),
+        ("function* walk", "walk"),
+        # prose that starts with a keyword, and text that is not a declaration
+        ("type hints for click", None),
+        ("class of service", None),
+        ("the class Client", None),
+        ("class", None),
+        ("def f(x):\n    return x" + " + x" * 60, None),  # a pasted block, not a signature
+    ],
+)
+def test_declared_name(query: str, name: str | None) -> None:
+    assert declared_name(query) == name
+
+
+FILES = {
+    # the class, small and plain
+    "pkg/models.py": '''
+        class Headers:
+            """A case-insensitive multi-dict."""
+
+            def __init__(self, raw):
+                self._list = list(raw)
+    ''',
+    # a property named like it, in a chunk that says "headers" all the time
+    "pkg/client.py": '''
+        class Client:
+            """Sends requests with default headers, merged with each request's headers."""
+
+            @property
+            def headers(self):
+                """The headers sent with every request; request headers override these headers."""
+                return self._headers
+
+            def merge_headers(self, headers):
+                merged = dict(self._headers)
+                merged.update(headers or {})
+                return merged
+    ''',
+    "pkg/status.py": '''
+        def is_client_error(code):
+            """4xx: the client's fault; the error class tells which."""
+            return 400 <= code < 500
+
+
+        def status_class(code):
+            """The class of a status code: client error, server error..."""
+            return code // 100
+    ''',
+    "pkg/transport.py": '''
+        def send(request, headers):
+            """Write the headers: the request headers, then the default headers, then Host."""
+            headers = dict(headers)
+            headers.setdefault("Host", request.host)
+            return [f"{k}: {v}" for k, v in headers.items()]
+    ''',
+    "pkg/auth.py": '''
+        def sign(headers, key):
+            """Add an Authorization header to the headers; other headers stay as they are."""
+            headers["Authorization"] = key
+            return headers
+    ''',
+    "docs/options.md": """
+        ## Options
+
+        Options are merged: the client's options first, then the request's options.
+    """,
+    "src/options.ts": """
+        export interface Options {
+            timeout: number;
+        }
+
+        export function mergeOptions(a: Options, b: Options): Options {
+            return { ...a, ...b };
+        }
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(indexed_bm25(tmp_path_factory.mktemp("decl") / "ws", FILES))
+
+
+def _first(root: Path, query: str, **search: object) -> tuple[str, str | None]:
+    settings = load_settings(root, {"embedding": {"backend": "none"}, "search": search})
+    hit = Searcher(root, settings).search(query, limit=3, mode="bm25").results[0]
+    return hit.path, hit.symbol
+
+
+def test_a_bare_name_finds_its_definition_as_written(root: Path) -> None:
+    assert _first(root, "Headers") == ("pkg/models.py", "class Headers")
+    # the lower-case property is what the old ranking put first: its chunk says "headers" throughout
+    assert _first(root, "Headers", exact_definition=1.0)[0] == "pkg/client.py"
+
+
+def test_a_declaration_finds_the_definition_not_the_words(root: Path) -> None:
+    assert _first(root, "class Client") == ("pkg/client.py", "class Client")
+    assert _first(root, "interface Options")[0] == "src/options.ts"
+    assert _first(root, "def headers")[0] == "pkg/client.py"
