@@ -7,7 +7,9 @@
 Every class and function that a workspace defines exactly once under that spelling (tests, docs and
 examples left out; names of four characters or more, no dunders) is a candidate; ``--per-corpus`` of
 them are drawn with a fixed seed. Each is asked two ways, as a developer types it: the bare name
-(``Headers``) and as a declaration (``class Headers``, ``def get_list``). Right: a hit whose chunk covers
+(``Headers``) and as a declaration (``class Headers``, ``def get_list``). A third set asks for methods
+whose name several classes define, qualified by their class (``Client.send`` beside
+``AsyncClient.send``), ``--per-corpus`` of them. Right: a hit whose chunk covers
 the ``def``/``class`` line (chunk MRR@10, Hit@1). Through the CLI (``search --json --no-update --batch``),
 so each workspace must be indexed first. A script, not a test.
 """
@@ -26,9 +28,11 @@ from pathlib import Path
 SKIPPED_TOP = ("tests/", "test/", "docs/", "doc/", "examples/")
 
 
-def definitions(root: Path, per_corpus: int) -> list[dict[str, object]]:
-    """The workspace's uniquely named classes and functions, a seeded sample."""
+def definitions(root: Path, per_corpus: int) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """The workspace's uniquely named classes and functions, and its methods whose name other classes
+    define too (asked as ``Class.method``), a seeded sample of each."""
     found: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
+    methods: dict[str, list[tuple[str, int, str]]] = defaultdict(list)  # name -> (path, line, class)
     for p in sorted(root.rglob("*.py")):
         rel = p.relative_to(root).as_posix()
         if rel.startswith(SKIPPED_TOP) or "/tests/" in rel or rel.startswith(".aide"):
@@ -41,11 +45,24 @@ def definitions(root: Path, per_corpus: int) -> list[dict[str, object]]:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 kw = "class" if isinstance(node, ast.ClassDef) else "def"
                 found[node.name].append((rel, node.lineno, kw))
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        methods[item.name].append((rel, item.lineno, node.name))
     unique = [
         (n, v[0]) for n, v in sorted(found.items()) if len(v) == 1 and len(n) >= 4 and not n.startswith("__")
     ]
     random.Random(7).shuffle(unique)
-    return [{"name": n, "path": rel, "line": line, "kw": kw} for n, (rel, line, kw) in unique[:per_corpus]]
+    shared = [
+        (f"{cls}.{n}", rel, line) for n, v in sorted(methods.items()) if len(v) > 1 and len(n) >= 4
+        for rel, line, cls in v
+        if sum(c == cls for _, _, c in v) == 1 and not n.startswith("__") and not rel.startswith(SKIPPED_TOP)
+    ]  # fmt: skip
+    random.Random(7).shuffle(shared)
+    return (
+        [{"name": n, "path": rel, "line": line, "kw": kw} for n, (rel, line, kw) in unique[:per_corpus]],
+        [{"name": n, "path": rel, "line": line, "kw": "method"} for n, rel, line in shared[:per_corpus]],
+    )
 
 
 def ranks(root: Path, queries: list[str], mode: str) -> list[list[dict[str, object]]]:
@@ -65,9 +82,10 @@ def main() -> None:
     args = ap.parse_args()
     rows: dict[str, list[float]] = defaultdict(list)
     for root in args.roots:
-        defs = definitions(root, args.per_corpus)
-        for form in ("bare", "declaration"):
-            queries = [str(d["name"]) if form == "bare" else f"{d['kw']} {d['name']}" for d in defs]
+        unique, shared = definitions(root, args.per_corpus)
+        for form in ("bare", "declaration", "qualified"):
+            defs = shared if form == "qualified" else unique
+            queries = [f"{d['kw']} {d['name']}" if form == "declaration" else str(d["name"]) for d in defs]
             for d, hits in zip(defs, ranks(root, queries, args.mode), strict=True):
                 rr = next((1 / (i + 1) for i, h in enumerate(hits)
                            if h["path"] == d["path"] and h["start_line"] <= d["line"] <= h["end_line"]), 0.0)  # type: ignore[operator]  # fmt: skip

@@ -88,6 +88,29 @@ FILES = {
             headers["Authorization"] = key
             return headers
     ''',
+    # two classes define send; the async one talks about sending with a client much more
+    "pkg/sync_client.py": """
+        class Client:
+            def send(self, request):
+                return self.transport.handle(request)
+    """,
+    "pkg/async_client.py": '''
+        class AsyncClient:
+            async def send(self, request):
+                """Send a request with this client: the client sends, then the client reads."""
+                client_response = await self.transport.handle_async(request)
+                return client_response
+    ''',
+    # two modules define echo
+    "tool/output.py": """
+        def echo(message):
+            print(message)
+    """,
+    "other/echo.py": '''
+        def echo(message, err=False):
+            """Echo a message to the terminal: echo writes the message, echo flushes."""
+            return message
+    ''',
     "docs/options.md": """
         ## Options
 
@@ -126,3 +149,12 @@ def test_a_declaration_finds_the_definition_not_the_words(root: Path) -> None:
     assert _first(root, "class Client") == ("pkg/client.py", "class Client")
     assert _first(root, "interface Options")[0] == "src/options.ts"
     assert _first(root, "def headers")[0] == "pkg/client.py"
+
+
+def test_a_qualified_name_finds_the_definition_inside_its_qualifier(root: Path) -> None:
+    assert _first(root, "Client.send")[0] == "pkg/sync_client.py"
+    assert _first(root, "AsyncClient.send")[0] == "pkg/async_client.py"
+    assert _first(root, "tool.echo")[0] == "tool/output.py"
+    assert _first(root, "other.echo")[0] == "other/echo.py"
+    # without the factor the chunk that says the words most wins
+    assert _first(root, "Client.send", exact_definition=1.0)[0] == "pkg/async_client.py"

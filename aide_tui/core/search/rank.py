@@ -38,7 +38,7 @@ from aide_tui.core.search.query import (
     without_timestamp,
 )
 from aide_tui.core.search.response import Hit
-from aide_tui.core.search.retriever import Key, Retrieval, Retriever, SymbolGraph, TermStats
+from aide_tui.core.search.retriever import Candidate, Key, Retrieval, Retriever, SymbolGraph, TermStats
 from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
 from aide_tui.core.wordshape import NONSENSE_CEILING, reads_as_nonsense
 
@@ -316,15 +316,31 @@ def exact_definitions(
     """Scale the chunks of source files that define one of an identifier query's names exactly as
     written (``Headers`` is the class, not ``BaseClient.headers``; a page's "## Options" heading is not
     ``interface Options``) by ``factor``: one list's first rank is not enough to put the definition
-    above a chunk that several lists rank near the top."""
+    above a chunk that several lists rank near the top. A qualified name (``Client.send``,
+    ``click.echo``) keeps the definitions inside what qualifies it, when any is."""
     names = {name for name, _ in L.symbol_names(text, parts)}
-    exact = {
+    exact = [
         k for k in defining
         if not names.isdisjoint(q.defines(k)) and filekinds.kind_of(q.path(k)) == filekinds.SOURCE
-    }  # fmt: skip
+    ]  # fmt: skip
+    qualifiers = [name.split(".")[:-1] for name in names if "." in name]
+    if qualifiers and len(exact) > 1:
+        q.fetch(exact)
+        inside = [k for k in exact if any(_qualified_by(q.chunk(k), qual) for qual in qualifiers)]
+        exact = inside or exact
     for f in fused:
         if f.doc in exact:
             f.score *= factor
+
+
+def _qualified_by(chunk: Candidate, qualifier: Sequence[str]) -> bool:
+    """Whether every part of a name's qualifier is a name in the chunk's symbol chain (``class Client >
+    def send``) or a folder or module of its path (``click`` for ``src/click/utils.py``)."""
+    where = set(identifiers(chunk.symbol or ""))
+    for part in chunk.path.split("/"):
+        stem = part.rsplit(".", 1)[0]
+        where.update((stem, stem.lstrip("_")))
+    return all(part in where for part in qualifier)
 
 
 def _in_rank_order(q: Retrieval[Any], fused: list[Fused]) -> None:
