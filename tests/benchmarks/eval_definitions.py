@@ -9,8 +9,9 @@ examples left out; names of four characters or more, no dunders) is a candidate;
 them are drawn with a fixed seed. Each is asked two ways, as a developer types it: the bare name
 (``Headers``) and as a declaration (``class Headers``, ``def get_list``). A third set asks for methods
 whose name several classes define, qualified by their class (``Client.send`` beside
-``AsyncClient.send``), ``--per-corpus`` of them. Right: a hit whose chunk covers
-the ``def``/``class`` line (chunk MRR@10, Hit@1). Through the CLI (``search --json --no-update --batch``),
+``AsyncClient.send``), ``--per-corpus`` of them. A fourth asks for each command-line flag written
+once in the source, on the line declaring the option (``--follow-redirects``). Right: a hit whose chunk
+covers the ``def``/``class`` line, or the option's (chunk MRR@10, Hit@1). Through the CLI (``search --json --no-update --batch``),
 so each workspace must be indexed first. A script, not a test.
 """
 
@@ -20,12 +21,34 @@ import argparse
 import ast
 import json
 import random
+import re
 import subprocess
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 SKIPPED_TOP = ("tests/", "test/", "docs/", "doc/", "examples/")
+
+
+_FLAG = re.compile(r"[\"'](--[a-z][\w-]+)[\"']")
+_DECLARES_OPTION = re.compile(r"option\(|add_argument\(|Option\(")
+
+
+def flags(root: Path) -> list[dict[str, object]]:
+    """Command-line flags written once in the source, on the line that declares the option
+    (``@click.option("--count")``, ``parser.add_argument("--verbose")``)."""
+    seen: Counter[str] = Counter()
+    declared: list[tuple[str, str, int]] = []
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root).as_posix()
+        if rel.startswith(SKIPPED_TOP) or rel.startswith(".aide"):
+            continue
+        for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            for flag in _FLAG.findall(line):
+                seen[flag] += 1
+                if _DECLARES_OPTION.search(line):
+                    declared.append((flag, rel, i))
+    return [{"name": f, "path": rel, "line": i, "kw": "flag"} for f, rel, i in declared if seen[f] == 1]
 
 
 def definitions(root: Path, per_corpus: int) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
@@ -83,8 +106,10 @@ def main() -> None:
     rows: dict[str, list[float]] = defaultdict(list)
     for root in args.roots:
         unique, shared = definitions(root, args.per_corpus)
-        for form in ("bare", "declaration", "qualified"):
-            defs = shared if form == "qualified" else unique
+        sets = {"bare": unique, "declaration": unique, "qualified": shared, "flag": flags(root)}
+        for form, defs in sets.items():
+            if not defs:
+                continue
             queries = [f"{d['kw']} {d['name']}" if form == "declaration" else str(d["name"]) for d in defs]
             for d, hits in zip(defs, ranks(root, queries, args.mode), strict=True):
                 rr = next((1 / (i + 1) for i, h in enumerate(hits)

@@ -1,5 +1,5 @@
-"""A query written as a declaration (``class Client``, ``type Command struct``) or a bare name finds the
-definition spelled that way first."""
+"""A query written as a declaration (``class Client``, ``type Command struct``), a bare or qualified name,
+or a command-line flag finds where that is defined first."""
 
 from __future__ import annotations
 
@@ -111,6 +111,21 @@ FILES = {
             """Echo a message to the terminal: echo writes the message, echo flushes."""
             return message
     ''',
+    # the flag's words are all over the transport; the flag itself only where the option is declared
+    "pkg/cli.py": """
+        import argparse
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--follow-redirects", action="store_true")
+        parser.add_argument("--timeout", type=float)
+    """,
+    "pkg/redirects.py": """
+        def follow(response, redirects):
+            # follow redirects: each of the redirects is followed until no redirects are left to follow
+            while redirects and response.is_redirect:
+                response = redirects.pop(0)
+            return response
+    """,
     "docs/options.md": """
         ## Options
 
@@ -158,3 +173,12 @@ def test_a_qualified_name_finds_the_definition_inside_its_qualifier(root: Path) 
     assert _first(root, "other.echo")[0] == "other/echo.py"
     # without the factor the chunk that says the words most wins
     assert _first(root, "Client.send", exact_definition=1.0)[0] == "pkg/async_client.py"
+
+
+def test_a_command_line_flag_finds_where_the_option_is_declared(root: Path) -> None:
+    assert _first(root, "--follow-redirects")[0] == "pkg/cli.py"
+    assert _first(root, "follow redirects")[0] == "pkg/redirects.py"  # the words alone: the code doing it
+    # a word of the flag is not a name asked for: ``def follow`` is no definition of it
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    hits = Searcher(root, settings).search("--follow-redirects", limit=5, mode="bm25").results
+    assert all(h.ranks.get("symbol") is None for h in hits) and hits[0].ranks.get("phrase") == 1

@@ -16,6 +16,8 @@ from aide_tui.core.tokens import STOPWORDS, identifiers, span_terms
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
 MAX_SYMBOL_DEFS = 8  # a name defined in more chunks than this says little about where to look
 QUOTED = re.compile(r'"([^"]{2,200})"')
+CLI_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*\w")  # ``--follow-redirects``: looked for as written
+MAX_FLAG_QUERY_WORDS = 3  # a flag in a longer query is mentioned, not asked for
 _WORD = re.compile(r"\w+")
 _FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
 _BACKTICKED = re.compile(r"`([^`]{1,80})`")
@@ -60,7 +62,7 @@ def symbol_names(text: str, parts: QueryParts) -> list[tuple[str, float]]:
     declared = declared_name(text)
     if declared:  # ``class Client(BaseClient)`` asks for Client, not its base, nor a class named "class"
         return [(c, 1.0) for c in _name_candidates(declared)]
-    words = identifiers(text)
+    words = identifiers(CLI_FLAG.sub(" ", text))  # ``--follow-redirects`` names no function ``follow``
     short = len(words) <= 3
     return [(c, 1.0) for w in words if short or CODE_LIKE.search(w) for c in _name_candidates(w)]
 
@@ -256,8 +258,11 @@ def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
     words, the last one as the start of a word; a span of stopwords alone does not narrow): a quoted
     span on a big workspace no longer reads every chunk with a query word, and a second span narrows
     what the first leaves (``"is not None" ... "def save"``: the chunks holding a word that starts
-    with ``save`` too)."""
-    phrases = [p.lower() for p in QUOTED.findall(text) if p.strip()]
+    with ``save`` too). A command-line flag asked for (``--no-verify``, ``--timeout seconds``: at most
+    three words) counts as quoted: its words are everywhere, the flag itself where the option is
+    declared and documented; a question that mentions a flag in passing is about something else."""
+    flags = CLI_FLAG.findall(text) if len(text.split()) <= MAX_FLAG_QUERY_WORDS else []
+    phrases = [p.lower() for p in [*QUOTED.findall(text), *flags] if p.strip()]
     if not phrases:
         return []
     held: set[K] | None = None

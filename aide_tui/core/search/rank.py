@@ -30,6 +30,7 @@ from aide_tui.core.search.query import (
     LONG_QUERY_TERMS,
     QueryParts,
     analyze,
+    declared_name,
     error_message,
     locations,
     pasted_code,
@@ -318,7 +319,12 @@ def exact_definitions(
     ``interface Options``) by ``factor``: one list's first rank is not enough to put the definition
     above a chunk that several lists rank near the top. A qualified name (``Client.send``,
     ``click.echo``) keeps the definitions inside what qualifies it, when any is."""
-    names = {name for name, _ in L.symbol_names(text, parts)}
+    words = [w.strip("()[]{}<>:;,`'") for w in text.split()]  # whole words, not a part of ``--no-verify``
+    declared = declared_name(text)
+    names = {
+        name for name, _ in L.symbol_names(text, parts)
+        if name == declared or any(w == name or w.endswith("." + name) for w in words)
+    }  # fmt: skip
     exact = [
         k for k in defining
         if not names.isdisjoint(q.defines(k)) and filekinds.kind_of(q.path(k)) == filekinds.SOURCE
