@@ -11,8 +11,8 @@ them are drawn with a fixed seed. Each is asked two ways, as a developer types i
 whose name several classes define, qualified by their class (``Client.send`` beside
 ``AsyncClient.send``), ``--per-corpus`` of them. A fourth asks for each command-line flag written
 once in the source, on the line declaring the option (``--follow-redirects``). Right: a hit whose chunk
-covers the ``def``/``class`` line, or the option's (chunk MRR@10, Hit@1). Through the CLI (``search --json --no-update --batch``),
-so each workspace must be indexed first. A script, not a test.
+covers the ``def``/``class`` line, or the option's (chunk MRR@10, Hit@1). Through the CLI
+(``search --json --no-update --batch``), so each workspace must be indexed first. A script, not a test.
 """
 
 from __future__ import annotations
