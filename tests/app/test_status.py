@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from apphelpers import indexed, make_app, screen_text, search, status, wait_for
+from apphelpers import indexed, make_app, results, screen_text, search, status, wait_for
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.search.response import SearchResponse
@@ -96,3 +96,15 @@ async def test_the_footer_keeps_the_help_key(workspace: Path, size: tuple[int, i
         await wait_for(pilot, lambda: " e edit " in screen_text(app)[-1], "the list's keys")
         footer = screen_text(app)[-1]
         assert "F1 help" in footer and "^p palette" in footer, footer
+
+
+async def test_a_misspelt_name_says_what_was_searched_for(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "parse_haeder")
+        await wait_for(pilot, lambda: "searched for parse_header" in status(app).plain, "the fixed query")
+        assert results(app).hits[0].symbol == "def parse_header"
+        await search(pilot, app, "parse_header")
+        await wait_for(pilot, lambda: "result" in status(app).plain, "the count")
+        assert "searched for" not in status(app).plain

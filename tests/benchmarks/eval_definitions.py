@@ -10,7 +10,8 @@ them are drawn with a fixed seed. Each is asked two ways, as a developer types i
 (``Headers``) and as a declaration (``class Headers``, ``def get_list``). A third set asks for methods
 whose name several classes define, qualified by their class (``Client.send`` beside
 ``AsyncClient.send``), ``--per-corpus`` of them. A fourth asks for each command-line flag written
-once in the source, on the line declaring the option (``--follow-redirects``). Right: a hit whose chunk
+once in the source, on the line declaring the option (``--follow-redirects``). A fifth misspells the
+bare names (two neighbouring letters of the longest part swapped: ``Hedaers``). Right: a hit whose chunk
 covers the ``def``/``class`` line, or the option's (chunk MRR@10, Hit@1). Through the CLI
 (``search --json --no-update --batch``), so each workspace must be indexed first. A script, not a test.
 """
@@ -49,6 +50,18 @@ def flags(root: Path) -> list[dict[str, object]]:
                 if _DECLARES_OPTION.search(line):
                     declared.append((flag, rel, i))
     return [{"name": f, "path": rel, "line": i, "kw": "flag"} for f, rel, i in declared if seen[f] == 1]
+
+
+def misspelt(name: str) -> str | None:
+    """``name`` with one typing slip: two neighbouring letters of its longest part of five letters or
+    more swapped, in the middle of the part (``Headers`` → ``Hedaers``); None when it has no such part."""
+    parts = [m for m in re.finditer(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name) if len(m.group()) >= 5]
+    if not parts:
+        return None
+    m = max(parts, key=lambda p: (len(p.group()), -p.start()))
+    i = m.start() + len(m.group()) // 2 - 1
+    swapped = name[:i] + name[i + 1] + name[i] + name[i + 2 :]
+    return swapped if swapped != name else None
 
 
 def definitions(root: Path, per_corpus: int) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
@@ -106,7 +119,14 @@ def main() -> None:
     rows: dict[str, list[float]] = defaultdict(list)
     for root in args.roots:
         unique, shared = definitions(root, args.per_corpus)
-        sets = {"bare": unique, "declaration": unique, "qualified": shared, "flag": flags(root)}
+        typos = [{**d, "name": t} for d in unique if (t := misspelt(str(d["name"])))]
+        sets = {
+            "bare": unique,
+            "declaration": unique,
+            "qualified": shared,
+            "flag": flags(root),
+            "typo": typos,
+        }
         for form, defs in sets.items():
             if not defs:
                 continue

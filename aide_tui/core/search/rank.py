@@ -40,6 +40,7 @@ from aide_tui.core.search.query import (
 )
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import Candidate, Key, Retrieval, Retriever, SymbolGraph, TermStats
+from aide_tui.core.search.spelling import corrected
 from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
 from aide_tui.core.wordshape import NONSENSE_CEILING, reads_as_nonsense
 
@@ -85,12 +86,14 @@ class QueryEncoder:
 
 @dataclass
 class Ranked:
-    """The result rows, why the dense side was left out (None: it took part, or was not asked) and why
-    there are none when nothing supports the query (None: rows, or no reason to give)."""
+    """The result rows, why the dense side was left out (None: it took part, or was not asked), why
+    there are none when nothing supports the query (None: rows, or no reason to give), and the query
+    with its typos fixed when it had any."""
 
     hits: list[Hit]
     degraded: str | None = None
     no_results: str | None = None
+    corrected: str | None = None  # the query as the lexical lists read it, when a typo was fixed
 
 
 def diversify(items: list[T], keys: list[str], cap: int, window: int) -> list[T]:
@@ -222,10 +225,14 @@ def rank(
     """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``; ``partial``: the
     word being typed, completed over the index's vocabulary (see :func:`completions`)."""
     parsed, message = _pasted_line(parsed)
+    as_typed = parsed.text
     parts = analyze(parsed.text)
+    typed = completions(retriever.term_stats, partial) if partial and not parts.long else {}
+    # typos in a short query's names; the word being typed only once nothing in the index begins so
+    lexical = not parts.long and message is None and mode != "dense"
+    parsed, parts, fixed = _typos_fixed(parsed, parts, retriever.term_stats, bool(typed), lexical)
     code_like = L.looks_like_code(parsed.text)
     terms, weights = query_terms(retriever.term_stats, parsed.text, parts.title, s.title_weight)
-    typed = completions(retriever.term_stats, partial) if partial and not parts.long else {}
     if typed:
         terms, weights = with_completions(terms, weights, typed)
     # prose asks about functions by their names: the BM25 name field (identifiers have the symbol list)
@@ -244,7 +251,7 @@ def rank(
     closest: Closest | None = None
     complete = False
     if mode in ("hybrid", "dense") and parsed.text:
-        texts = [parsed.text] + (parts.segments() if parts.long and s.dense_segments else [])
+        texts = [as_typed] + (parts.segments() if parts.long and s.dense_segments else [])
         dense, degraded, spans, closest = _dense_list(q, texts, s, encoder)
         if dense is not None:
             found["dense"] = dense
@@ -253,7 +260,7 @@ def rank(
         # default) it is not computed (a tenth of a hybrid query, and a one-shot's scan of every vector)
         wanted = not (complete and s.static_with_dense == 0)
         static, static_spans, static_closest = (
-            _static_list(q, parsed.text, s, encoder) if wanted else (None, {}, None)
+            _static_list(q, as_typed, s, encoder) if wanted else (None, {}, None)
         )
         if static is not None:
             found["static"] = static
@@ -266,7 +273,7 @@ def rank(
         _verbatim_lists(q, parsed.text, parts, None if parts.long else message, s.top_n, found)
     if mode == "hybrid" and closest is not None and not any(found.get(name) for name in LEXICAL_LISTS):
         # only the dense list: it holds nothing close, or the query's words read as no words of this code
-        why = far_from_everything(*closest) or nonsense(parsed.text, retriever.term_stats, *closest)
+        why = far_from_everything(*closest) or nonsense(as_typed, retriever.term_stats, *closest)
         if why is not None:
             return Ranked([], degraded, no_results=why)
     graph = retriever.graph if mode in ("hybrid", "bm25") and not code_like else None
@@ -283,7 +290,7 @@ def rank(
     q.fetch(f.doc for f in top)
     if s.best_piece == "piece":  # a hit's best line follows its best BM25 piece, else its dense one
         spans = {**spans, **{f.doc: piece_spans[f.doc] for f in top if f.doc in piece_spans}}
-    return Ranked([_hit(q, f, terms, spans.get(f.doc)) for f in top], degraded)
+    return Ranked([_hit(q, f, terms, spans.get(f.doc)) for f in top], degraded, corrected=fixed)
 
 
 def _fuse(
@@ -460,6 +467,17 @@ def _lexical_lists(
         found["line"], lines = L.location_list(q, places, retriever.path_parts, n)
         piece_spans.update(lines)
     return explicit
+
+
+def _typos_fixed(
+    parsed: ParsedQuery, parts: QueryParts, stats: TermStats | None, typing: bool, wanted: bool
+) -> tuple[ParsedQuery, QueryParts, str | None]:
+    """The query with its misspelt words fixed (see :mod:`spelling`), its parts, and the fixed text
+    (None, and the query as it was, when no word needed it or ``wanted`` is False)."""
+    fixed = corrected(parsed.text, stats, typing=typing) if wanted else None
+    if fixed is None:
+        return parsed, parts, None
+    return replace(parsed, text=fixed), analyze(fixed), fixed
 
 
 def _pasted_line(parsed: ParsedQuery) -> tuple[ParsedQuery, str | None]:

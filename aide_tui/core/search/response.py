@@ -66,6 +66,7 @@ class SearchResponse:
     no_results: str | None = None  # why nothing answers a query nothing supports (hybrid), with a hint
     confidence: str | None = None  # high / medium / low for the first hit (see confidence.py)
     hints: list[dict[str, object]] = field(default_factory=list)  # up to three ways to refine the query
+    corrected: str | None = None  # the query with its typos fixed, as the keyword lists read it
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -83,6 +84,8 @@ class SearchResponse:
             out["rerank"] = self.rerank
         if self.no_results is not None:
             out["no_results"] = self.no_results
+        if self.corrected is not None:
+            out["corrected"] = self.corrected
         if self.confidence is not None:
             out["confidence"] = self.confidence
             out["hints"] = self.hints

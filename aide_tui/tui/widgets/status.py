@@ -51,6 +51,7 @@ class StatusLine(Widget):
     query_error: reactive[str | None] = reactive(None)  # the query itself is wrong (an unknown lang:)
     places: reactive[str | None] = reactive(None)  # the list shows places, not results ("3 definitions of x")
     said: reactive[str | None] = reactive(None)  # why the last command did nothing (until the next answer)
+    corrected: reactive[str | None] = reactive(None)  # the query with its typos fixed, as searched
     last_indexed: reactive[str | None] = reactive(None)
     size_bytes: reactive[int] = reactive(0)
     show_timing: reactive[bool] = reactive(True)
@@ -94,6 +95,7 @@ class StatusLine(Widget):
         self.places = self.said = None
         self.results = len(resp.results) if resp is not None else None
         self.took_ms = resp.took_ms if resp is not None else None
+        self.corrected = resp.corrected if resp is not None else None
         self._answer_degraded = resp.degraded_reason if resp is not None and resp.degraded else None
         self._update_degraded()
 
@@ -144,6 +146,8 @@ class StatusLine(Widget):
         elif self.results is not None:
             took = f" in {self.took_ms:.0f} ms" if self.took_ms is not None and self.show_timing else ""
             out.append((0, f"{self.results} result{'' if self.results == 1 else 's'}{took}", ""))
+            if self.corrected:
+                out.append((1, f"searched for {printable(self.corrected)}", f"italic {warning}"))
         out.append((5, f"{self.files} files", ""))
         out.append((3, f"{self.chunks} chunks", ""))
         if self.static and self.static_missing:
