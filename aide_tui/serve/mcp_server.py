@@ -187,6 +187,8 @@ def _tool_answer(answer: dict[str, Any], all_workspaces: bool, max_tokens: int) 
         out.update({k: answer[k] for k in ("max_tokens", "tokens_used", "left_out")})
     if "no_results" in answer:  # nothing supports the query: why, so an agent rephrases
         out["no_results"] = answer["no_results"]
+    if "corrected" in answer:  # a misspelt name was searched as spelt here
+        out["corrected"] = answer["corrected"]
     out["results"] = [{k: r.get(k) for k in keep if k in r} for r in answer["results"]]
     return out
 

@@ -39,9 +39,11 @@ def test_serve_refuses_an_unknown_language_and_completes_the_typed_word(tmp_path
         lines = [json.loads(x) for x in out.stdout.splitlines()]
         assert out.returncode == 2 and "klingon" in lines[0]["error"] and lines[1]["results"]
         # search as you type, on request only
-        assert srv.search("timeou", mode="bm25")["results"] == []
-        typed = srv.search("timeou", mode="bm25", prefix=True)["results"]
-        assert typed and typed[0]["path"] == "src/httpclient/client.py"
+        plain = srv.search("timeou", mode="bm25")  # a complete word: searched as its one-slip fix
+        assert plain["corrected"] == "timeout"
+        typing = srv.search("timeou", mode="bm25", prefix=True)  # completed instead
+        typed = typing["results"]
+        assert typed and typed[0]["path"] == "src/httpclient/client.py" and "corrected" not in typing
         r = srv.http.post("/search", json={"query": "timeou", "prefix": "yes"})
         assert r.status_code == 400 and r.json() == {"error": "prefix must be true or false"}
     finally:
@@ -60,11 +62,11 @@ async def test_mcp_search_code_says_an_unknown_language_is_an_error(tmp_path: Pa
         assert not err and got["results"]
         # search as you type, on request only
         err, got = await call(s, "search_code", query="timeou", mode="bm25")
-        assert not err and got["results"] == []
+        assert not err and got["corrected"] == "timeout"  # a complete word: searched as its one-slip fix
         err, got = await call(s, "search_code", query="timeou", mode="bm25", prefix=True, path="src")
-        assert not err and got["results"][0]["path"] == "src/httpclient/client.py"
+        assert not err and got["results"][0]["path"] == "src/httpclient/client.py" and "corrected" not in got
         err, got = await call(s, "search_code", query="timeou ", mode="bm25", prefix=True)
-        assert not err and got["results"] == []  # a space after the word: it is complete
+        assert not err and got["corrected"] == "timeout"  # a space after the word: it is complete
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "vimgrep", "paths"])

@@ -69,7 +69,10 @@ async def test_tools_answer_from_their_own_index(tmp_path: Path) -> None:
         assert top["path"] == "src/httpclient/headers.py" and top["symbol"] == "def parse_header"
         assert top["start_line"] == 1 and top["end_line"] >= 4 and top["score"] > 0
         assert "def parse_header(line: str)" in top["text"] and top["truncated"] is False
-        assert len(got["results"]) <= 3 and got["degraded"] is False
+        assert len(got["results"]) <= 3 and got["degraded"] is False and "corrected" not in got
+        err, got = await call(s, "search_code", query="parse_haeder", limit=3)  # misspelt: searched as fixed
+        assert not err and got["corrected"] == "parse_header"
+        assert got["results"][0]["symbol"] == "def parse_header"
 
         err, got = await call(s, "search_code", query="render", path="web", mode="bm25")
         assert not err and {r["path"] for r in got["results"]} == {"web/app.ts"}
