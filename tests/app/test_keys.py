@@ -178,7 +178,9 @@ async def test_typing_repaints_the_query_box_without_a_screen_layout(workspace: 
         for ch in long_query:
             await pilot.press("space" if ch == " " else ch)
         await wait_for(pilot, lambda: shown_query(app) == long_query, "the long query's results")
-        assert layouts and not any(layouts), f"{sum(layouts)} of {len(layouts)} refreshes asked for a layout"
+        # typing asked for a layout on every key (90 here); a one-off restyle while typing (the app
+        # settling its theme, once in a CI run under load) may still ask for one, and is not typing's
+        assert layouts and sum(layouts) <= 1, f"{sum(layouts)} of {len(layouts)} refreshes asked for a layout"
         assert box.max_scroll_x > 0 and box.scroll_x == box.max_scroll_x
         assert "follows it" in screen_text(app)[0]
         for key in ["left"] * 30 + ["delete"] * 30:  # back into the text, then cut its end: the box
