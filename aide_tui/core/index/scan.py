@@ -464,10 +464,9 @@ _BOMS = (  # longest first: the UTF-32 LE BOM starts with the UTF-16 LE one
 )
 
 
-# documents whose first bytes are text but whose body is compressed streams and drawing commands: a
-# PDF under any name (an Illustrator ``.ai`` is one, with kilobytes of XMP metadata up front): its
-# header line, ``%PDF-`` and a version
-_DOCUMENT_SIGNATURES = ((re.compile(rb"%PDF-\d\.\d"), "binary (a PDF document)"),)
+# a PDF under any name (an Illustrator ``.ai`` is one): its first bytes are text, a header line and
+# kilobytes of XMP metadata, but its body is compressed streams and drawing commands
+_PDF_HEADER = re.compile(rb"%PDF-\d\.\d")
 
 
 def decode_text(raw: bytes) -> tuple[str | None, str | None]:
@@ -477,9 +476,8 @@ def decode_text(raw: bytes) -> tuple[str | None, str | None]:
     UTF-8, invalid sequences replaced with U+FFFD, and NUL bytes in the first 8 KB mean binary, as
     does a PDF's signature.
     """
-    for signature, reason in _DOCUMENT_SIGNATURES:
-        if signature.match(raw):
-            return None, reason
+    if _PDF_HEADER.match(raw):
+        return None, "binary (a PDF document)"
     for bom, codec in _BOMS:
         if raw.startswith(bom):
             text = raw[len(bom) :].decode(codec, errors="replace")

@@ -67,6 +67,18 @@ def symbol_names(text: str, parts: QueryParts) -> list[tuple[str, float]]:
     return [(c, 1.0) for w in words if short or CODE_LIKE.search(w) for c in _name_candidates(w)]
 
 
+def asked_names(text: str, parts: QueryParts) -> set[str]:
+    """The names of :func:`symbol_names` that the query writes whole: the declared one, a word as
+    typed, or a qualified word's last part (``Client.send``: ``send``), not a piece of a longer word
+    (``--no-verify``: ``verify``)."""
+    words = [w.strip("()[]{}<>:;,`'") for w in text.split()]
+    declared = declared_name(text)
+    return {
+        name for name, _ in symbol_names(text, parts)
+        if name == declared or any(w == name or w.endswith("." + name) for w in words)
+    }  # fmt: skip
+
+
 def symbol_list(r: Retrieval[K], text: str, parts: QueryParts, limit: int) -> list[K]:
     """Chunks defining the names the query mentions: an exact-case definition first, then by BM25. For a
     pasted text a chunk scores the weights of the names it defines; a name defined in more than

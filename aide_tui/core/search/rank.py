@@ -30,7 +30,6 @@ from aide_tui.core.search.query import (
     LONG_QUERY_TERMS,
     QueryParts,
     analyze,
-    declared_name,
     error_message,
     locations,
     pasted_code,
@@ -326,12 +325,7 @@ def exact_definitions(
     ``interface Options``) by ``factor``: one list's first rank is not enough to put the definition
     above a chunk that several lists rank near the top. A qualified name (``Client.send``,
     ``click.echo``) keeps the definitions inside what qualifies it, when any is."""
-    words = [w.strip("()[]{}<>:;,`'") for w in text.split()]  # whole words, not a part of ``--no-verify``
-    declared = declared_name(text)
-    names = {
-        name for name, _ in L.symbol_names(text, parts)
-        if name == declared or any(w == name or w.endswith("." + name) for w in words)
-    }  # fmt: skip
+    names = L.asked_names(text, parts)
     exact = [
         k for k in defining
         if not names.isdisjoint(q.defines(k)) and filekinds.kind_of(q.path(k)) == filekinds.SOURCE
@@ -341,8 +335,9 @@ def exact_definitions(
         q.fetch(exact)
         inside = [k for k in exact if any(_qualified_by(q.chunk(k), qual) for qual in qualifiers)]
         exact = inside or exact
+    scaled = set(exact)
     for f in fused:
-        if f.doc in exact:
+        if f.doc in scaled:
             f.score *= factor
 
 

@@ -86,10 +86,10 @@ def corrected(text: str, stats: TermStats | None, typing: bool = False) -> str |
     changed = False
     end = len(text)
     single = len(text.split()) == 1
-    budget = [MAX_FIXES]
+    budget = MAX_FIXES
 
     def fix_word(m: re.Match[str]) -> str:
-        nonlocal changed
+        nonlocal changed, budget
         word = m.group(0)
         if typing and m.end() == end:
             return word
@@ -103,8 +103,8 @@ def corrected(text: str, stats: TermStats | None, typing: bool = False) -> str |
                 continue
             for part in parts:
                 fixed = None
-                if budget[0] > 0 and unknown(part, stats):
-                    budget[0] -= 1
+                if budget > 0 and unknown(part, stats):
+                    budget -= 1
                     fixed = correction(part, stats)
                 changed = changed or fixed is not None
                 out.append(fixed or part)
