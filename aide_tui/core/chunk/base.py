@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 # bump when chunk or piece boundaries or headers change: indexes rebuild
 # 2: a function is a dense piece of its own (pieces no longer pack small functions together)
 # 3: JS/TS functions and classes assigned to members and exports are units (app.listen = function ...)
-CHUNKER_VERSION = "4"  # 4: base64 images and data: URIs blanked (core/blobs.py)
+# 4: base64 images and data: URIs blanked (core/blobs.py)
+CHUNKER_VERSION = "5"  # 5: a notebook is chunked as its cells' code (core/notebook.py)
 
 
 @dataclass(slots=True, eq=False)

@@ -21,6 +21,7 @@ from aide_tui.core.chunk.graph import MARKUP, anchor_graph, python_graph
 from aide_tui.core.chunk.text import json_units, markdown_units, toml_units, yaml_units
 from aide_tui.core.languages import detect_language
 from aide_tui.core.model import Chunk, FileGraph, header_head
+from aide_tui.core.notebook import cells_view, is_notebook
 
 __all__ = ["CHUNKER_VERSION", "chunk_file", "detect_language"]
 
@@ -325,6 +326,10 @@ def chunk_file_multi(
     (see graph.py; an empty one for markup, plain text and files the chunker could not parse).
     """
     language = detect_language(path)
+    if is_notebook(path):
+        view = cells_view(text)
+        if view is not None:  # its cells' code, line for line (else the JSON as it is)
+            language, text = view
     src = Src(text)
     if all(src.blank):
         if graph is not None:
