@@ -81,3 +81,9 @@ def test_which_places_a_query_names() -> None:
         Frame("c/d.ts", 40, None),
     ]
     assert locations("version 3.12: a line of prose") == []
+    assert locations("at ./src/app.ts:40:7 (see lib/x.go:12)") == [
+        Frame("./src/app.ts", 40, None),
+        Frame("lib/x.go", 12, None),
+    ]
+    for garbage in ("abcdefghij" * 3200, "a/" * 16000, "src/" * 8000 + "x"):
+        assert locations(garbage) == []  # and at once: a path is tried only where a word starts

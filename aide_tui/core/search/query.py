@@ -20,7 +20,8 @@ _FENCE = re.compile(r"```[\w+-]*\s?(.*?)(?:```|$)", re.S)
 _INLINE = re.compile(r"`([^`\n]{1,200})`")
 _FRAME = re.compile(r"""File "([^"]{1,400})", line (\d+)(?:, in ([\w.<>]+))?""")
 _PATH_LINE = re.compile(
-    r"((?:[\w.-]+/)*[\w.-]+\.(?:py|pyx|pyi|js|ts|go|rs|java|rb|c|h|cpp|cc|php|cs|kt))[:(](\d+)"
+    r"(?<![\w.-])((?:[\w.-]{1,200}/){0,40}[\w.-]{1,200}\.(?:py|pyx|pyi|js|ts|go|rs|java|rb|c|h|cpp|cc|php|cs|kt))"
+    r"[:(](\d+)"
 )
 _WRITTEN_PATH = re.compile(
     r"(?<![\w@])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,5}|[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|pyx|js|jsx|ts|tsx|go|rs|java|rb|c|h|cpp|cc|hpp|php|cs|kt|swift|scala|toml|cfg|ini|yml|yaml))\b"
