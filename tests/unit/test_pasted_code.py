@@ -12,7 +12,7 @@ import pytest
 from conftest import indexed_bm25
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.search.query import pasted_code
+from aide_tui.core.search.query import code_line, pasted_code
 from aide_tui.core.search.searcher import Searcher
 
 # two functions made of the same words; only their order tells them apart, and the short one holds
@@ -136,3 +136,58 @@ def test_a_pasted_comment_finds_its_chunk(root: Path) -> None:
 )
 def test_which_queries_read_as_pasted_code(text: str, code: bool) -> None:
     assert (pasted_code(text) is not None) == code
+
+
+def _method(name: str, first: str, n: int = 36) -> str:
+    body = "\n".join(
+        f"        part_{name}_{j} = self._store.fetch_{name}(part_{name}_{j - 1}, {j})" for j in range(1, n)
+    )
+    head = f"    def {name}(self, key):\n        {first}\n        part_{name}_0 = key\n"
+    return f"{head}{body}\n        return part_{name}_{n - 1}\n"
+
+
+def _headers_module() -> str:
+    encoding = (
+        "    @property\n    def encoding(self):\n"
+        '        """The encoding of the keys: ascii, else utf-8, else iso-8859-1 (a header key is lower and\n'
+        '        encoded with it; the key lookup, the encoded raw list and the encoding are kept apart)."""\n'
+        "        for encoding in ('ascii', 'utf-8'):\n            if self._fits(encoding):\n"
+        "                return encoding\n        return 'iso-8859-1'\n"
+    )
+    methods = [
+        _method("lookup", "get_key = key.lower().encode(self.encoding)"),
+        _method("remove", "del_key = key.lower().encode(self.encoding)"),
+        _method("assign", "set_key = key.lower().encode(self.encoding)"),
+    ]
+    return "class Headers:\n" + encoding + "\n" + "\n".join(methods)
+
+
+def test_one_pasted_line_finds_where_it_is_not_where_its_names_are_defined(tmp_path: Path) -> None:
+    root = indexed_bm25(tmp_path / "ws", {"pkg/headers.py": _headers_module(), **FILES})
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    searcher = Searcher(root, settings)
+    line = "del_key = key.lower().encode(self.encoding)"
+    hit = searcher.search(line, limit=5, mode="bm25").results[0]
+    assert line in hit.text and hit.ranks.get("verbatim") == 1 and "symbol" not in hit.ranks
+    asked = searcher.search("encoding", limit=5, mode="bm25").results[0]  # the name alone: its definition
+    assert "def encoding(self):" in asked.text
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("del_key = key.lower().encode(self.encoding)", True),
+        ("for endpoint, func in self.view_functions.items():", True),
+        ("if v, err := cmd.newFlagSet(); err != nil {", True),
+        ('raise ValueError("bad header")', True),
+        ("Client.send", False),  # a name: the symbol list's job
+        ("a = b", False),  # too few words to say where
+        ("Return `(key, value)` items of headers.", False),  # prose quoting code
+        ("fix(table): highlight columns added by add_row", False),  # a commit subject
+        ("retry with exponential backoff", False),
+        ("ValueError: bad header (code=3)", False),  # an error line
+        (SNIPPET, False),  # several lines: pasted code
+    ],
+)
+def test_which_queries_read_as_one_pasted_line(text: str, line: bool) -> None:
+    assert code_line(text) == line

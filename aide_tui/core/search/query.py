@@ -46,10 +46,13 @@ _LOG_QUERY = re.compile(
 )
 MAX_LOCATIONS = 8  # frames or path:line places of a short query looked up (a pasted trace is a long text)
 MESSAGE_WORDS = 3  # an error line's message needs this many words to be looked for verbatim
+LINE_WORDS, LINE_MARKS = 3, 2  # a line of code pasted whole: looked for verbatim (all its word trigrams)
 VERBATIM_WORDS = 8  # a query of this many words (about three lines of code) is looked for verbatim too
 CODE_MARKS = 0.25  # code marks (brackets, =, ;, ->, a.b) per word of pasted code, 3 at least
 _WORD = re.compile(r"\w+")
 _CODE_MARK = re.compile(r"[()\[\]{}=;]|->|::|\w\.\w")
+_CODE_TOKEN = re.compile(r"\w\(|\w\.\w|\w\[|[=;{}]|->|::")  # a call, an attribute, an index, an assignment
+_COMMIT_SUBJECT = re.compile(r"\w+\([\w ,./-]*\)!?:")  # fix(table): ...
 CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")  # an identifier, not a word
 
 MAX_DECLARATION_CHARS = 160  # a signature's length; a longer text is a pasted block
@@ -176,8 +179,23 @@ def error_message(text: str) -> str | None:
 
 
 def verbatim_words(text: str) -> bool:
-    """Whether ``text`` has words enough to be looked for verbatim, as a passage pasted from a file."""
-    return len(_WORD.findall(text)) >= VERBATIM_WORDS
+    """Whether ``text`` has words enough to be looked for verbatim, as a passage pasted from a file, or
+    reads as one line copied from code (:func:`code_line`)."""
+    return len(_WORD.findall(text)) >= VERBATIM_WORDS or code_line(text)
+
+
+def code_line(text: str) -> bool:
+    """Whether ``text`` reads as one line copied from code (``rv = os.fsdecode(Path(rv).resolve())``):
+    one line of ``LINE_WORDS`` words or more (fewer than ``VERBATIM_WORDS``), ``LINE_MARKS`` code marks
+    and a call, an attribute, an index or an assignment. Not prose that quotes code (backticks), a
+    conventional commit subject (``fix(table): ...``) or an error line. A developer pastes it to find
+    where it is; its words alone are everywhere in the file around it."""
+    s = text.strip()
+    words = len(_WORD.findall(s))
+    if "\n" in s or "`" in s or not LINE_WORDS <= words < VERBATIM_WORDS or _COMMIT_SUBJECT.match(s):
+        return False
+    marks = len(_CODE_MARK.findall(s))
+    return marks >= LINE_MARKS and bool(_CODE_TOKEN.search(s)) and error_message(s) is None
 
 
 def pasted_code(text: str) -> str | None:

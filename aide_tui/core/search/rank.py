@@ -30,6 +30,7 @@ from aide_tui.core.search.query import (
     LONG_QUERY_TERMS,
     QueryParts,
     analyze,
+    code_line,
     error_message,
     locations,
     pasted_code,
@@ -196,8 +197,11 @@ def completed_definitions(
     return list(dict.fromkeys([*symbol, *extra]))[:n]
 
 
-def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: bool) -> dict[str, float]:
-    """RRF weight of each ranked list for this kind of query."""
+def list_weights(
+    s: SearchSettings, long: bool, code_like: bool, explicit_path: bool, copied: bool = False
+) -> dict[str, float]:
+    """RRF weight of each ranked list for this kind of query (``copied``: code found where it was copied
+    from, whose names are uses, not definitions asked for: no symbol list)."""
     w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
          "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight,
          "message": s.message_weight, "verbatim": s.verbatim_weight, "line": s.line_weight,
@@ -209,7 +213,16 @@ def list_weights(s: SearchSettings, long: bool, code_like: bool, explicit_path: 
         w["symbol"] *= PROSE_SYMBOL_FACTOR
         if not explicit_path:
             w["path"] *= PROSE_PATH_FACTOR
+    if copied:
+        w["symbol"] = 0.0
     return w
+
+
+def _copied_code(found: dict[str, list[Key]], text: str, parts: QueryParts) -> bool:
+    """Whether the query is a line or a few lines of code (not an issue) that the verbatim list found."""
+    if not found.get("verbatim"):
+        return False
+    return code_line(text) or (not parts.long and pasted_code(text) is not None)
 
 
 def rank(
@@ -276,7 +289,7 @@ def rank(
         if why is not None:
             return Ranked([], degraded, no_results=why)
     graph = retriever.graph if mode in ("hybrid", "bm25") and not code_like else None
-    list_w = list_weights(s, parts.long, code_like, explicit_path)
+    list_w = list_weights(s, parts.long, code_like, explicit_path, _copied_code(found, parsed.text, parts))
     if complete and "static" in found:
         list_w["static"] *= s.static_with_dense
     lists = {name: found[name] for name in LIST_ORDER if name in found}
