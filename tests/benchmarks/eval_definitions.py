@@ -11,7 +11,8 @@ them are drawn with a fixed seed. Each is asked two ways, as a developer types i
 whose name several classes define, qualified by their class (``Client.send`` beside
 ``AsyncClient.send``), ``--per-corpus`` of them. A fourth asks for each command-line flag written
 once in the source, on the line declaring the option (``--follow-redirects``). A fifth misspells the
-bare names (two neighbouring letters of the longest part swapped: ``Hedaers``). Right: a hit whose chunk
+bare names (two neighbouring letters of the longest part swapped: ``Hedaers``). A sixth wraps each
+bare name in a question, one of ``QUESTIONS`` in turn (``where is Headers defined``). Right: a hit whose chunk
 covers the ``def``/``class`` line, or the option's (chunk MRR@10, Hit@1). Through the CLI
 (``search --json --no-update --batch``), so each workspace must be indexed first. A script, not a test.
 """
@@ -29,6 +30,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 SKIPPED_TOP = ("tests/", "test/", "docs/", "doc/", "examples/")
+QUESTIONS = ("where is {} defined", "what does {} do", "show me the {} class", "how is {} implemented",
+             "which file defines {}", "I need the {} implementation", "{} source code",
+             "where does {} live")  # fmt: skip
 
 
 _FLAG = re.compile(r"[\"'](--[a-z][\w-]+)[\"']")
@@ -126,6 +130,9 @@ def main() -> None:
             "qualified": shared,
             "flag": flags(root),
             "typo": typos,
+            "question": [
+                {**d, "name": QUESTIONS[i % len(QUESTIONS)].format(d["name"])} for i, d in enumerate(unique)
+            ],
         }
         for form, defs in sets.items():
             if not defs:

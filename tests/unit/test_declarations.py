@@ -9,7 +9,7 @@ import pytest
 from conftest import indexed_bm25
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.search.query import declared_name
+from aide_tui.core.search.query import asked_name, declared_name
 from aide_tui.core.search.searcher import Searcher
 
 
@@ -182,3 +182,38 @@ def test_a_command_line_flag_finds_where_the_option_is_declared(root: Path) -> N
     settings = load_settings(root, {"embedding": {"backend": "none"}})
     hits = Searcher(root, settings).search("--follow-redirects", limit=5, mode="bm25").results
     assert all(h.ranks.get("symbol") is None for h in hits) and hits[0].ranks.get("phrase") == 1
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        ("where is Headers defined", "Headers"),
+        ("where's Headers?", "Headers"),
+        ("where can I find the Headers class", "Headers"),
+        ("how is merge_headers implemented", "merge_headers"),
+        ("what does Client.send do", "Client.send"),
+        ("definition of tool.echo", "tool.echo"),
+        ("show me the send function", "send"),
+        ("find Headers", "Headers"),
+        ("find get_config", "get_config"),
+        ("Headers class", "Headers"),
+        ("which file defines Headers", "Headers"),
+        ("I need the merge_headers implementation", "merge_headers"),
+        # uses, several words, and a verb before a plain word (find_duplicates' words) ask something else
+        ("where is send called", None),
+        ("where are the default headers merged", None),
+        ("what is the default timeout", None),
+        ("find duplicates", None),
+        ("open file", None),
+        ("show me the class", None),
+        ("Headers", None),
+    ],
+)
+def test_the_one_name_a_question_asks_for(query: str, name: str | None) -> None:
+    assert asked_name(query) == name
+
+
+def test_a_question_about_one_name_finds_what_the_name_alone_finds(root: Path) -> None:
+    for query in ("where is Headers defined", "what does Headers do", "show me the Headers class"):
+        assert _first(root, query) == ("pkg/models.py", "class Headers")
+    assert _first(root, "where is Client.send defined")[0] == "pkg/sync_client.py"

@@ -79,6 +79,43 @@ def declared_name(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+# the words around a name in a question asking to see it ("where is X defined", "I need the X class")
+_KINDS = frozenset(
+    "class function func method struct interface type enum trait def constant variable module".split()
+)
+_CUES = frozenset(
+    "where defined defines define declared declares implemented located lives live definition declaration "
+    "implementation impl source do does".split()
+) | _KINDS  # fmt: skip
+_FILLER = frozenset(
+    "what which how is are was the a an of for in to me i we you can could should would need want please "
+    "find show see locate look up go jump explain our this my code codebase repo repository project file"
+    .split()
+)  # fmt: skip
+_ASKED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?")
+MAX_QUESTION_WORDS = 8
+
+
+def asked_name(text: str) -> str | None:
+    """The one name a short question asks to see (``where is TooManyRedirects defined``, ``what does
+    echo do``, ``I need the Headers class``, ``definition of Client.send``), else None: every other word
+    is a question's filler or a cue (``defined``, ``where``, ``class``...), and the text has a cue or the
+    name reads as one (``find get_config``, ``show Headers``; ``find duplicates`` may be the words of
+    find_duplicates). Such a question is answered as the name alone: its wrapper words are no words of
+    the code. A question about uses (``where is echo called``) or about more than one word is left."""
+    words = [w.strip("?!.,:;\"'`") for w in text.replace("'s ", " is ").split()]
+    if not 2 <= len(words) <= MAX_QUESTION_WORDS:
+        return None
+    rest = [w for w in words if w.lower() not in _FILLER and w.lower() not in _CUES]
+    if len(rest) != 1 or not _ASKED.fullmatch(rest[0]):
+        return None
+    name = rest[0].removesuffix("()")
+    cued = any(w.lower() in _CUES for w in words)
+    if not (cued or CODE_LIKE.search(name) or name[0].isupper() or rest[0].endswith("()")):
+        return None
+    return name
+
+
 @dataclass
 class Frame:
     """One traceback frame: the path as written, its line and function."""

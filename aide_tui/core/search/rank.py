@@ -30,6 +30,7 @@ from aide_tui.core.search.query import (
     LONG_QUERY_TERMS,
     QueryParts,
     analyze,
+    asked_name,
     code_line,
     error_message,
     locations,
@@ -237,6 +238,7 @@ def rank(
     """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``; ``partial``: the
     word being typed, completed over the index's vocabulary (see :func:`completions`)."""
     parsed, message = _pasted_line(parsed)
+    parsed = _name_asked(parsed)
     as_typed = parsed.text
     parts = analyze(parsed.text)
     typed = completions(retriever.term_stats, partial) if partial and not parts.long else {}
@@ -495,6 +497,13 @@ def _pasted_line(parsed: ParsedQuery) -> tuple[ParsedQuery, str | None]:
     if message is None:
         return parsed, None
     return replace(parsed, text=without_timestamp(parsed.text)), message
+
+
+def _name_asked(parsed: ParsedQuery) -> ParsedQuery:
+    """A short question about one name (``where is Headers defined``) as the name alone (see
+    :func:`~aide_tui.core.search.query.asked_name`); any other query as it is."""
+    name = asked_name(parsed.text)
+    return parsed if name is None else replace(parsed, text=name)
 
 
 def _verbatim_lists(
