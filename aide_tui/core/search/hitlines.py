@@ -137,12 +137,14 @@ def hit_best_line(hit: object) -> BestLine:
     file's): a chunk packs several functions and the query's words often recur in a neighbour. When the
     piece's code holds none of the query's words (it was found by meaning, or by its docstring), a
     matching line elsewhere in the chunk wins, else the piece's defining line. A line the query named
-    (``pkg/mod.py:75``, a traceback frame: the hit's ``line`` rank) is the best line, whatever it holds.
+    (``pkg/mod.py:75``, a traceback frame: the hit's ``line`` rank) or the use of a name asked about
+    (``who calls send``: its ``uses`` rank) is the best line, whatever it holds.
     """
     text, start = str(getattr(hit, "text", "")), int(getattr(hit, "start_line", 1))
     terms, symbol = list(getattr(hit, "query_terms", []) or []), getattr(hit, "symbol", None)
     piece = getattr(hit, "best_piece", None)
-    if piece and piece[0] == piece[1] and (getattr(hit, "ranks", None) or {}).get("line"):
+    ranks = getattr(hit, "ranks", None) or {}
+    if piece and piece[0] == piece[1] and (ranks.get("line") or ranks.get("uses")):
         chunk, i = text.split("\n"), piece[0] - start
         return BestLine(piece[0], _indent(chunk[i] if 0 <= i < len(chunk) else "") + 1)
     lines: list[str] = []

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts, declared_name
-from aide_tui.core.search.retriever import Candidate, K, Retrieval
+from aide_tui.core.filekinds import TEST_PATH
+from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts, UsesAsked, declared_name
+from aide_tui.core.search.retriever import Candidate, K, Retrieval, SymbolGraph
 from aide_tui.core.tokens import STOPWORDS, identifiers, span_terms
 
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
@@ -351,3 +352,44 @@ def location_list(
             if at_line:
                 lines[k] = (place.line, place.line)
     return out[:limit], lines
+
+
+# -- uses -----------------------------------------------------------------------------------------------
+
+MAX_USE_FILES = 60  # files read for a name's uses (the ones with the most uses first)
+_IMPORT = "import"
+
+
+def use_list(
+    r: Retrieval[K], graph: SymbolGraph | None, asked: UsesAsked, limit: int
+) -> tuple[list[K], dict[K, tuple[int, int]]]:
+    """The chunks where a name is used (the symbol graph's references: calls, attributes, names, and
+    imports last), the most uses first; source before tests, or tests alone when tests are asked for
+    (``tests for echo``). A qualified name's uses are its last part's (``Client.send``: every
+    ``.send``; the graph does not know receivers' types). With each chunk's first use line (where its
+    preview lands)."""
+    if graph is None:
+        return [], {}
+    name = asked.name.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
+    refs = graph.references(name, True) or graph.references(name, False)
+    by_file: dict[str, list[tuple[int, bool]]] = {}
+    for path, ref in refs:
+        if asked.tests and not TEST_PATH.search(path):
+            continue
+        by_file.setdefault(path, []).append((ref.line, ref.kind == _IMPORT))
+    files = sorted(by_file, key=lambda p: -len(by_file[p]))[:MAX_USE_FILES]
+    ranked: list[tuple[tuple[bool, int, int], K, int]] = []
+    for path in files:
+        keys = r.all_in_files([path])
+        r.fetch(keys)
+        test = bool(TEST_PATH.search(path))
+        for k in keys:
+            c = r.chunk(k)
+            inside = sorted((ln, imp) for ln, imp in by_file[path] if c.start_line <= ln <= c.end_line)
+            uses = sum(not imp for _, imp in inside)
+            if inside:
+                first = next((ln for ln, imp in inside if not imp), inside[0][0])
+                ranked.append(((test, -uses, -len(inside)), k, first))
+    ranked.sort(key=lambda t: (t[0], r.order(t[1])))  # type: ignore[arg-type, return-value]
+    top = ranked[:limit]
+    return [k for _, k, _ in top], {k: (ln, ln) for _, k, ln in top}

@@ -94,6 +94,7 @@ _FILLER = frozenset(
 )  # fmt: skip
 _ASKED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?")
 MAX_QUESTION_WORDS = 8
+_NOT_A_NAME = frozenset(["it", "this", "that", "there", "here", "a", "an", "the", "me", "all", *_KINDS])
 
 
 def asked_name(text: str) -> str | None:
@@ -114,6 +115,44 @@ def asked_name(text: str) -> str | None:
     if not (cued or CODE_LIKE.search(name) or name[0].isupper() or rest[0].endswith("()")):
         return None
     return name
+
+
+_USE_CUES = frozenset(
+    "called calls call caller callers calling used uses use usage usages using referenced references "
+    "reference refs invoked invokes imported imports instantiated instantiates".split()
+)  # fmt: skip
+_TEST_CUES = frozenset("test tests tested testing".split())
+_USE_FILLER = _FILLER | frozenset("where who whom all every list places place sites site does do".split())
+
+
+@dataclass(frozen=True)
+class UsesAsked:
+    """A short question about where one name is used (``who calls send``, ``usages of Headers``) or
+    tested (``tests for send``)."""
+
+    name: str
+    tests: bool  # the tests that use it, not the code
+
+    def as_query(self) -> str:
+        """What the keyword and dense lists search for: the name (and "tests" when tests are asked)."""
+        return f"{self.name} tests" if self.tests else self.name
+
+
+def asked_uses(text: str) -> UsesAsked | None:
+    """The one name a short question asks the uses or the tests of (``where is echo called``, ``who
+    calls Client.send``, ``usages of Headers``, ``tests for echo``), else None: every other word is a
+    question's filler or a cue of uses or tests, and one cue at least is there."""
+    words = [w.strip("?!.,:;\"'`") for w in text.replace("'s ", " is ").split()]
+    if not 2 <= len(words) <= MAX_QUESTION_WORDS:
+        return None
+    low = [w.lower() for w in words]
+    rest = [w for w, lw in zip(words, low, strict=True) if lw not in _USE_FILLER | _USE_CUES | _TEST_CUES]
+    if len(rest) != 1 or not _ASKED.fullmatch(rest[0]) or rest[0].lower() in _NOT_A_NAME:
+        return None
+    tests = any(w in _TEST_CUES for w in low)
+    if not (tests or any(w in _USE_CUES for w in low)):
+        return None
+    return UsesAsked(rest[0].removesuffix("()"), tests)
 
 
 @dataclass

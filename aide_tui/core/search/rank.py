@@ -29,8 +29,10 @@ from aide_tui.core.search.query import (
     CODE_LIKE,
     LONG_QUERY_TERMS,
     QueryParts,
+    UsesAsked,
     analyze,
     asked_name,
+    asked_uses,
     code_line,
     error_message,
     locations,
@@ -54,6 +56,7 @@ LIST_ORDER = (
     "message",
     "verbatim",
     "line",
+    "uses",
     "piece",
     "symbol",
     "path",
@@ -66,7 +69,7 @@ COMPLETED_NAMES = 3  # completions of a partly typed word whose definitions join
 VERBATIM_SHARE = 0.5  # pasted code's chunk holds at least this share of its word trigrams
 VERBATIM_POOL = 20  # ... among the first this many of the BM25 lists (it holds every word of it)
 PROSE_VERBATIM_SHARE = 1.0  # a pasted comment or docstring: all of it (twins differ by a word)
-LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase", "message", "verbatim", "line")
+LEXICAL_LISTS = ("bm25", "piece", "symbol", "path", "phrase", "message", "verbatim", "line", "uses")
 # builtin models whose similarities no_match_floor was calibrated on (the public eval's queries vs
 # random strings, docs/quality.md "No results")
 CALIBRATED_MODELS = ("all-MiniLM-L6-v2",)
@@ -199,14 +202,20 @@ def completed_definitions(
 
 
 def list_weights(
-    s: SearchSettings, long: bool, code_like: bool, explicit_path: bool, copied: bool = False
+    s: SearchSettings,
+    long: bool,
+    code_like: bool,
+    explicit_path: bool,
+    copied: bool = False,
+    uses: bool = False,
 ) -> dict[str, float]:
-    """RRF weight of each ranked list for this kind of query (``copied``: code found where it was copied
-    from, whose names are uses, not definitions asked for: no symbol list)."""
+    """RRF weight of each ranked list for this kind of query. No symbol list for ``copied`` code (found
+    where it was copied from: its names are uses, not definitions asked for) nor when a name's ``uses``
+    are asked for (the places the graph knows weigh as a place the query names)."""
     w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
          "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight,
          "message": s.message_weight, "verbatim": s.verbatim_weight, "line": s.line_weight,
-         "static": s.static_weight}  # fmt: skip
+         "uses": s.line_weight, "static": s.static_weight}  # fmt: skip
     if long:
         w.update(symbol=s.long_symbol_weight, path=s.mention_weight, phrase=s.long_phrase_weight,
                  dense=s.long_dense_weight, static=s.long_static_weight)  # fmt: skip
@@ -214,7 +223,7 @@ def list_weights(
         w["symbol"] *= PROSE_SYMBOL_FACTOR
         if not explicit_path:
             w["path"] *= PROSE_PATH_FACTOR
-    if copied:
+    if copied or uses:
         w["symbol"] = 0.0
     return w
 
@@ -238,7 +247,7 @@ def rank(
     """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``; ``partial``: the
     word being typed, completed over the index's vocabulary (see :func:`completions`)."""
     parsed, message = _pasted_line(parsed)
-    parsed = _name_asked(parsed)
+    parsed, uses = _asked_about_a_name(parsed)
     as_typed = parsed.text
     parts = analyze(parsed.text)
     typed = completions(retriever.term_stats, partial) if partial and not parts.long else {}
@@ -256,7 +265,7 @@ def rank(
     explicit_path = False
     piece_spans: dict[Key, tuple[int, int]] = {}
     if mode in ("hybrid", "bm25"):
-        explicit_path = _lexical_lists(q, retriever, parsed.text, parts, s.top_n, found, piece_spans)
+        explicit_path = _lexical_lists(q, retriever, parsed.text, parts, s.top_n, found, piece_spans, uses)
         stats = retriever.term_stats
         if partial and typed and stats is not None:
             found["symbol"] = completed_definitions(q, stats, found["symbol"], partial, s.top_n)
@@ -291,7 +300,8 @@ def rank(
         if why is not None:
             return Ranked([], degraded, no_results=why)
     graph = retriever.graph if mode in ("hybrid", "bm25") and not code_like else None
-    list_w = list_weights(s, parts.long, code_like, explicit_path, _copied_code(found, parsed.text, parts))
+    copied = _copied_code(found, parsed.text, parts)
+    list_w = list_weights(s, parts.long, code_like, explicit_path, copied, uses is not None)
     if complete and "static" in found:
         list_w["static"] *= s.static_with_dense
     lists = {name: found[name] for name in LIST_ORDER if name in found}
@@ -462,11 +472,15 @@ def _lexical_lists(
     n: int,
     found: dict[str, list[Key]],
     piece_spans: dict[Key, tuple[int, int]],
+    uses: UsesAsked | None = None,
 ) -> bool:
     """Add the keyword-side lists but phrases to ``found``; True when the query names a path outright."""
     found["bm25"] = q.bm25(n)
     found["piece"], spans = q.piece_bm25(n)
     piece_spans.update(spans)
+    if uses is not None:  # who calls a name, its tests: where the graph says it is used
+        found["uses"], lines = L.use_list(q, retriever.graph, uses, n)
+        piece_spans.update(lines)
     found["symbol"] = L.symbol_list(q, text, parts, n)
     if parts.long:
         found["path"] = L.mention_list(q, parts, retriever.path_parts, n)
@@ -499,11 +513,16 @@ def _pasted_line(parsed: ParsedQuery) -> tuple[ParsedQuery, str | None]:
     return replace(parsed, text=without_timestamp(parsed.text)), message
 
 
-def _name_asked(parsed: ParsedQuery) -> ParsedQuery:
-    """A short question about one name (``where is Headers defined``) as the name alone (see
-    :func:`~aide_tui.core.search.query.asked_name`); any other query as it is."""
+def _asked_about_a_name(parsed: ParsedQuery) -> tuple[ParsedQuery, UsesAsked | None]:
+    """A short question about one name as what to search for: its uses or tests (``who calls send``:
+    the name, and what is asked; see :func:`~aide_tui.core.search.query.asked_uses`) or its definition
+    (``where is Headers defined``: the name alone, see :func:`~aide_tui.core.search.query.asked_name`);
+    any other query as it is."""
+    uses = asked_uses(parsed.text)
+    if uses is not None:
+        return replace(parsed, text=uses.as_query()), uses
     name = asked_name(parsed.text)
-    return parsed if name is None else replace(parsed, text=name)
+    return (parsed if name is None else replace(parsed, text=name)), None
 
 
 def _verbatim_lists(
@@ -655,8 +674,8 @@ def _hit(q: Retrieval[Any], f: Fused, terms: list[str], span: tuple[int, int] | 
     """The result row of fused item ``f``."""
     c = q.chunk(f.doc)
     ranks: dict[str, int | None] = {"bm25": f.ranks.get("bm25"), "dense": f.ranks.get("dense")}
-    for extra in ("symbol", "path", "piece", "phrase", "message", "verbatim", "line", "hop", "source",
-                  "static"):  # fmt: skip
+    for extra in ("symbol", "path", "piece", "phrase", "message", "verbatim", "line", "uses", "hop",
+                  "source", "static"):  # fmt: skip
         if extra in f.ranks:
             ranks[extra] = f.ranks[extra]
     return Hit(c.path, c.start_line, c.end_line, f.score, c.symbol, c.language, ranks, terms, c.text,

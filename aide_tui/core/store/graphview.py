@@ -72,9 +72,12 @@ class GraphView:
                 if len(rows):
                     if int(rows[:, 0].max()) >= len(live) or int(rows[:, 0].min()) < 0:
                         raise t._bad("reference paths")
+                    if (rows[:, 1] != n).any():
+                        raise t._bad("reference names")
                     rows = rows[live[rows[:, 0]]]
+                term = t.names.term(n) if len(rows) else ""
                 for row in rows:
-                    p, r = t.reference(row)
+                    p, r = t.reference(row, term)
                     out.append((t.paths[p], r))
         out.sort(key=lambda pr: (pr[0], pr[1].line, pr[1].col))
         return out

@@ -132,6 +132,8 @@ def why(hit: Hit) -> str:
         parts.append("quoted phrase")
     if hit.ranks.get("line"):
         parts.append("the line named")
+    if hit.ranks.get("uses"):
+        parts.append(f"uses the name #{hit.ranks['uses']}")
     if hit.ranks.get("message"):
         parts.append(f"error message #{hit.ranks['message']}")
     if hit.ranks.get("verbatim"):

@@ -30,7 +30,7 @@ from aide_tui.tui.widgets.query import TypesIntoQuery
 
 RANK_TAGS = (
     ("bm25", "B"), ("dense", "D"), ("static", "T"), ("symbol", "S"), ("path", "P"),
-    ("message", "M"), ("verbatim", "V"), ("line", "L"),
+    ("message", "M"), ("verbatim", "V"), ("line", "L"), ("uses", "U"),
 )  # fmt: skip
 SCORE_W = 5
 SYMBOL_MIN = 6  # narrower, a symbol says nothing: the location keeps the room
