@@ -112,6 +112,35 @@ CASES: dict[str, tuple[str, list[tuple[str, int, int]], list[str]]] = {
          ("clean", 59, 62)],
         ["log", "die", "usage", "build", "upload", "clean"],
     ),
+    "sample.swift": (
+        "swift",
+        [("FeedItem", 6, 16), ("init", 12, 15), ("FeedSource", 18, 20), ("FeedError", 22, 25),
+         ("FeedStore", 27, 48), ("refresh", 36, 42), ("markRead", 44, 47), ("unreadCount", 51, 53),
+         ("formatCount", 56, 61)],
+        ["FeedItem", "init", "FeedSource", "fetch", "FeedError", "offline", "FeedStore", "refresh",
+         "markRead", "unreadCount", "formatCount"],
+    ),
+    "sample.scala": (
+        "scala",
+        [("Money", 5, 9), ("Entry", 11, 13), ("Entry", 15, 24), ("parse", 19, 23), ("Ledger", 26, 40),
+         ("post", 30, 32), ("balance", 34, 37), ("Report", 42, 48), ("render", 44, 47), ("Main", 50, 56),
+         ("main", 51, 55)],
+        ["Money", "isZero", "Entry", "Credit", "Debit", "parse", "Ledger", "createdAt", "post", "balance",
+         "toString", "Report", "render", "Main", "main"],
+    ),
+    "sample.dart": (
+        "dart",
+        [("Page", 6, 14), ("Repository", 16, 18), ("Logging", 20, 24), ("log", 21, 23),
+         ("UserRepository", 26, 42), ("list", 32, 39), ("SortOrder", 44, 44), ("PageJoin", 46, 48),
+         ("collectAll", 50, 59), ("main", 61, 64)],
+        ["Page", "isLast", "Repository", "list", "Logging", "log", "UserRepository", "calls", "SortOrder",
+         "PageJoin", "joined", "collectAll", "main"],
+    ),
+    "sample.lua": (
+        "lua",
+        [("new", 12, 19), ("remove", 21, 29), ("get", 31, 38), ("set", 40, 48), ("clear", 50, 52)],
+        ["new", "remove", "get", "set", "clear"],
+    ),
     "sample.md": (
         "markdown",
         [("aide-tui", 5, 52), ("Install", 9, 27), ("From PyPI", 13, 18), ("From source", 20, 27),
@@ -158,6 +187,10 @@ NOT_DEFINED = {
     "sample.ts": ["source", "url", "out"],
     "sample.go": ["el", "e"],
     "sample.java": ["sb"],
+    "sample.swift": ["fresh", "known", "s"],  # locals of a function, not members
+    "sample.scala": ["raw", "ledger"],
+    "sample.dart": ["out", "cursor", "page", "print"],
+    "sample.lua": ["and", "self", "value", "oldest"],
 }
 
 # (fixture, budget, a line inside a method piece, expected symbol, a signature expected in the header)
@@ -177,6 +210,11 @@ METHOD_SYMBOLS = [
     ("sample.md", 60, 25, "# aide-tui > ## Install > ### From source", None),
     ("sample.yaml", 150, 35, "jobs > test", "jobs:"),
     ("sample.json", 60, 37, "eslintConfig > overrides", '"eslintConfig": {'),
+    ("sample.swift", 200, 39, "class FeedStore > func refresh",
+     "public final class FeedStore: ObservableObject {"),
+    ("sample.scala", 200, 35, "class Ledger > def balance", "class Ledger(val name: String) {"),
+    ("sample.dart", 200, 36, "class UserRepository > method list",
+     "class UserRepository extends Repository<String> with Logging {"),
 ]  # fmt: skip
 
 
@@ -219,10 +257,34 @@ def _containing(chunks: list[Chunk], a: int, b: int) -> Chunk | None:
 # ----------------------------------------------------------------------------------------------- fixtures
 
 
+def test_single_file_components_are_chunked_by_their_script() -> None:
+    """A Vue or Svelte component's script defines its methods; its markup stays searchable text."""
+    vue = (
+        "<template>\n  <button :class=\"cx('root')\" @click=\"toggle\">{{ label || 'Don\\'t' }}</button>\n"
+        "</template>\n\n<script>\nexport default {\n  name: 'Toggle',\n  methods: {\n"
+        "    toggle(event) {\n      this.$emit('change', !this.on);\n    },\n"
+        "    reset() {\n      this.on = false;\n    }\n  }\n};\n</script>\n\n"
+        "<style>\n.root { color: red; }\n</style>\n"
+    )
+    svelte = (
+        '<script lang="ts">\n  export let count: number = 0;\n  function increment(step: number) {\n'
+        "    count += step;\n  }\n</script>\n\n{#if count > 0}\n  <button on:click={() => increment(1)}>"
+        "{count}</button>\n{/if}\n"
+    )
+    for path, text, names in (
+        ("ui/Toggle.vue", vue, {"toggle", "reset"}),
+        ("ui/Counter.svelte", svelte, {"count", "increment"}),
+    ):
+        chunks = chunk_file(path, text)
+        _check_invariants(path, text, chunks)
+        assert names <= {d for c in chunks for d in c.defines}, path
+        assert {c.language for c in chunks} == {"javascript"}
+
+
 def test_every_family_has_a_fixture() -> None:
     assert {lang for lang, _, _ in CASES.values()} >= {
         "python", "typescript", "go", "rust", "java", "kotlin", "csharp", "c", "cpp", "ruby", "php", "shell",
-        "markdown", "yaml", "toml", "json",
+        "markdown", "yaml", "toml", "json", "swift", "scala", "dart", "lua",
     }  # fmt: skip
     for name in CASES:
         n = len(_read(name).split("\n"))

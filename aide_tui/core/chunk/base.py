@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 # 2: a function is a dense piece of its own (pieces no longer pack small functions together)
 # 3: JS/TS functions and classes assigned to members and exports are units (app.listen = function ...)
 # 4: base64 images and data: URIs blanked (core/blobs.py)
-CHUNKER_VERSION = "5"  # 5: a notebook is chunked as its cells' code (core/notebook.py)
+# 5: a notebook is chunked as its cells' code (core/notebook.py); Swift, Scala, Dart and Lua have units;
+#    Vue, Svelte and Astro files are chunked as their scripts; Vue's option objects hold methods
+CHUNKER_VERSION = "5"
 
 
 @dataclass(slots=True, eq=False)

@@ -66,6 +66,12 @@ TOKENS: dict[str, re.Pattern[str]] = {
     "ruby": _tok(r"#[^\n]*", r"^=begin[\s\S]*?(?:^=end[^\n]*|\Z)", _DQ, _SQ, _BRK_NOSEMI, flags=re.M),
     "toml": _tok(r"#[^\n]*", r'"""[\s\S]*?(?:"""|\Z)', r"'''[\s\S]*?(?:'''|\Z)", _DQ, _SQ, _BRK_NOSEMI),
     "json": _tok(_C_COMMENTS, _DQ, _BRK_NOSEMI),
+    "swift": _tok(_C_COMMENTS, r'#*"""[\s\S]*?"""#*', r'#*"(?:[^"\\\n]|\\.)*"#*', _BRK),
+    "scala": _tok(_C_COMMENTS, r'"""[\s\S]*?"""', _DQ, _CHAR, _BRK),
+    "dart": _tok(_C_COMMENTS, r'r?"""[\s\S]*?"""', r"r?'''[\s\S]*?'''", _DQ, _SQ, _BRK),
+    "lua": _tok(
+        r"--\[(=*)\[[\s\S]*?\]\1\]", r"--[^\n]*", r"\[(=*)\[[\s\S]*?\]\2\]", _DQ, _SQ, _BRK_NOSEMI
+    ),
 }
 
 _OPEN = {"{": "}", "(": ")", "[": "]"}
@@ -189,6 +195,16 @@ _CS_PROP = _p(
 )
 
 
+_SWIFT_MODS = (
+    r"(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|private|fileprivate|internal|open|package|final|static|class|"
+    r"override|mutating|nonmutating|convenience|required|indirect|lazy|weak|unowned|dynamic|nonisolated|"
+    r"isolated|distributed|async|prefix|postfix|infix)(?:\([^)]*\))?\s+)*"
+)
+_SCALA_MODS = (
+    r"(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:private|protected)(?:\[\w+\])?\s+|(?:final|sealed|abstract|implicit|"
+    r"lazy|override|case|inline|opaque|open|transparent|infix|extension)\s+)*"
+)
+
 # what makes a JS/TS assignment a definition: a function, an arrow function or a class is assigned
 _JS_ASSIGNED = (
     r"(?:async\s+)?(?:function\b|class\b|\([^)]*\)\s*(?::[^=]+?)?=>|[\w$]+\s*=>|\(\s*$|<[^>]*>\s*\()"
@@ -294,6 +310,15 @@ LANGS: dict[str, Lang] = {
                 member=True,
                 kw=True,
             ),
+            _p(  # Vue's and Vuex's option objects (methods: {, computed: {): their members are methods. Only
+                # these names: any other candidate line ends the unit above it early (see _brace_end)
+                r"^\s*(?P<name>methods|computed|watch|props|components|directives|filters|actions|getters"
+                r"|mutations)\s*:\s*\{\s*$",
+                "object",
+                member=True,
+                define=False,
+                kw=True,
+            ),
             _p(
                 r"^\s*(?:(?:public|private|protected|static|readonly|override)\s+)*(?P<name>#?[\w$]+)\s*(?::[^=]+)?="
                 r"\s*(?:async\s+)?(?:\([^)]*\)|[\w$]+)\s*(?::[^=]+?)?=>",
@@ -357,6 +382,67 @@ LANGS: dict[str, Lang] = {
         ),
         frozenset({"class", "module"}),
         ("#",),
+        None,
+        "indent",
+        r"end\b",
+    ),
+    "swift": Lang(
+        "swift",
+        (
+            _p(rf"^\s*{_SWIFT_MODS}(?P<kind>class|struct|enum|protocol|actor)\s+(?P<name>[\w.]+)"),
+            _p(rf"^\s*{_SWIFT_MODS}(?P<kind>extension)\s+(?P<name>[\w.]+)", define=False),  # adds to a type
+            _p(rf"^\s*{_SWIFT_MODS}func\s+(?P<name>\w+|[^\s(<]+)", "func"),
+            _p(rf"^\s*{_SWIFT_MODS}(?P<name>init|deinit)\b[?!]?", "constructor", member=True),
+            _p(rf"^\s*{_SWIFT_MODS}(?P<kind>var|let|typealias|case)\s+(?P<name>\w+)", member=True),
+        ),
+        frozenset({"class", "struct", "enum", "protocol", "extension", "actor"}),
+        ("//", "/*", "*"),
+        _at,
+    ),
+    "scala": Lang(
+        "scala",
+        (
+            _p(rf"^\s*{_SCALA_MODS}(?P<kind>class|object|trait|enum)\s+(?P<name>\w+)"),
+            _p(rf"^\s*{_SCALA_MODS}def\s+(?P<name>\w+|[^\s(\[:]+)", "def"),
+            _p(rf"^\s*{_SCALA_MODS}(?P<kind>val|var|type|given)\s+(?P<name>\w+)", member=True),
+        ),
+        frozenset({"class", "object", "trait", "enum"}),
+        ("//", "/*", "*"),
+        _at,
+    ),
+    "dart": Lang(
+        "dart",
+        (
+            _p(
+                r"^\s*(?:(?:abstract|base|final|sealed|interface|mixin)\s+)*(?P<kind>class|mixin|enum|extension)"
+                r"\s+(?P<name>\w+)"
+            ),
+            _p(r"^\s*typedef\s+(?P<name>\w+)", "typedef"),
+            _p(
+                r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:static|final|const|external|late|abstract|covariant)\s+)*"
+                rf"(?:(?P<type>{_TYPE})\s+)?(?P<kind>get|set)\s+(?P<name>\w+)",
+                "property",
+                kw=True,
+            ),
+            _p(
+                r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:static|external|factory|abstract|covariant)\s+)*"
+                rf"(?P<type>{_TYPE})\s+(?P<name>\w+)\s*(?:<[^>]*>\s*)?\(",
+                "method",
+                kw=True,
+            ),
+        ),
+        frozenset({"class", "mixin", "enum", "extension"}),
+        ("//", "/*", "*"),
+        _at,
+    ),
+    "lua": Lang(
+        "lua",
+        (
+            _p(r"^\s*(?:local\s+)?function\s+(?:(?P<owner>[\w.:]+?)[.:])?(?P<name>\w+)", "function"),
+            _p(r"^\s*(?:local\s+)?(?:(?P<owner>[\w.:]+?)[.:])?(?P<name>\w+)\s*=\s*function\b", "function"),
+        ),
+        frozenset(),
+        ("--",),
         None,
         "indent",
         r"end\b",
