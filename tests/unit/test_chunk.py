@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from aide_tui.core.chunk import chunker as chunk_mod
-from aide_tui.core.chunk.chunker import CHUNKER_VERSION, chunk_file, detect_language
-from aide_tui.core.model import Chunk
+from aide_tui.core.chunk.chunker import CHUNKER_VERSION, chunk_file, chunk_file_multi, detect_language
+from aide_tui.core.model import Chunk, FileGraph
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunk"
 
@@ -660,3 +660,32 @@ def test_php_braced_namespace() -> None:
     _check_invariants("m.php", text, chunks)
     assert all(c.symbol and c.symbol.startswith("namespace App\\Models > class Big") for c in chunks[1:])
     assert {f"m{i}" for i in range(40)} <= {d for c in chunks for d in c.defines}
+
+
+@pytest.mark.parametrize(
+    ("name", "imports"),
+    [
+        ("sample.swift", ["Foundation"]),
+        ("sample.scala", ["scala.collection.mutable"]),
+        ("sample.dart", ["dart:async"]),
+    ],
+)
+def test_new_languages_have_a_symbol_graph(name: str, imports: list[str]) -> None:
+    graph: list[FileGraph] = []
+    chunk_file_multi(name, _read(name), (1500,), graph=graph)
+    assert graph[0].imports == imports
+    used = {r.name for r in graph[0].refs}
+    assert {"FeedItem", "Ledger", "Page"} & used and not {"local", "guard", "let", "val", "final"} & used
+
+
+def test_lua_requires_are_imports_and_its_keywords_no_references() -> None:
+    text = (
+        '-- callers require "lib.m"\nlocal json = require("cjson.safe")\nlocal M = {}\n\n'
+        "function M.encode(v)\n  local s = json.encode(v)\n"
+        '  if s then return s elseif v then return "" end\n  repeat until true\nend\n\nreturn M\n'
+    )
+    graph: list[FileGraph] = []
+    chunks = chunk_file_multi("lib/m.lua", text, (1500,), graph=graph)[0]
+    assert graph[0].imports == ["cjson.safe"] and [d.qualname for d in graph[0].defs] == ["M.encode"]
+    assert "encode" in {d for c in chunks for d in c.defines}
+    assert not {"local", "elseif", "repeat", "then", "end"} & {r.name for r in graph[0].refs}

@@ -69,9 +69,7 @@ TOKENS: dict[str, re.Pattern[str]] = {
     "swift": _tok(_C_COMMENTS, r'#*"""[\s\S]*?"""#*', r'#*"(?:[^"\\\n]|\\.)*"#*', _BRK),
     "scala": _tok(_C_COMMENTS, r'"""[\s\S]*?"""', _DQ, _CHAR, _BRK),
     "dart": _tok(_C_COMMENTS, r'r?"""[\s\S]*?"""', r"r?'''[\s\S]*?'''", _DQ, _SQ, _BRK),
-    "lua": _tok(
-        r"--\[(=*)\[[\s\S]*?\]\1\]", r"--[^\n]*", r"\[(=*)\[[\s\S]*?\]\2\]", _DQ, _SQ, _BRK_NOSEMI
-    ),
+    "lua": _tok(r"--\[(=*)\[[\s\S]*?\]\1\]", r"--[^\n]*", r"\[(=*)\[[\s\S]*?\]\2\]", _DQ, _SQ, _BRK_NOSEMI),
 }
 
 _OPEN = {"{": "}", "(": ")", "[": "]"}

@@ -511,6 +511,13 @@ _KEYWORDS = frozenset(
     uint union unless unsafe unsigned until use using val var virtual void volatile when where while
     with yield""".split()
 )  # fmt: skip
+# words that are keywords in one language only (a JS ``url.protocol`` is a name)
+_FAMILY_KEYWORDS = {
+    "lua": frozenset("local elseif repeat".split()),
+    "swift": frozenset("guard extension protocol fileprivate inout some lazy deinit".split()),
+    "scala": frozenset("implicit given lazy".split()),
+    "dart": frozenset("late required covariant factory".split()),
+}
 _IMPORT_LINE = {
     "python": re.compile(r"\s*(?:from\s+\S+\s+)?import\b"),
     "go": re.compile(r"\s*import\b"),
@@ -522,6 +529,10 @@ _IMPORT_LINE = {
     "cpp": re.compile(r"\s*#\s*include\b"),
     "php": re.compile(r"\s*(?:use|require|require_once|include|include_once)\b"),
     "ruby": re.compile(r"\s*(?:require|require_relative|load)\b"),
+    "swift": re.compile(r"\s*(?:@\w+\s+)?import\b"),
+    "scala": re.compile(r"\s*import\b"),
+    "dart": re.compile(r"\s*(?:import|export|part)\b"),
+    "lua": re.compile(r".*\brequire\s*\(?\s*['\"]"),
     "shell": re.compile(r"\s*(?:source|\.)\s"),
 }
 _MODULE = {
@@ -534,6 +545,10 @@ _MODULE = {
     "php": re.compile(r"^\s*use\s+([\w\\]+)"),
     "ruby": re.compile(r"""^\s*require(?:_relative)?\s*\(?\s*['"]([^'"]+)['"]"""),
     "python": re.compile(r"^\s*(?:from\s+([.\w]+)\s+import|import\s+([.\w]+))"),
+    "swift": re.compile(r"^\s*(?:@\w+\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var)\s+)?([\w.]+)"),
+    "scala": re.compile(r"^\s*import\s+([\w.]+)"),
+    "dart": re.compile(r"""^\s*(?:import|export|part)\s+['"]([^'"]+)['"]"""),
+    "lua": re.compile(r"""\brequire\s*\(?\s*['"]([^'"]+)['"]"""),
 }
 _MODULE["cpp"] = _MODULE["c"]
 _TOKEN_KIND = {"javascript": "js", "typescript": "js", "kotlin": "java"}
@@ -604,9 +619,10 @@ def anchor_graph(
         line_starts.append(line_starts[-1] + len(ln) + 1)
     refs = _Refs()
     imports_at: dict[int, bool] = {}
+    own_keywords = _FAMILY_KEYWORDS.get(family, frozenset())
     for m in _identifiers(text, literals):
         name = m.group()
-        if len(name) < 2 or name in _KEYWORDS:
+        if len(name) < 2 or name in _KEYWORDS or name in own_keywords:
             continue
         k = bisect.bisect_right(line_starts, m.start()) - 1
         line, col = k + 1, m.start() - line_starts[k] + 1
@@ -636,7 +652,9 @@ def _imports(src: Src, family: str) -> list[str]:
                 continue
             if not (in_block or s.startswith("import")):
                 continue
-        m = rx.search(ln) if family == "js" else rx.match(ln)
+        if family == "lua" and ln.lstrip().startswith("--"):
+            continue  # a comment that says require "x"
+        m = rx.search(ln) if family in ("js", "lua") else rx.match(ln)
         if m is not None:
             out.append(next(g for g in m.groups() if g))
     return list(dict.fromkeys(out))
