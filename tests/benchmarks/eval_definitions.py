@@ -12,7 +12,9 @@ whose name several classes define, qualified by their class (``Client.send`` bes
 ``AsyncClient.send``), ``--per-corpus`` of them. A fourth asks for each command-line flag written
 once in the source, on the line declaring the option (``--follow-redirects``). A fifth misspells the
 bare names (two neighbouring letters of the longest part swapped: ``Hedaers``). A sixth wraps each
-bare name in a question, one of ``QUESTIONS`` in turn (``where is Headers defined``). Right: a hit whose chunk
+bare name in a question, one of ``QUESTIONS`` in turn (``where is Headers defined``). A seventh asks
+for each module whose file stem no other source file has, by its stem as written (``_compat``;
+right: any chunk of that file). Right: a hit whose chunk
 covers the ``def``/``class`` line, or the option's (chunk MRR@10, Hit@1). Through the CLI
 (``search --json --no-update --batch``), so each workspace must be indexed first. A script, not a test.
 """
@@ -105,6 +107,25 @@ def definitions(root: Path, per_corpus: int) -> tuple[list[dict[str, object]], l
     )
 
 
+def modules(root: Path, per_corpus: int) -> list[dict[str, object]]:
+    """Source modules whose stem no other file has, a seeded sample, asked by the stem."""
+    files = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*.py"))]
+    files = [f for f in files if not f.startswith((*SKIPPED_TOP, ".aide")) and "/tests/" not in f]
+    stems = Counter(f.rsplit("/", 1)[-1][:-3] for f in files)
+    picked = [f for f in files if stems[f.rsplit("/", 1)[-1][:-3]] == 1 and not f.endswith("__init__.py")]
+    random.Random(7).shuffle(picked)
+    return [
+        {"name": f.rsplit("/", 1)[-1][:-3], "path": f, "line": 0, "kw": "module"} for f in picked[:per_corpus]
+    ]
+
+
+def _holds(hit: dict[str, object], d: dict[str, object], whole_file: bool) -> bool:
+    """Whether a hit is the right answer: its chunk covers the line asked for (any chunk of the file)."""
+    if hit["path"] != d["path"]:
+        return False
+    return whole_file or hit["start_line"] <= d["line"] <= hit["end_line"]  # type: ignore[operator]
+
+
 def ranks(root: Path, queries: list[str], mode: str) -> list[list[dict[str, object]]]:
     """Each query's first ten hits, through the CLI."""
     cmd = [sys.executable, "-m", "aide_tui", "search", "--path", str(root), "--json", "--no-update",
@@ -133,14 +154,15 @@ def main() -> None:
             "question": [
                 {**d, "name": QUESTIONS[i % len(QUESTIONS)].format(d["name"])} for i, d in enumerate(unique)
             ],
+            "module": modules(root, args.per_corpus),
         }
         for form, defs in sets.items():
             if not defs:
                 continue
             queries = [f"{d['kw']} {d['name']}" if form == "declaration" else str(d["name"]) for d in defs]
+            whole_file = form == "module"  # any chunk of the module's file
             for d, hits in zip(defs, ranks(root, queries, args.mode), strict=True):
-                rr = next((1 / (i + 1) for i, h in enumerate(hits)
-                           if h["path"] == d["path"] and h["start_line"] <= d["line"] <= h["end_line"]), 0.0)  # type: ignore[operator]  # fmt: skip
+                rr = next((1 / (i + 1) for i, h in enumerate(hits) if _holds(h, d, whole_file)), 0.0)
                 for key in (f"{form}/{root.name}", f"{form}/all", f"{form}/{d['kw']}"):
                     rows[key].append(rr)
     table = {k: {"n": len(v), "MRR@10": sum(v) / len(v), "Hit@1": sum(x == 1 for x in v) / len(v)}

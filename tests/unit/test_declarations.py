@@ -207,6 +207,8 @@ def test_a_command_line_flag_finds_where_the_option_is_declared(root: Path) -> N
         ("open file", None),
         ("show me the class", None),
         ("Headers", None),
+        ("class Headers", None),  # a declaration: declared_name reads it, kind and all
+        ("def send", None),
     ],
 )
 def test_the_one_name_a_question_asks_for(query: str, name: str | None) -> None:
@@ -217,3 +219,46 @@ def test_a_question_about_one_name_finds_what_the_name_alone_finds(root: Path) -
     for query in ("where is Headers defined", "what does Headers do", "show me the Headers class"):
         assert _first(root, query) == ("pkg/models.py", "class Headers")
     assert _first(root, "where is Client.send defined")[0] == "pkg/sync_client.py"
+
+
+MODULES = {
+    # the module's own words are few; the files that import it say "compat" more often
+    "pkg/_compat.py": """
+        import sys
+
+        WIN = sys.platform.startswith("win")
+    """,
+    **{
+        f"pkg/user{i}.py": f"""
+            from pkg._compat import WIN
+            from pkg import _compat
+
+
+            def show{i}(text):
+                # compat: _compat.WIN decides, compat first; _compat is the compat layer
+                return text if _compat.WIN else _compat.strip(text, _compat.WIN)
+        """
+        for i in range(12)
+    },
+    # a word that is a module and a method: the method wins (the definition as written)
+    "pkg/align.py": """
+        LEFT = "left"
+    """,
+    "pkg/text.py": """
+        class Text:
+            def align(self, how):
+                return how
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(indexed_bm25(tmp_path_factory.mktemp("mods") / "ws", MODULES))
+
+
+def test_a_word_naming_a_module_finds_the_module(modules: Path) -> None:
+    assert _first(modules, "_compat")[0] == "pkg/_compat.py"
+    assert _first(modules, "compat")[0] == "pkg/_compat.py"
+    assert _first(modules, "_compat", exact_definition=1.0)[0] != "pkg/_compat.py"  # the lever moves it
+    assert _first(modules, "align")[0] == "pkg/text.py"  # Text.align, not align.py

@@ -104,6 +104,8 @@ def asked_name(text: str) -> str | None:
     name reads as one (``find get_config``, ``show Headers``; ``find duplicates`` may be the words of
     find_duplicates). Such a question is answered as the name alone: its wrapper words are no words of
     the code. A question about uses (``where is echo called``) or about more than one word is left."""
+    if declared_name(text):  # ``class Client``, ``def send``: a declaration, read as one
+        return None
     words = [w.strip("?!.,:;\"'`") for w in text.replace("'s ", " is ").split()]
     if not 2 <= len(words) <= MAX_QUESTION_WORDS:
         return None

@@ -333,8 +333,39 @@ def _fuse(
     named = code_like and not parts.long and '"' not in text and weights.get("symbol", 0) > 0
     if named and s.exact_definition != 1 and lists.get("symbol"):
         exact_definitions(q, fused, lists["symbol"], text, parts, s.exact_definition)
+    if named and s.exact_definition != 1:
+        named_file(q, fused, lists.get("symbol", []), text, s.exact_definition)
     _in_rank_order(q, fused)
     return fused
+
+
+MAX_NAMED_FILES = 3  # a word naming more files (setup, __init__, index) says which one no better
+
+
+def named_file(
+    q: Retrieval[Any], fused: Sequence[Fused], defining: Sequence[Key], text: str, factor: float
+) -> None:
+    """Scale the chunks of the file a one-word query names by its stem (``_compat`` or ``compat`` for
+    ``_compat.py``, ``termui``) by ``factor``, when at most ``MAX_NAMED_FILES`` files are so named and
+    nothing ``defining`` it defines the word as written (``align`` is ``Text.align`` before
+    ``align.py``): the module is what such a word asks for, and its words alone spread over the files
+    that import it."""
+    word = text.strip()
+    if len(word) < 3 or not word.replace("_", "").replace("-", "").isalnum():
+        return
+    if any(word in q.defines(k) for k in defining):
+        return
+    bare = word.lstrip("_")
+
+    def stem(path: str) -> str:
+        return path.rsplit("/", 1)[-1].split(".", 1)[0]
+
+    files = {p for f in fused if (st := stem(p := q.path(f.doc))) == word or st.lstrip("_") == bare}
+    if not 0 < len(files) <= MAX_NAMED_FILES:
+        return
+    for f in fused:
+        if q.path(f.doc) in files:
+            f.score *= factor
 
 
 def exact_definitions(
