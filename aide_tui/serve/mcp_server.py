@@ -189,6 +189,8 @@ def _tool_answer(answer: dict[str, Any], all_workspaces: bool, max_tokens: int) 
         out["no_results"] = answer["no_results"]
     if "corrected" in answer:  # a misspelt name was searched as spelt here
         out["corrected"] = answer["corrected"]
+    if "read_as" in answer:  # a question about one name: what it was answered as
+        out["read_as"] = answer["read_as"]
     out["results"] = [{k: r.get(k) for k in keep if k in r} for r in answer["results"]]
     return out
 

@@ -108,3 +108,20 @@ async def test_a_misspelt_name_says_what_was_searched_for(workspace: Path) -> No
         await search(pilot, app, "parse_header")
         await wait_for(pilot, lambda: "result" in status(app).plain, "the count")
         assert "searched for" not in status(app).plain
+
+
+async def test_a_question_about_one_name_says_what_it_was_read_as(workspace: Path) -> None:
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "who calls parse_header")
+        await wait_for(pilot, lambda: "read as uses of parse_header" in status(app).plain, "the reading")
+        await search(pilot, app, "where is parse_header defined")
+        await wait_for(pilot, lambda: "read as the definition of parse_header" in status(app).plain, "it")
+        assert results(app).hits[0].symbol == "def parse_header"
+        await search(pilot, app, "parse_header")
+        await wait_for(
+            pilot,
+            lambda: "result" in status(app).plain and "read as" not in status(app).plain,
+            "a plain name read as itself",
+        )

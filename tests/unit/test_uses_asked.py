@@ -105,3 +105,11 @@ def test_a_name_nothing_uses_answers_with_its_definition(root: Path) -> None:
 )
 def test_which_questions_ask_for_uses(query: str, asked: UsesAsked | None) -> None:
     assert asked_uses(query) == asked
+
+
+def test_the_answer_says_what_the_question_was_read_as(root: Path) -> None:
+    searcher = Searcher(root, load_settings(root, {"embedding": {"backend": "none"}}))
+    asked = ("who calls settle", "tests for settle", "where is Ledger defined", "settle")
+    said = {q: searcher.search(q, mode="bm25").to_json().get("read_as") for q in asked}
+    assert said == {"who calls settle": "uses of settle", "tests for settle": "tests using settle",
+                    "where is Ledger defined": "the definition of Ledger", "settle": None}  # fmt: skip

@@ -98,6 +98,7 @@ class Ranked:
     degraded: str | None = None
     no_results: str | None = None
     corrected: str | None = None  # the query as the lexical lists read it, when a typo was fixed
+    read_as: str | None = None  # what a question about one name was read as ("uses of send")
 
 
 def diversify(items: list[T], keys: list[str], cap: int, window: int) -> list[T]:
@@ -247,7 +248,7 @@ def rank(
     """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``; ``partial``: the
     word being typed, completed over the index's vocabulary (see :func:`completions`)."""
     parsed, message = _pasted_line(parsed)
-    parsed, uses = _asked_about_a_name(parsed)
+    parsed, uses, read_as = _asked_about_a_name(parsed)
     as_typed = parsed.text
     parts = analyze(parsed.text)
     typed = completions(retriever.term_stats, partial) if partial and not parts.long else {}
@@ -314,7 +315,9 @@ def rank(
     q.fetch(f.doc for f in top)
     if s.best_piece == "piece":  # a hit's best line follows its best BM25 piece, else its dense one
         spans = {**spans, **{f.doc: piece_spans[f.doc] for f in top if f.doc in piece_spans}}
-    return Ranked([_hit(q, f, terms, spans.get(f.doc)) for f in top], degraded, corrected=fixed)
+    return Ranked(
+        [_hit(q, f, terms, spans.get(f.doc)) for f in top], degraded, corrected=fixed, read_as=read_as
+    )
 
 
 def _fuse(
@@ -544,16 +547,19 @@ def _pasted_line(parsed: ParsedQuery) -> tuple[ParsedQuery, str | None]:
     return replace(parsed, text=without_timestamp(parsed.text)), message
 
 
-def _asked_about_a_name(parsed: ParsedQuery) -> tuple[ParsedQuery, UsesAsked | None]:
+def _asked_about_a_name(parsed: ParsedQuery) -> tuple[ParsedQuery, UsesAsked | None, str | None]:
     """A short question about one name as what to search for: its uses or tests (``who calls send``:
     the name, and what is asked; see :func:`~aide_tui.core.search.query.asked_uses`) or its definition
     (``where is Headers defined``: the name alone, see :func:`~aide_tui.core.search.query.asked_name`);
-    any other query as it is."""
+    any other query as it is. With what the question was read as, for the front ends to say."""
     uses = asked_uses(parsed.text)
     if uses is not None:
-        return replace(parsed, text=uses.as_query()), uses
+        said = f"tests using {uses.name}" if uses.tests else f"uses of {uses.name}"
+        return replace(parsed, text=uses.as_query()), uses, said
     name = asked_name(parsed.text)
-    return (parsed if name is None else replace(parsed, text=name)), None
+    if name is None:
+        return parsed, None, None
+    return replace(parsed, text=name), None, f"the definition of {name}"
 
 
 def _verbatim_lists(

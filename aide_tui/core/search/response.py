@@ -67,6 +67,7 @@ class SearchResponse:
     confidence: str | None = None  # high / medium / low for the first hit (see confidence.py)
     hints: list[dict[str, object]] = field(default_factory=list)  # up to three ways to refine the query
     corrected: str | None = None  # the query with its typos fixed, as the keyword lists read it
+    read_as: str | None = None  # what a short question about one name was read as ("uses of send")
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -86,6 +87,8 @@ class SearchResponse:
             out["no_results"] = self.no_results
         if self.corrected is not None:
             out["corrected"] = self.corrected
+        if self.read_as is not None:
+            out["read_as"] = self.read_as
         if self.confidence is not None:
             out["confidence"] = self.confidence
             out["hints"] = self.hints

@@ -177,7 +177,11 @@ class Searcher:
             resp.results = ranked.hits
             if ranked.degraded is not None:
                 resp.degraded, resp.degraded_reason = True, ranked.degraded
-            resp.no_results, resp.corrected = ranked.no_results, ranked.corrected
+            resp.no_results, resp.corrected, resp.read_as = (
+                ranked.no_results,
+                ranked.corrected,
+                ranked.read_as,
+            )
             rerank.rerank_response(s, parsed.text, resp, limit)  # opt-in; cuts the list to ``limit``
             self._assess(resp, ranked.corrected or parsed.text, hints)
         resp.took_ms = (time.perf_counter() - t0) * 1000

@@ -52,6 +52,7 @@ class StatusLine(Widget):
     places: reactive[str | None] = reactive(None)  # the list shows places, not results ("3 definitions of x")
     said: reactive[str | None] = reactive(None)  # why the last command did nothing (until the next answer)
     corrected: reactive[str | None] = reactive(None)  # the query with its typos fixed, as searched
+    read_as: reactive[str | None] = reactive(None)  # what a question about one name was answered as
     last_indexed: reactive[str | None] = reactive(None)
     size_bytes: reactive[int] = reactive(0)
     show_timing: reactive[bool] = reactive(True)
@@ -96,6 +97,7 @@ class StatusLine(Widget):
         self.results = len(resp.results) if resp is not None else None
         self.took_ms = resp.took_ms if resp is not None else None
         self.corrected = resp.corrected if resp is not None else None
+        self.read_as = resp.read_as if resp is not None else None
         self._answer_degraded = resp.degraded_reason if resp is not None and resp.degraded else None
         self._update_degraded()
 
@@ -148,6 +150,8 @@ class StatusLine(Widget):
             out.append((0, f"{self.results} result{'' if self.results == 1 else 's'}{took}", ""))
             if self.corrected:
                 out.append((1, f"searched for {printable(self.corrected)}", f"italic {warning}"))
+            elif self.read_as:
+                out.append((1, f"read as {printable(self.read_as)}", "italic"))
         out.append((5, f"{self.files} files", ""))
         out.append((3, f"{self.chunks} chunks", ""))
         if self.static and self.static_missing:
