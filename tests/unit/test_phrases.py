@@ -118,3 +118,45 @@ def test_every_span_narrows_the_chunks_read(tmp_path: Path, monkeypatch: pytest.
     hits = Searcher(root, settings).search('"connection pool" "drain"', limit=1, mode="bm25").results
     assert [h.path for h in hits] == ["pkg/drain.py"] and hits[0].ranks.get("phrase") == 1
     assert len(read) == 1, len(read)  # the one chunk holding both spans' words (then the hit shown)
+
+
+ENV_FILES = {
+    # the words of FORCE_COLOR and TERM are everywhere; the variables are read in one place each
+    "pkg/style.py": """
+        def force_color(style, color):
+            '''Force the color of a style: the color wins over the terminal's color.'''
+            return style.with_color(color, force=True)
+
+
+        def term_width(term):
+            '''The width of a term in a glossary.'''
+            return len(term)
+    """,
+    "pkg/palette.py": """
+        COLORS = ["red", "green"]
+
+
+        def color_term(color, term):
+            '''A term for a color; force lower case.'''
+            return f"{term}:{color}".lower()
+    """,
+    "pkg/terminal.py": """
+        import os
+
+
+        def color_system():
+            if os.environ.get("FORCE_COLOR"):
+                return "truecolor"
+            return "standard" if os.environ.get("TERM") else None
+    """,
+}
+
+
+def test_an_environment_variable_finds_where_it_is_read(tmp_path: Path) -> None:
+    root = indexed_bm25(tmp_path / "ws", ENV_FILES)
+    searcher = Searcher(root, load_settings(root, {"embedding": {"backend": "none"}}))
+    for query in ("FORCE_COLOR", "FORCE_COLOR environment variable", "TERM", "TERM env"):
+        hit = searcher.search(query, limit=3, mode="bm25").results[0]
+        assert (hit.path, hit.ranks.get("phrase")) == ("pkg/terminal.py", 1), query
+    # lower case is a word, not the variable: no phrase list
+    assert not any(h.ranks.get("phrase") for h in searcher.search("term", mode="bm25").results)

@@ -19,6 +19,15 @@ MAX_SYMBOL_DEFS = 8  # a name defined in more chunks than this says little about
 QUOTED = re.compile(r'"([^"]{2,200})"')
 CLI_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*\w")  # ``--follow-redirects``: looked for as written
 MAX_FLAG_QUERY_WORDS = 3  # a flag in a longer query is mentioned, not asked for
+# an upper-case name with underscores (``FORCE_COLOR``, ``XDG_CONFIG_HOME``): an environment variable, a
+# setting or a constant, looked for as written in a short query (its words alone are everywhere)
+CONSTANT = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w-])")
+MAX_CONSTANT_QUERY_WORDS = 4
+# one upper-case word asked for alone or as a variable (``COLUMNS``, ``TERM environment variable``):
+# looked for in that case as a whole word (any case, "term" and "columns" are everywhere)
+_CAPS_ASKED = re.compile(
+    r"\s*([A-Z][A-Z0-9]{2,})(?:\s+(?:env|environment|variable|var|setting|constant)){0,2}\s*"
+)
 _WORD = re.compile(r"\w+")
 _FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
 _BACKTICKED = re.compile(r"`([^`]{1,80})`")
@@ -93,8 +102,11 @@ def symbol_list(r: Retrieval[K], text: str, parts: QueryParts, limit: int) -> li
         keys = defs.get(name.lower(), [])
         if parts.long and (not keys or len(keys) > MAX_SYMBOL_DEFS):
             continue
+        shouted = bool(CONSTANT.fullmatch(name))  # FORCE_COLOR is the constant, not def force_color
         for k in keys:
             exact = name in r.defines(k)
+            if shouted and not exact:
+                continue
             if parts.long:
                 scored[k] = scored.get(k, 0.0) + weight * (1.0 if exact else 0.5)
             else:
@@ -273,9 +285,20 @@ def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
     what the first leaves (``"is not None" ... "def save"``: the chunks holding a word that starts
     with ``save`` too). A command-line flag asked for (``--no-verify``, ``--timeout seconds``: at most
     three words) counts as quoted: its words are everywhere, the flag itself where the option is
-    declared and documented; a question that mentions a flag in passing is about something else."""
-    flags = CLI_FLAG.findall(text) if len(text.split()) <= MAX_FLAG_QUERY_WORDS else []
-    phrases = [p.lower() for p in [*QUOTED.findall(text), *flags] if p.strip()]
+    declared and documented; a question that mentions a flag in passing is about something else. So
+    does an upper-case name with underscores in a query of at most four words (``FORCE_COLOR``,
+    ``FLASK_DEBUG environment variable``: where it is read or set), and one upper-case word asked for
+    alone or as a variable (``COLUMNS``, ``TERM env``); both in that case, as whole words (the
+    function ``force_color`` is not the variable)."""
+    n_words = len(text.split())
+    flags = CLI_FLAG.findall(text) if n_words <= MAX_FLAG_QUERY_WORDS else []
+    # upper-case names are looked for in that case, as whole words
+    caps = CONSTANT.findall(text) if n_words <= MAX_CONSTANT_QUERY_WORDS else []
+    alone = _CAPS_ASKED.fullmatch(text)
+    if alone is not None:
+        caps.append(alone.group(1))
+    exact = [re.compile(rf"(?<!\w){c}(?!\w)") for c in dict.fromkeys(caps)]
+    phrases = [p.lower() for p in [*QUOTED.findall(text), *flags, *caps] if p.strip()]
     if not phrases:
         return []
     held: set[K] | None = None
@@ -289,7 +312,11 @@ def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
             break
         held = set(got) if held is None else held.intersection(got)
     cands = r.positive() if held is None else held
-    hits = [k for k in cands if all(p in r.chunk(k).text.lower() for p in phrases)]
+
+    def holds(text: str) -> bool:
+        return all(p in text.lower() for p in phrases) and all(x.search(text) for x in exact)
+
+    hits = [k for k in cands if holds(r.chunk(k).text)]
     hits.sort(key=lambda k: (-r.score(k), r.order(k)))
     return hits[:limit]
 
