@@ -20,12 +20,17 @@ import re
 # the notebook's kernel language → the chunker's language (others are chunked as plain text)
 _KERNELS = {"python": "python", "python3": "python", "ipython": "python", "javascript": "javascript",
             "typescript": "typescript", "go": "go", "rust": "rust", "java": "java", "kotlin": "kotlin",
-            "c++": "cpp", "cpp": "cpp", "c": "c", "c#": "csharp", "ruby": "ruby",
-            "bash": "shell"}  # fmt: skip
-_COMMENT = {"python": "# ", "ruby": "# ", "shell": "# "}  # every other language above uses //
+            "c++": "cpp", "cpp": "cpp", "c": "c", "c#": "csharp", "ruby": "ruby", "swift": "swift",
+            "scala": "scala", "dart": "dart", "lua": "lua", "bash": "shell"}  # fmt: skip
+_COMMENT = {"python": "# ", "ruby": "# ", "shell": "# ", "lua": "-- "}  # every other language above uses //
 _CELL_TYPE = re.compile(r'^(\s*)"cell_type"\s*:\s*"(\w+)"')
-_SOURCE = re.compile(r'^(\s*)"source"\s*:\s*(.*?)\s*$')
-_MAGIC = re.compile(r"\s*[%!]")
+_SOURCE = re.compile(r'^(\s*)"source"\s*:(.*)$')
+# a line magic (``%time``, ``%%timeit``) or a shell escape (``!pip``), not ``!= b`` or ``% b`` continuing
+# an expression from the line above
+_MAGIC = re.compile(r"\s*(?:%{1,2}[A-Za-z]|!(?!=))")
+# cell magics whose body is Python (only their first line is commented); any other (``%%bash``,
+# ``%%html``, ``%%writefile``) holds another language and is commented whole
+_PYTHON_CELL_MAGICS = frozenset("time timeit capture prun debug memit px".split())
 
 
 def is_notebook(path: str) -> bool:
@@ -105,18 +110,19 @@ def cells_view(text: str) -> tuple[str, str] | None:
         if m is None or m.group(1) != cell_indent:
             i += 1
             continue
-        rest = m.group(2)
+        rest = m.group(2).strip()
         rows: list[tuple[int, str]] = []
         if rest.startswith("["):
             if rest.removesuffix(",").rstrip() not in ("[", "[]"):
                 return None  # a list on one line: not one source line per line
-            i += 1
-            while rest == "[" and i < len(lines) and lines[i].strip() not in ("]", "],"):
-                s = _decoded(lines[i])
+            j = i + 1
+            while rest == "[" and j < len(lines) and lines[j].strip() not in ("]", "],"):
+                s = _decoded(lines[j])
                 if s is None or "\n" in s:
                     return None
-                rows.append((i, s))
-                i += 1
+                rows.append((j, s))
+                j += 1
+            i = j if rest == "[" else i  # on the list's closing line (an empty list closes on its own)
         else:
             s = _decoded(rest)
             if s is None or "\n" in s:
@@ -133,7 +139,8 @@ def cells_view(text: str) -> tuple[str, str] | None:
 
 def _write_cell(view: list[str], rows: list[tuple[int, str]], cell_type: str, comment: str) -> None:
     """Put one cell's decoded lines into ``view``: code as it is, other cells and magics commented."""
-    whole = cell_type != "code" or bool(rows and rows[0][1].startswith("%%"))
+    cell_magic = re.match(r"%%(\w+)", rows[0][1]) if rows else None
+    whole = cell_type != "code" or bool(cell_magic and cell_magic.group(1) not in _PYTHON_CELL_MAGICS)
     for n, s in rows:
         s = s.replace("\r", "")
         if whole or (comment == "# " and _MAGIC.match(s)):

@@ -689,3 +689,44 @@ def test_lua_requires_are_imports_and_its_keywords_no_references() -> None:
     assert graph[0].imports == ["cjson.safe"] and [d.qualname for d in graph[0].defs] == ["M.encode"]
     assert "encode" in {d for c in chunks for d in c.defines}
     assert not {"local", "elseif", "repeat", "then", "end"} & {r.name for r in graph[0].refs}
+
+
+def test_scala_3_bodies_by_indentation_are_units() -> None:
+    text = (
+        "object Billing:\n  val rate = 3\n\n  def invoice(n: Int): Int =\n    val base = n * rate\n"
+        "    base + 1\n\ntrait Shape:\n  def area: Double\n\nclass Circle(r: Double) extends Shape:\n"
+        "  def area: Double = math.Pi * r * r\n  def grow(k: Double): Circle =\n    Circle(r * k)\n"
+        "end Circle\n"
+    )
+    chunks = chunk_file("b.scala", text, 60)
+    _check_invariants("b.scala", text, chunks)
+    spans = {c.symbol: (c.start_line, c.end_line) for c in chunks}
+    assert spans["object Billing > def invoice"] == (4, 6)
+    assert spans["class Circle > def grow"][1] >= 14  # its body, not the def line alone
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "names"),
+    [
+        ("m.lua", "function M.util.helper(x)\n  return x\nend\nfunction a.b.c:d()\nend\n", ["helper", "d"]),
+        ("t.dart", "typedef Callback = void Function(int);\ntypedef void Old(int x);\n", ["Callback", "Old"]),
+        (
+            "t.swift",
+            "let top = 1\ntypealias Handler = (Int) -> Void\nfunc `default`() {}\n",
+            ["top", "Handler", "default"],
+        ),
+    ],
+)
+def test_the_name_defined_is_the_last_part_as_written(path: str, text: str, names: list[str]) -> None:
+    assert [d for c in chunk_file(path, text) for d in c.defines] == names
+
+
+def test_a_lua_require_in_a_comment_or_a_string_imports_nothing() -> None:
+    text = (
+        '--[[ require("commented_out") ]] local y = require("after_comment")\n'
+        'local s = [[ require("in_string") ]]\nlocal real = require("real") -- require("trailing")\n'
+        "local q = \"require('in_dq_string')\"\n"
+    )
+    graph: list[FileGraph] = []
+    chunk_file_multi("m.lua", text, (1500,), graph=graph)
+    assert graph[0].imports == ["after_comment", "real"]

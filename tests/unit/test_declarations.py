@@ -207,6 +207,10 @@ def test_a_command_line_flag_finds_where_the_option_is_declared(root: Path) -> N
         ("open file", None),
         ("show me the class", None),
         ("Headers", None),
+        ("type hints", None),  # a topic: a weak cue and a plain word
+        ("implementation details", None),
+        ("live reload", None),
+        ("where is it defined", None),
         ("class Headers", None),  # a declaration: declared_name reads it, kind and all
         ("def send", None),
     ],

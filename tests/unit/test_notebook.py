@@ -103,3 +103,28 @@ def test_an_indexed_notebook_answers_defs_at_its_cell_line(tmp_path: Path) -> No
     assert isinstance(found, list) and found[0]["path"] == "forecast.ipynb"
     assert found[0]["symbol"] == "def load_ledger"
     assert aide(*search, "quarterly_overflow_warning")["results"] == []
+
+
+def test_a_timed_cell_is_code_and_an_expression_going_on_is_no_magic() -> None:
+    nb = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "outputs": [],
+             "source": ["%%time\n", "def train_model(frame):\n", "    return (frame.size\n",
+                        "        != 0)\n", "ratio = (7\n", "         % 3)\n", "!pip install numpy"]},
+            {"cell_type": "code", "metadata": {}, "outputs": [], "source": []},
+            {"cell_type": "code", "metadata": {}, "outputs": [], "source": ["%%bash\n", "echo done"]},
+            {"cell_type": "code", "metadata": {}, "outputs": [],
+             "source": ["def score():\n", "    return 1"]},
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }  # fmt: skip
+    view = cells_view(json.dumps(nb, indent=1))
+    assert view is not None
+    shown = [line for line in view[1].split("\n") if line]
+    assert shown == ["# %%time", "def train_model(frame):", "    return (frame.size", "        != 0)",
+                     "ratio = (7", "         % 3)", "# !pip install numpy", "# %%bash", "# echo done",
+                     "def score():", "    return 1"]  # fmt: skip
+    defined = [d for c in chunk_file("nb.ipynb", json.dumps(nb, indent=1)) for d in c.defines]
+    assert "train_model" in defined and "score" in defined

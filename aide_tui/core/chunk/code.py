@@ -66,10 +66,17 @@ TOKENS: dict[str, re.Pattern[str]] = {
     "ruby": _tok(r"#[^\n]*", r"^=begin[\s\S]*?(?:^=end[^\n]*|\Z)", _DQ, _SQ, _BRK_NOSEMI, flags=re.M),
     "toml": _tok(r"#[^\n]*", r'"""[\s\S]*?(?:"""|\Z)', r"'''[\s\S]*?(?:'''|\Z)", _DQ, _SQ, _BRK_NOSEMI),
     "json": _tok(_C_COMMENTS, _DQ, _BRK_NOSEMI),
-    "swift": _tok(_C_COMMENTS, r'#*"""[\s\S]*?"""#*', r'#*"(?:[^"\\\n]|\\.)*"#*', _BRK),
+    "swift": _tok(_C_COMMENTS, r'(?<!#)#*"""[\s\S]*?"""#*', r'(?<!#)#*"(?:[^"\\\n]|\\.)*"#*', _BRK),
     "scala": _tok(_C_COMMENTS, r'"""[\s\S]*?"""', _DQ, _CHAR, _BRK),
     "dart": _tok(_C_COMMENTS, r'r?"""[\s\S]*?"""', r"r?'''[\s\S]*?'''", _DQ, _SQ, _BRK),
-    "lua": _tok(r"--\[(=*)\[[\s\S]*?\]\1\]", r"--[^\n]*", r"\[(=*)\[[\s\S]*?\]\2\]", _DQ, _SQ, _BRK_NOSEMI),
+    "lua": _tok(  # a long comment or string left open runs to the end (one match, not one per opener)
+        r"--\[(=*)\[[\s\S]*?(?:\]\1\]|\Z)",
+        r"--[^\n]*",
+        r"\[(=*)\[[\s\S]*?(?:\]\2\]|\Z)",
+        _DQ,
+        _SQ,
+        _BRK_NOSEMI,
+    ),
 }
 
 _OPEN = {"{": "}", "(": ")", "[": "]"}
@@ -389,9 +396,10 @@ LANGS: dict[str, Lang] = {
         (
             _p(rf"^\s*{_SWIFT_MODS}(?P<kind>class|struct|enum|protocol|actor)\s+(?P<name>[\w.]+)"),
             _p(rf"^\s*{_SWIFT_MODS}(?P<kind>extension)\s+(?P<name>[\w.]+)", define=False),  # adds to a type
-            _p(rf"^\s*{_SWIFT_MODS}func\s+(?P<name>\w+|[^\s(<]+)", "func"),
+            _p(rf"^\s*{_SWIFT_MODS}func\s+(?:`(?P<name>\w+)`|(?P<name2>\w+|[^\s(<]+))", "func"),
             _p(rf"^\s*{_SWIFT_MODS}(?P<name>init|deinit)\b[?!]?", "constructor", member=True),
-            _p(rf"^\s*{_SWIFT_MODS}(?P<kind>var|let|typealias|case)\s+(?P<name>\w+)", member=True),
+            _p(rf"^\s*{_SWIFT_MODS}(?P<kind>var|let|typealias)\s+`?(?P<name>\w+)"),
+            _p(rf"^\s*{_SWIFT_MODS}(?P<kind>case)\s+`?(?P<name>\w+)", member=True),
         ),
         frozenset({"class", "struct", "enum", "protocol", "extension", "actor"}),
         ("//", "/*", "*"),
@@ -407,6 +415,8 @@ LANGS: dict[str, Lang] = {
         frozenset({"class", "object", "trait", "enum"}),
         ("//", "/*", "*"),
         _at,
+        "indent",  # Scala 3 bodies may go by indentation alone (object X:, def f =); braces indent too
+        r"[}\])]|end\b",
     ),
     "dart": Lang(
         "dart",
@@ -415,7 +425,7 @@ LANGS: dict[str, Lang] = {
                 r"^\s*(?:(?:abstract|base|final|sealed|interface|mixin)\s+)*(?P<kind>class|mixin|enum|extension)"
                 r"\s+(?P<name>\w+)"
             ),
-            _p(r"^\s*typedef\s+(?P<name>\w+)", "typedef"),
+            _p(r"^\s*typedef\s+(?:[\w<>?,\s]+?\s+)?(?P<name>\w+)\s*(?:<[^>]*>)?\s*[=(]", "type"),
             _p(
                 r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:static|final|const|external|late|abstract|covariant)\s+)*"
                 rf"(?:(?P<type>{_TYPE})\s+)?(?P<kind>get|set)\s+(?P<name>\w+)",
@@ -436,8 +446,8 @@ LANGS: dict[str, Lang] = {
     "lua": Lang(
         "lua",
         (
-            _p(r"^\s*(?:local\s+)?function\s+(?:(?P<owner>[\w.:]+?)[.:])?(?P<name>\w+)", "function"),
-            _p(r"^\s*(?:local\s+)?(?:(?P<owner>[\w.:]+?)[.:])?(?P<name>\w+)\s*=\s*function\b", "function"),
+            _p(r"^\s*(?:local\s+)?function\s+(?:(?P<owner>[\w.:]+)[.:])?(?P<name>\w+)\s*\(", "function"),
+            _p(r"^\s*(?:local\s+)?(?:(?P<owner>[\w.:]+)[.:])?(?P<name>\w+)\s*=\s*function\b", "function"),
         ),
         frozenset(),
         ("--",),

@@ -19,7 +19,7 @@ import ast
 import bisect
 import operator
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from aide_tui.core.chunk.base import Src, Unit
@@ -532,7 +532,7 @@ _IMPORT_LINE = {
     "swift": re.compile(r"\s*(?:@\w+\s+)?import\b"),
     "scala": re.compile(r"\s*import\b"),
     "dart": re.compile(r"\s*(?:import|export|part)\b"),
-    "lua": re.compile(r".*\brequire\s*\(?\s*['\"]"),
+    "lua": re.compile(r".*?\brequire\s*(?:\(\s*)?['\"]"),
     "shell": re.compile(r"\s*(?:source|\.)\s"),
 }
 _MODULE = {
@@ -548,7 +548,7 @@ _MODULE = {
     "swift": re.compile(r"^\s*(?:@\w+\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var)\s+)?([\w.]+)"),
     "scala": re.compile(r"^\s*import\s+([\w.]+)"),
     "dart": re.compile(r"""^\s*(?:import|export|part)\s+['"]([^'"]+)['"]"""),
-    "lua": re.compile(r"""\brequire\s*\(?\s*['"]([^'"]+)['"]"""),
+    "lua": re.compile(r"""\brequire\s*(?:\(\s*)?['"]([^'"]+)['"]"""),
 }
 _MODULE["cpp"] = _MODULE["c"]
 _TOKEN_KIND = {"javascript": "js", "typescript": "js", "kotlin": "java"}
@@ -631,17 +631,28 @@ def anchor_graph(
         if k not in imports_at:
             imports_at[k] = bool(import_rx and import_rx.match(src.lines[k]))
         refs.add(name, _ref_kind(text, m, imports_at[k]), line, col)
-    return FileGraph(sorted(defs, key=lambda d: (d.line, d.col)), refs.sorted(), _imports(src, family))
+    imports = _imports(src, family, literals, line_starts)
+    return FileGraph(sorted(defs, key=lambda d: (d.line, d.col)), refs.sorted(), imports)
 
 
-def _imports(src: Src, family: str) -> list[str]:
-    """Modules the file imports, as written (a Go import block's lines too)."""
+def _imports(
+    src: Src, family: str, literals: Sequence[tuple[int, int]] = (), line_starts: Sequence[int] = ()
+) -> list[str]:
+    """Modules the file imports, as written (a Go import block's lines too). A Lua ``require`` may sit
+    anywhere on a line: one inside a comment or a string (``literals``, character spans, with the
+    lines' ``line_starts``) imports nothing."""
     rx = _MODULE.get(family)
     if rx is None:
         return []
+    starts = [a for a, _ in literals] if family == "lua" else []
+
+    def in_literal(at: int) -> bool:
+        i = bisect.bisect_right(starts, at) - 1
+        return i >= 0 and literals[i][0] <= at < literals[i][1]
+
     out: list[str] = []
     in_block = False
-    for ln in src.lines:
+    for k, ln in enumerate(src.lines):
         if family == "go":
             s = ln.strip()
             if s.startswith("import ("):
@@ -652,9 +663,10 @@ def _imports(src: Src, family: str) -> list[str]:
                 continue
             if not (in_block or s.startswith("import")):
                 continue
-        if family == "lua" and ln.lstrip().startswith("--"):
-            continue  # a comment that says require "x"
-        m = rx.search(ln) if family in ("js", "lua") else rx.match(ln)
+        if family == "lua" and line_starts:  # the first require outside a comment or a string
+            m = next((m for m in rx.finditer(ln) if not in_literal(line_starts[k] + m.start())), None)
+        else:
+            m = rx.search(ln) if family in ("js", "lua") else rx.match(ln)
         if m is not None:
             out.append(next(g for g in m.groups() if g))
     return list(dict.fromkeys(out))

@@ -83,10 +83,14 @@ def declared_name(text: str) -> str | None:
 _KINDS = frozenset(
     "class function func method struct interface type enum trait def constant variable module".split()
 )
-_CUES = frozenset(
-    "where defined defines define declared declares implemented located lives live definition declaration "
-    "implementation impl source do does".split()
-) | _KINDS  # fmt: skip
+# cues that make a short text a question about a name whatever the name looks like ("where is echo
+# defined"), and weak ones that do only for a name that reads as code ("the Headers class", "source of
+# get_config"; "type hints", "source maps", "module resolution" are topics)
+_STRONG_CUES = frozenset(
+    "where defined defines declared declares implemented located definition declaration implementation "
+    "do does".split()
+)  # fmt: skip
+_CUES = _STRONG_CUES | _KINDS | frozenset("define impl source live lives".split())
 _FILLER = frozenset(
     "what which how is are was the a an of for in to me i we you can could should would need want please "
     "find show see locate look up go jump explain our this my code codebase repo repository project file"
@@ -94,29 +98,48 @@ _FILLER = frozenset(
 )  # fmt: skip
 _ASKED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*(?:\(\))?")
 MAX_QUESTION_WORDS = 8
-_NOT_A_NAME = frozenset(["it", "this", "that", "there", "here", "a", "an", "the", "me", "all", *_KINDS])
+_NOT_A_NAME = frozenset(
+    ["it", "this", "that", "there", "here", "a", "an", "the", "me", "all", "self", "none", "null", "nil",
+     "true", "false", "undefined", *_KINDS]
+)  # fmt: skip
+
+
+def _reads_as_code(word: str) -> bool:
+    """A word that is a name in code, not prose: ``get_config``, ``Client.send``, ``Headers``, ``echo()``."""
+    return bool(CODE_LIKE.search(word)) or word[:1].isupper() or word.endswith("()")
+
+
+def _the_one_name(words: list[str], wrappers: frozenset[str]) -> str | None:
+    """The one word of ``words`` that is not a wrapper, when it can be a name (None otherwise)."""
+    rest = [w for w in words if w.lower() not in wrappers]
+    if len(rest) != 1 or not _ASKED.fullmatch(rest[0]) or rest[0].lower().removesuffix("()") in _NOT_A_NAME:
+        return None
+    return rest[0]
+
+
+def _question_words(text: str) -> list[str] | None:
+    """The words of a short question (2 to ``MAX_QUESTION_WORDS``), punctuation stripped; else None."""
+    words = [w.strip("?!.,:;\"'`") for w in text.replace("'s ", " is ").split()]
+    return words if 2 <= len(words) <= MAX_QUESTION_WORDS else None
 
 
 def asked_name(text: str) -> str | None:
     """The one name a short question asks to see (``where is TooManyRedirects defined``, ``what does
     echo do``, ``I need the Headers class``, ``definition of Client.send``), else None: every other word
-    is a question's filler or a cue (``defined``, ``where``, ``class``...), and the text has a cue or the
-    name reads as one (``find get_config``, ``show Headers``; ``find duplicates`` may be the words of
-    find_duplicates). Such a question is answered as the name alone: its wrapper words are no words of
-    the code. A question about uses (``where is echo called``) or about more than one word is left."""
+    is a question's filler or a cue (``defined``, ``where``, ``class``...). A name that does not read as
+    code needs a strong cue and three words, or four words (``where is echo defined``, ``show me the
+    echo function``; ``type hints``, ``implementation details``, ``find duplicates`` are topics). Such
+    a question is answered as the name alone: its wrapper words are no words of the code. A question
+    about uses (``where is echo called``) or about more than one word is left."""
     if declared_name(text):  # ``class Client``, ``def send``: a declaration, read as one
         return None
-    words = [w.strip("?!.,:;\"'`") for w in text.replace("'s ", " is ").split()]
-    if not 2 <= len(words) <= MAX_QUESTION_WORDS:
+    words = _question_words(text)
+    found = _the_one_name(words, _FILLER | _CUES) if words else None
+    if words is None or found is None:
         return None
-    rest = [w for w in words if w.lower() not in _FILLER and w.lower() not in _CUES]
-    if len(rest) != 1 or not _ASKED.fullmatch(rest[0]):
-        return None
-    name = rest[0].removesuffix("()")
-    cued = any(w.lower() in _CUES for w in words)
-    if not (cued or CODE_LIKE.search(name) or name[0].isupper() or rest[0].endswith("()")):
-        return None
-    return name
+    strong = len(words) >= 3 and any(w.lower() in _STRONG_CUES for w in words)
+    sentence = len(words) >= 4  # "show me the echo function": a request around a name, not a topic
+    return found.removesuffix("()") if strong or sentence or _reads_as_code(found) else None
 
 
 _USE_CUES = frozenset(
@@ -143,18 +166,20 @@ class UsesAsked:
 def asked_uses(text: str) -> UsesAsked | None:
     """The one name a short question asks the uses or the tests of (``where is echo called``, ``who
     calls Client.send``, ``usages of Headers``, ``tests for echo``), else None: every other word is a
-    question's filler or a cue of uses or tests, and one cue at least is there."""
-    words = [w.strip("?!.,:;\"'`") for w in text.replace("'s ", " is ").split()]
-    if not 2 <= len(words) <= MAX_QUESTION_WORDS:
+    question's filler or a cue of uses or tests, and one cue at least is there. Two words ask so only
+    when the name reads as code (``Headers usages``, ``get_config callers``): ``call graph``,
+    ``unit tests``, ``circular imports`` are topics."""
+    words = _question_words(text)
+    found = _the_one_name(words, _USE_FILLER | _USE_CUES | _TEST_CUES) if words else None
+    if words is None or found is None:
         return None
     low = [w.lower() for w in words]
-    rest = [w for w, lw in zip(words, low, strict=True) if lw not in _USE_FILLER | _USE_CUES | _TEST_CUES]
-    if len(rest) != 1 or not _ASKED.fullmatch(rest[0]) or rest[0].lower() in _NOT_A_NAME:
-        return None
     tests = any(w in _TEST_CUES for w in low)
     if not (tests or any(w in _USE_CUES for w in low)):
         return None
-    return UsesAsked(rest[0].removesuffix("()"), tests)
+    if len(words) < 3 and not _reads_as_code(found):
+        return None
+    return UsesAsked(found.removesuffix("()"), tests)
 
 
 @dataclass
