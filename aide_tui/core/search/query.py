@@ -81,7 +81,7 @@ def declared_name(text: str) -> str | None:
 
 # the words around a name in a question asking to see it ("where is X defined", "I need the X class")
 _KINDS = frozenset(
-    "class function func method struct interface type enum trait def constant variable module".split()
+    "class function func method struct interface type enum trait def constant variable module package".split()
 )
 # cues that make a short text a question about a name whatever the name looks like ("where is echo
 # defined"), and weak ones that do only for a name that reads as code ("the Headers class", "source of
@@ -138,6 +138,7 @@ def asked_name(text: str) -> str | None:
     if words is None or found is None:
         return None
     strong = len(words) >= 3 and any(w.lower() in _STRONG_CUES for w in words)
+    strong = strong or words[-1].lower() in ("module", "package")  # "the auth module": its file
     sentence = len(words) >= 4  # "show me the echo function": a request around a name, not a topic
     return found.removesuffix("()") if strong or sentence or _reads_as_code(found) else None
 
