@@ -31,6 +31,8 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from labeled_table import report
+
 SKIPPED_TOP = ("tests/", "test/", "docs/", "doc/", "examples/")
 QUESTIONS = ("where is {} defined", "what does {} do", "show me the {} class", "how is {} implemented",
              "which file defines {}", "I need the {} implementation", "{} source code",
@@ -165,13 +167,7 @@ def main() -> None:
                 rr = next((1 / (i + 1) for i, h in enumerate(hits) if _holds(h, d, whole_file)), 0.0)
                 for key in (f"{form}/{root.name}", f"{form}/all", f"{form}/{d['kw']}"):
                     rows[key].append(rr)
-    table = {k: {"n": len(v), "MRR@10": sum(v) / len(v), "Hit@1": sum(x == 1 for x in v) / len(v)}
-             for k, v in sorted(rows.items())}  # fmt: skip
-    print(f"| set ({args.mode}) | n | chunk MRR@10 | Hit@1 |\n|---|---|---|---|")
-    for k, m in table.items():
-        print(f"| {k} | {m['n']} | {m['MRR@10']:.3f} | {m['Hit@1']:.3f} |")
-    if args.json:
-        args.json.write_text(json.dumps(table, indent=1))
+    report(rows, args.mode, args.json)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ script, not a test.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import sys
@@ -24,6 +23,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from labeled_table import report  # noqa: E402
 
 from aide_tui.core.config import load_settings  # noqa: E402
 from aide_tui.core.search.searcher import Searcher  # noqa: E402
@@ -93,13 +94,7 @@ def main() -> None:
                            if h.path == d["path"] and h.start_line <= int(d["line"]) <= h.end_line), 0.0)  # type: ignore[call-overload]  # fmt: skip
                 rows[f"{form}/all"].append(rr)
                 rows[f"{form}/{root.name}"].append(rr)
-    table = {k: {"n": len(v), "MRR@10": sum(v) / len(v), "Hit@1": sum(x == 1 for x in v) / len(v)}
-             for k, v in sorted(rows.items())}  # fmt: skip
-    print(f"| set ({args.mode}) | n | chunk MRR@10 | Hit@1 |\n|---|---|---|---|")
-    for k, m in table.items():
-        print(f"| {k} | {m['n']} | {m['MRR@10']:.3f} | {m['Hit@1']:.3f} |")
-    if args.json:
-        args.json.write_text(json.dumps(table, indent=1))
+    report(rows, args.mode, args.json)
 
 
 if __name__ == "__main__":
