@@ -710,6 +710,8 @@ def test_scala_3_bodies_by_indentation_are_units() -> None:
     [
         ("m.lua", "function M.util.helper(x)\n  return x\nend\nfunction a.b.c:d()\nend\n", ["helper", "d"]),
         ("t.dart", "typedef Callback = void Function(int);\ntypedef void Old(int x);\n", ["Callback", "Old"]),
+        ("p.dart", "class P {\n  P.origin();\n  factory P.fromJson(Map j) {\n    return P.origin();\n  }\n}",
+         ["P", "origin", "fromJson"]),
         (
             "t.swift",
             "let top = 1\ntypealias Handler = (Int) -> Void\nfunc `default`() {}\n",

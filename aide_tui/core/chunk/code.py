@@ -426,6 +426,11 @@ LANGS: dict[str, Lang] = {
                 r"\s+(?P<name>\w+)"
             ),
             _p(r"^\s*typedef\s+(?:[\w<>?,\s]+?\s+)?(?P<name>\w+)\s*(?:<[^>]*>)?\s*[=(]", "type"),
+            _p(  # a named constructor or a factory: Point.origin(), factory Point.fromJson(...)
+                r"^\s*(?:const\s+|factory\s+)?(?P<owner>[A-Z]\w*)\.(?P<name>\w+)\s*\(",
+                "constructor",
+                member=True,
+            ),
             _p(
                 r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:static|final|const|external|late|abstract|covariant)\s+)*"
                 rf"(?:(?P<type>{_TYPE})\s+)?(?P<kind>get|set)\s+(?P<name>\w+)",
