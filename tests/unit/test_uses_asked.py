@@ -116,3 +116,36 @@ def test_the_answer_says_what_the_question_was_read_as(root: Path) -> None:
     said = {q: searcher.search(q, mode="bm25").to_json().get("read_as") for q in asked}
     assert said == {"who calls settle": "uses of settle", "tests for settle": "tests using settle",
                     "where is Ledger defined": "the definition of Ledger", "settle": None}  # fmt: skip
+
+
+TESTING = {
+    # the helpers a test uses live in the source; the project's own tests say "test" and "cli" more
+    "pkg/testing.py": '''
+        class CliRunner:
+            """Invokes a cli in isolation: what it printed and how it ended are kept."""
+
+            def invoke(self, cli, args):
+                return cli(args)
+    ''',
+    **{
+        f"tests/test_cli_{i}.py": f"""
+            from pkg.testing import CliRunner
+
+
+            def test_cli_output_{i}():
+                # test my cli: capture its output and its exit code (the output, the exit code)
+                result = CliRunner().invoke(print, ["test", "cli", "output"])
+                assert result is None
+        """
+        for i in range(4)
+    },
+}
+
+
+def test_a_how_question_about_testing_finds_the_helpers_not_the_tests(tmp_path: Path) -> None:
+    root = indexed_bm25(tmp_path / "ws", TESTING)
+    searcher = Searcher(root, load_settings(root, {"embedding": {"backend": "none"}}))
+    first = searcher.search("how do I test my cli and capture its output and exit code", mode="bm25")
+    assert first.results[0].path == "pkg/testing.py"
+    asked = searcher.search("test the cli output and exit code", mode="bm25")  # tests rank as they are
+    assert asked.results[0].path.startswith("tests/")
