@@ -32,7 +32,10 @@ _ERROR_LINE = re.compile(
 )
 _ERROR_QUERY = re.compile(
     r"^\s*(?:Uncaught\s+|Exception in thread \"[^\"]{1,80}\"\s+)?"  # how JS and Java print it
-    r"(?:[\w.$]+\.)?(?:[A-Z]\w*)?(?:Error|Exception|Warning)\s*:\s+(\S.*?)\s*$",
+    # the exception's class: ...Error, ...Exception, ...Warning, or any CamelCase name (CookieConflict,
+    # StreamConsumed, InvalidURL, StopIteration)
+    r"(?:[\w.$]+\.)?(?:(?:[A-Z]\w*)?(?:Error|Exception|Warning)|[A-Z][a-z]+(?:[A-Z][a-z0-9]*|[A-Z]+)+)"
+    r"\s*:\s+(\S.*?)\s*$",
     re.S,
 )
 _STAMP = r"\[?\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\]?\s+"  # a log line's date and time
