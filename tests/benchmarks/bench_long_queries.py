@@ -31,7 +31,7 @@ SHAPES = {
     "dotted": "a." * 16000, "folders": "a/" * 16000, "a path": "src/" * 8000 + "x.py:1",
     "dashes": "-" * 32000, "a flag": "--" + "a-" * 16000, "camelCase": "aB" * 16000,
     "snake_case": "a_" * 16000, "colons": "a:" * 16000, "quoted": '"a" ' * 8000, "calls": "f(" * 16000,
-    "digits": "1" * 32000, "a log of calls": "foo.bar(baz) " * 2700,
+    "digits": "1" * 32000, "capitals": "A" * 32000, "a log of calls": "foo.bar(baz) " * 2700,
     "frames": 'File "a.py", line 1, in f\n' * 1200, "umlauts": "ä" * 32000, "blank": " \n" * 16000,
     "brackets": "[a]" * 10000, "sigils": "$a@b#c " * 4500, "escapes": "\\a" * 16000, "tags": "<a>" * 10000,
 }  # fmt: skip

@@ -703,6 +703,12 @@ def test_scala_3_bodies_by_indentation_are_units() -> None:
     spans = {c.symbol: (c.start_line, c.end_line) for c in chunks}
     assert spans["object Billing > def invoice"] == (4, 6)
     assert spans["class Circle > def grow"][1] >= 14  # its body, not the def line alone
+    allman = (  # a body's brace on a line of its own
+        "class Foo {\n  def m1(x: Int): Int =\n  {\n    x + 1\n  }\n\n  def m2(x: Int): Int =\n  {\n"
+        "    x * 2\n  }\n}\n"
+    )
+    units = [(c.start_line, c.end_line, c.symbol) for c in chunk_file("a.scala", allman, 30)]
+    assert units == [(1, 1, "class Foo"), (2, 5, "class Foo > def m1"), (7, 11, "class Foo > def m2")]
 
 
 @pytest.mark.parametrize(
@@ -710,8 +716,11 @@ def test_scala_3_bodies_by_indentation_are_units() -> None:
     [
         ("m.lua", "function M.util.helper(x)\n  return x\nend\nfunction a.b.c:d()\nend\n", ["helper", "d"]),
         ("t.dart", "typedef Callback = void Function(int);\ntypedef void Old(int x);\n", ["Callback", "Old"]),
-        ("p.dart", "class P {\n  P.origin();\n  factory P.fromJson(Map j) {\n    return P.origin();\n  }\n}",
-         ["P", "origin", "fromJson"]),
+        (
+            "p.dart",
+            "class P {\n  P.origin();\n  factory P.fromJson(Map j) {\n    return P.origin();\n  }\n}",
+            ["P", "origin", "fromJson"],
+        ),
         (
             "t.swift",
             "let top = 1\ntypealias Handler = (Int) -> Void\nfunc `default`() {}\n",

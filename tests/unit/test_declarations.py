@@ -207,7 +207,8 @@ def test_a_command_line_flag_finds_where_the_option_is_declared(root: Path) -> N
         ("open file", None),
         ("show me the class", None),
         ("Headers", None),
-        ("the compat module", "compat"),  # a module: its file (named_file)
+        ("show me the tests", None),  # no cue: a topic
+        ("echo function", "echo"),  # a name and its kind
         ("type hints", None),  # a topic: a weak cue and a plain word
         ("implementation details", None),
         ("live reload", None),

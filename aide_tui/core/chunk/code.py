@@ -522,6 +522,9 @@ def _indent_end(src: Src, sc: Scan, i: int, closer: re.Pattern[str] | None, comm
         if indent[j] <= ind:
             if closer is not None and indent[j] == ind and closer.match(s):
                 return j
+            if last == i and indent[j] == ind and s.rstrip() == "{":  # a brace on its own line opens the body
+                last = j
+                continue
             if s.startswith(comments):
                 continue
             return last

@@ -23,10 +23,11 @@ MAX_FLAG_QUERY_WORDS = 3  # a flag in a longer query is mentioned, not asked for
 # setting or a constant, looked for as written in a short query (its words alone are everywhere)
 CONSTANT = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w-])")
 MAX_CONSTANT_QUERY_WORDS = 4
-# one upper-case word asked for alone or as a variable (``COLUMNS``, ``TERM environment variable``):
-# looked for in that case as a whole word (any case, "term" and "columns" are everywhere)
+# one upper-case word asked for as a variable (``TERM environment variable``, ``COLUMNS env``): looked
+# for in that case as a whole word ("term" and "columns" are everywhere; alone, ``API``, ``SSL`` or
+# ``JSON`` is an acronym that code spells in lower case)
 _CAPS_ASKED = re.compile(
-    r"\s*([A-Z][A-Z0-9]{2,})(?:\s+(?:env|environment|variable|var|setting|constant)){0,2}\s*"
+    r"\s*([A-Z][A-Z0-9]{2,})(?:\s+(?:env|environment|variable|var|setting|constant)){1,2}\s*"
 )
 _WORD = re.compile(r"\w+")
 _FILE_NAME = re.compile(r"[\w.-]+\.[a-z][a-z0-9]{0,5}")
@@ -288,8 +289,8 @@ def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
     declared and documented; a question that mentions a flag in passing is about something else. So
     does an upper-case name with underscores in a query of at most four words (``FORCE_COLOR``,
     ``FLASK_DEBUG environment variable``: where it is read or set), and one upper-case word asked for
-    alone or as a variable (``COLUMNS``, ``TERM env``); both in that case, as whole words (the
-    function ``force_color`` is not the variable)."""
+    as a variable (``TERM env``, ``COLUMNS environment variable``); both in that case, as whole words
+    (the function ``force_color`` is not the variable)."""
     n_words = len(text.split())
     flags = CLI_FLAG.findall(text) if n_words <= MAX_FLAG_QUERY_WORDS else []
     # upper-case names are looked for in that case, as whole words

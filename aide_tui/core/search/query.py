@@ -56,7 +56,7 @@ _WORD = re.compile(r"\w+")
 _CODE_MARK = re.compile(r"[()\[\]{}=;]|->|::|\w\.\w")
 _CODE_TOKEN = re.compile(r"\w\(|\w\.\w|\w\[|[=;{}]|->|::")  # a call, an attribute, an index, an assignment
 _COMMIT_SUBJECT = re.compile(r"\w+\([\w ,./-]*\)!?:")  # fix(table): ...
-CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|[A-Z]{2,}[a-z]|\d")  # an identifier, not a word
+CODE_LIKE = re.compile(r"[_.]|[a-z][A-Z]|(?<![A-Z])[A-Z]{2,}[a-z]|\d")  # an identifier, not a word
 
 MAX_DECLARATION_CHARS = 160  # a signature's length; a longer text is a pasted block
 # A query written as a declaration asks for that definition: ``class Client``, ``def get_list``,
@@ -141,8 +141,10 @@ def asked_name(text: str) -> str | None:
     if words is None or found is None:
         return None
     strong = len(words) >= 3 and any(w.lower() in _STRONG_CUES for w in words)
-    strong = strong or words[-1].lower() in ("module", "package")  # "the auth module": its file
-    sentence = len(words) >= 4  # "show me the echo function": a request around a name, not a topic
+    # "show me the echo function": a request around a name ("show me the tests" has no cue: a topic);
+    # "echo function": a name and its kind
+    sentence = len(words) >= 4 and any(w.lower() in _CUES for w in words)
+    sentence = sentence or (len(words) == 2 and words[1].lower() in _KINDS and words[1].lower() != "type")
     return found.removesuffix("()") if strong or sentence or _reads_as_code(found) else None
 
 
@@ -151,6 +153,8 @@ _USE_CUES = frozenset(
     "reference refs invoked invokes imported imports instantiated instantiates".split()
 )  # fmt: skip
 _TEST_CUES = frozenset("test tests tested testing".split())
+_POINTS_AT = frozenset("for of calls call uses use callers usages references".split())  # "callers of X"
+_USED_AS = frozenset("used called invoked referenced imported instantiated callers usages".split())
 _USE_FILLER = _FILLER | frozenset("where who whom all every list places place sites site does do".split())
 
 
@@ -181,8 +185,15 @@ def asked_uses(text: str) -> UsesAsked | None:
     tests = any(w in _TEST_CUES for w in low)
     if not (tests or any(w in _USE_CUES for w in low)):
         return None
-    if len(words) < 3 and not _reads_as_code(found):
-        return None
+    if not _reads_as_code(found):
+        if len(words) < 3:
+            return None
+        # "tests for echo", "callers of echo": a plain word is a name when the question points at it
+        # ("run the tests", "where are integration tests", "how are tests run" are about tests)
+        at = low.index(found.lower())
+        before, after = (low[at - 1] if at else ""), (low[at + 1] if at + 1 < len(low) else "")
+        if before not in _POINTS_AT and after not in _USED_AS:
+            return None
     return UsesAsked(found.removesuffix("()"), tests)
 
 
