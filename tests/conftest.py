@@ -194,7 +194,7 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One models folder for the session (``AIDE_MODELS_DIR``): the onnx graphs and the static tier's
-    table are built once, not once per test (each takes tens of seconds). The static table is linked
+    table are built once, not once per test (each takes tens of seconds). The static table is copied
     from the user's own cache when it is there (it is checked against its sha256 when read), else
     distilled here once, so that no test depends on which test distils it first. Parallel workers
     (``pytest -n``) share the folder: the first one to take its lock fills it."""
@@ -214,8 +214,13 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             return shared  # another worker filled it
         mine = Path(os.environ.get(USER_MODELS) or user_models()) / name
         if mine.is_file() and mine.with_suffix(".json").is_file():
-            for src in (mine, mine.with_suffix(".json")):
-                (shared / src.name).symlink_to(src)
+            # copied, not linked: the table is read without following links (a symlinked one was
+            # distilled again, 30 s, by whichever test first loaded it)
+            for src in (mine.with_suffix(".json"), mine):
+                tmp = shared / f".{src.name}.tmp"
+                shutil.copyfile(src, tmp)
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, shared / src.name)
         else:
             os.environ["AIDE_MODELS_DIR"] = str(shared)
             try:
