@@ -268,3 +268,49 @@ def test_a_word_naming_a_module_finds_the_module(modules: Path) -> None:
     assert _first(modules, "compat")[0] == "pkg/_compat.py"
     assert _first(modules, "_compat", exact_definition=1.0)[0] != "pkg/_compat.py"  # the lever moves it
     assert _first(modules, "align")[0] == "pkg/text.py"  # Text.align, not align.py
+
+
+SPELLINGS = {
+    "pkg/prompts.py": '''
+        def prompt_for_value(ctx):
+            """Ask for the value on the terminal."""
+            return ctx.read()
+    ''',
+    "pkg/auth.py": '''
+        class DigestAuth:
+            """Challenge and response."""
+
+            def sign(self, request):
+                return request
+    ''',
+    "web/client.ts": """
+        export function fetchJsonBody(url: string) {
+          return fetch(url).then((r) => r.json());
+        }
+    """,
+    # the words of every name, said often elsewhere
+    **{
+        f"pkg/notes_{i}.py": f'''
+            def notes_{i}(prompt, value, digest, auth, body):
+                """Prompt for a value: the prompt value; digest auth: the auth digest; fetch the json body."""
+                prompt.value = value or prompt.for_value(digest.auth, auth.digest)
+                return fetch_json(body, json=body.json, fetch=prompt.fetch, value=value, auth=auth)
+        '''
+        for i in range(4)
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [
+        ("promptForValue", "pkg/prompts.py"),  # camelCase for a snake_case name
+        ("fetch_json_body", "web/client.ts"),  # snake_case for a camelCase one
+        ("digest auth", "pkg/auth.py"),  # its words for a CamelCase one
+    ],
+)
+def test_a_name_in_another_convention_finds_its_definition(tmp_path: Path, query: str, path: str) -> None:
+    root = Path(indexed_bm25(tmp_path / "ws", SPELLINGS))
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    hit = Searcher(root, settings).search(query, limit=3, mode="bm25").results[0]
+    assert (hit.path, hit.ranks.get("symbol")) == (path, 1)  # the definition, as a definition

@@ -75,7 +75,30 @@ def symbol_names(text: str, parts: QueryParts) -> list[tuple[str, float]]:
         return [(c, 1.0) for c in _name_candidates(declared)]
     words = identifiers(CLI_FLAG.sub(" ", text))  # ``--follow-redirects`` names no function ``follow``
     short = len(words) <= 3
-    return [(c, 1.0) for w in words if short or CODE_LIKE.search(w) for c in _name_candidates(w)]
+    named = [(c, 1.0) for w in words if short or CODE_LIKE.search(w) for c in _name_candidates(w)]
+    return named + [(c, 1.0) for c in other_spellings(text) if len(c) >= 3 and (c, 1.0) not in named]
+
+
+_CAMEL_PART = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_PLAIN = re.compile(r"[a-z][a-z0-9]*")
+
+
+def other_spellings(text: str) -> list[str]:
+    """The one name a short query writes, in the other conventions it may be defined in:
+    ``promptForValue`` → ``prompt_for_value``; ``prompt_for_value`` → ``promptforvalue`` (definitions
+    are looked up in any case: ``promptForValue``, ``PromptForValue``); two or three plain words
+    ``digest auth`` → ``digest_auth`` and ``digestauth`` (``DigestAuth``)."""
+    words = text.split()
+    if len(words) == 1:
+        w = words[0].strip("()`'\"")
+        if "_" in w.strip("_") and w.replace("_", "").isalnum():
+            return [w.replace("_", "")]  # snake: camel and Pascal, looked up in any case
+        if w[:1].islower() and w.isalnum() and any(c.isupper() for c in w):
+            return ["_".join(p.lower() for p in _CAMEL_PART.findall(w))]  # camel: snake
+        return []
+    if 2 <= len(words) <= 3 and all(_PLAIN.fullmatch(w) for w in words):
+        return ["_".join(words), "".join(words)]
+    return []
 
 
 def asked_names(text: str, parts: QueryParts) -> set[str]:
@@ -84,9 +107,10 @@ def asked_names(text: str, parts: QueryParts) -> set[str]:
     (``--no-verify``: ``verify``)."""
     words = [w.strip("()[]{}<>:;,`'") for w in text.split()]
     declared = declared_name(text)
+    spelled = set(other_spellings(text)) if not parts.long else set()
     return {
         name for name, _ in symbol_names(text, parts)
-        if name == declared or any(w == name or w.endswith("." + name) for w in words)
+        if name == declared or name in spelled or any(w == name or w.endswith("." + name) for w in words)
     }  # fmt: skip
 
 
