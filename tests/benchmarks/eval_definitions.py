@@ -14,7 +14,9 @@ once in the source, on the line declaring the option (``--follow-redirects``). A
 bare names (two neighbouring letters of the longest part swapped: ``Hedaers``). A sixth wraps each
 bare name in a question, one of ``QUESTIONS`` in turn (``where is Headers defined``). A seventh asks
 for each module whose file stem no other source file has, by its stem as written (``_compat``;
-right: any chunk of that file). Right: a hit whose chunk
+right: any chunk of that file). Two more ask for each bare name in another convention: a snake_case name
+as camelCase (``promptForValue``) and a name of two or three words as those words (``digest auth``).
+Right: a hit whose chunk
 covers the ``def``/``class`` line, or the option's (chunk MRR@10, Hit@1). Through the CLI
 (``search --json --no-update --batch``), so each workspace must be indexed first. A script, not a test.
 """
@@ -121,6 +123,20 @@ def modules(root: Path, per_corpus: int) -> list[dict[str, object]]:
     ]
 
 
+def _camel(name: str) -> str | None:
+    """A snake_case name as camelCase (``prompt_for_value`` → ``promptForValue``); None for others."""
+    parts = [p for p in name.split("_") if p]
+    if len(parts) < 2 or name.startswith("_"):
+        return None
+    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+
+
+def _words(name: str) -> str | None:
+    """A name's words in lower case (``DigestAuth`` → ``digest auth``); None for a one-word name."""
+    words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)
+    return " ".join(w.lower() for w in words) if 2 <= len(words) <= 3 else None
+
+
 def _holds(hit: dict[str, object], d: dict[str, object], whole_file: bool) -> bool:
     """Whether a hit is the right answer: its chunk covers the line asked for (any chunk of the file)."""
     if hit["path"] != d["path"]:
@@ -157,6 +173,8 @@ def main() -> None:
                 {**d, "name": QUESTIONS[i % len(QUESTIONS)].format(d["name"])} for i, d in enumerate(unique)
             ],
             "module": modules(root, args.per_corpus),
+            "camelCase": [{**d, "name": c} for d in unique if (c := _camel(str(d["name"])))],
+            "words": [{**d, "name": w} for d in unique if (w := _words(str(d["name"])))],
         }
         for form, defs in sets.items():
             if not defs:
