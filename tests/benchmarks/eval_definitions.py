@@ -23,7 +23,6 @@ covers the ``def``/``class`` line, or the option's (chunk MRR@10, Hit@1). Throug
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import random
@@ -33,7 +32,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from labeled_table import report
+from labeled_table import arguments, report
 
 SKIPPED_TOP = ("tests/", "test/", "docs/", "doc/", "examples/")
 QUESTIONS = ("where is {} defined", "what does {} do", "show me the {} class", "how is {} implemented",
@@ -153,12 +152,7 @@ def ranks(root: Path, queries: list[str], mode: str) -> list[list[dict[str, obje
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("roots", nargs="+", type=Path)
-    ap.add_argument("--per-corpus", type=int, default=60)
-    ap.add_argument("--mode", default="hybrid", choices=["hybrid", "bm25"])
-    ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
+    args = arguments(__doc__, per_corpus=60)
     rows: dict[str, list[float]] = defaultdict(list)
     for root in args.roots:
         unique, shared = definitions(root, args.per_corpus)

@@ -15,7 +15,6 @@ script, not a test.
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
 import sys
@@ -24,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from labeled_table import report  # noqa: E402
+from labeled_table import arguments, report  # noqa: E402
 
 from aide_tui.core.config import load_settings  # noqa: E402
 from aide_tui.core.search.searcher import Searcher  # noqa: E402
@@ -78,12 +77,7 @@ def sets(root: Path, n: int) -> dict[str, list[dict[str, object]]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("roots", nargs="+", type=Path)
-    ap.add_argument("--per-corpus", type=int, default=40)
-    ap.add_argument("--mode", default="hybrid", choices=["hybrid", "bm25"])
-    ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
+    args = arguments(__doc__, per_corpus=40)
     rows: dict[str, list[float]] = defaultdict(list)
     for root in args.roots:
         searcher = Searcher(root, load_settings(root, {}))

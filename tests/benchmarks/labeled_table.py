@@ -1,10 +1,21 @@
-"""The table the labeled-set scripts print (``eval_definitions.py``, ``eval_snippets.py``): chunk MRR@10
-and Hit@1 per set, as markdown, and optionally as JSON."""
+"""The command line and the table of the labeled-set scripts (``eval_definitions.py``,
+``eval_snippets.py``): chunk MRR@10 and Hit@1 per set, as markdown, and optionally as JSON."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+
+
+def arguments(doc: str, per_corpus: int) -> argparse.Namespace:
+    """The scripts' shared command line: roots, ``--per-corpus``, ``--mode``, ``--json``."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("roots", nargs="+", type=Path)
+    ap.add_argument("--per-corpus", type=int, default=per_corpus)
+    ap.add_argument("--mode", default="hybrid", choices=["hybrid", "bm25"])
+    ap.add_argument("--json", type=Path)
+    return ap.parse_args()
 
 
 def report(rows: dict[str, list[float]], mode: str, json_path: Path | None) -> None:

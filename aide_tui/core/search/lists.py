@@ -339,7 +339,8 @@ def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
     cands = r.positive() if held is None else held
 
     def holds(text: str) -> bool:
-        return all(p in text.lower() for p in phrases) and all(x.search(text) for x in exact)
+        low = text.lower()  # once per chunk, not once per phrase
+        return all(p in low for p in phrases) and all(x.search(text) for x in exact)
 
     hits = [k for k in cands if holds(r.chunk(k).text)]
     hits.sort(key=lambda k: (-r.score(k), r.order(k)))
