@@ -366,6 +366,93 @@ def test_js_functions_assigned_to_members_and_exports_are_definitions() -> None:
     assert "function app.listen" in labels and "function exports.compileETag" in labels, labels
 
 
+ESLINT_LIKE = """
+    "use strict";
+    module.exports = {
+        meta: { type: "layout" },
+        create(context) {
+            const sourceCode = context.sourceCode;
+
+            /**
+             * Reports a missing semicolon.
+             */
+            function checkForSemicolon(node) {
+                if (!sourceCode.getLastToken(node)) {
+                    context.report({ node });
+                }
+            }
+
+            const reportIfEmpty = (node) => {
+                checkForSemicolon(node);
+            };
+
+            return {
+                VariableDeclaration: checkForSemicolon,
+                "Program:exit"() {
+                    reportIfEmpty(null);
+                },
+            };
+        },
+    };
+"""
+
+UMD_LIKE = """
+    ;(function () {
+      var VERSION = '4.17.21';
+
+      function baseClone(value, bitmask) {
+        function cloneLeaf(leaf) {
+          return leaf;
+        }
+        return cloneLeaf(value);
+      }
+
+      var root = typeof self == 'object' && self;
+      root._ = { baseClone: baseClone };
+    }.call(this));
+"""
+
+LUA_NESTED = """
+    local M = {}
+
+    function M.render(items)
+      local function escape(text)
+        return text
+      end
+      return escape(items)
+    end
+
+    return M
+"""
+
+
+def test_functions_declared_in_a_js_or_lua_function_body_are_definitions() -> None:
+    """The helpers a JS closure declares (an ESLint rule's ``create``, a factory) are definitions, as a
+    Python function's inner ``def`` is: ``defs``, the symbol list and the chunk's defined names see
+    them. What is not a declaration stays out: a local ``const`` value, an object literal's handlers."""
+    g = graph_of("lib/rules/semi.js", ESLINT_LIKE)
+    defs = {(d.qualname, d.line, d.kind) for d in g.defs}
+    assert {("module.exports.create.checkForSemicolon", 10, "function"),
+            ("module.exports.create.reportIfEmpty", 16, "function")} <= defs, defs  # fmt: skip
+    assert not {d.name for d in g.defs} & {"sourceCode", "VariableDeclaration", "Program:exit"}
+    chunks = chunk_file_multi("lib/rules/semi.js", textwrap.dedent(ESLINT_LIKE).lstrip("\n"), (1500,), [])[0]
+    assert {"create", "checkForSemicolon", "reportIfEmpty"} <= set(chunks[0].defines)
+    g = graph_of("lua/m.lua", LUA_NESTED)
+    assert ("M.render.escape", 4, "function") in {(d.qualname, d.line, d.kind) for d in g.defs}
+
+
+def test_functions_in_an_iife_are_units_of_their_own() -> None:
+    """A UMD or IIFE wrapper is no unit, so the functions in it were nothing: lodash.js (17k lines, a
+    few hundred functions) had no definition and no chunk a symbol. They are units now, their own
+    helpers definitions of theirs."""
+    g = graph_of("lodash.js", UMD_LIKE)
+    defs = {(d.qualname, d.line, d.kind) for d in g.defs}
+    assert {("baseClone", 4, "function"), ("baseClone.cloneLeaf", 5, "function")} <= defs, defs
+    assert not [d for d in g.defs if d.name in ("VERSION", "root")]  # values in the wrapper: not units
+    pieces = chunk_file_multi("lodash.js", textwrap.dedent(UMD_LIKE).lstrip("\n"), (1500, 300), [])[1]
+    assert "function baseClone" in [c.symbol for c in pieces]
+
+
 def test_defs_on_a_js_workspace_find_member_assignments_not_imports(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     (root / "lib").mkdir(parents=True)

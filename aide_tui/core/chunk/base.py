@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 # 4: base64 images and data: URIs blanked (core/blobs.py)
 # 5: a notebook is chunked as its cells' code (core/notebook.py); Swift, Scala, Dart and Lua have units;
 #    Vue, Svelte and Astro files are chunked as their scripts; Vue's option objects hold methods
-CHUNKER_VERSION = "5"
+# 6: JS/TS and Lua functions declared in a function's body are definitions; those inside a wrapper that
+#    is no unit (an IIFE, a UMD factory, a callback) are units
+CHUNKER_VERSION = "6"
 
 
 @dataclass(slots=True, eq=False)
@@ -31,6 +33,9 @@ class Unit:
     define: bool = True  # whether ``name`` goes into Chunk.defines
     owner: str = ""  # the object a JS member is assigned to ("app" of ``app.listen = function``)
     children: list[Unit] = field(default_factory=list)
+    # functions and classes declared in this unit's body (a JS closure's helpers): definitions the
+    # chunk holding them records, not units of their own (chunk boundaries do not follow them)
+    nested: list[Unit] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.start < 0 or self.start > self.head:

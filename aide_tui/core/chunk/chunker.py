@@ -232,6 +232,7 @@ def _flatten(units: list[Unit], out: list[tuple[int, str]]) -> None:
         if u.define and u.name:
             out.append((u.head, u.name))
         _flatten(u.children, out)
+        _flatten(u.nested, out)
 
 
 def _signature(src: Src, u: Unit, language: str) -> str:

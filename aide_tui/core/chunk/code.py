@@ -164,6 +164,7 @@ class Lang:
     decorator: Callable[[str], bool] | None = None
     mode: str = "brace"  # "brace" | "indent"
     closer: str = ""  # indent mode: regex of the line closing a block at the same indentation
+    nested: frozenset[str] = frozenset()  # kinds declared in a function's body that are definitions
 
 
 def _p(rx: str, kind: str = "", **kw: bool) -> Pat:
@@ -342,6 +343,7 @@ LANGS: dict[str, Lang] = {
         frozenset({"class", "interface", "namespace", "module", "object"}),
         ("//", "/*", "*"),
         _at,
+        nested=frozenset({"function", "function*", "class", "interface", "enum", "type"}),
     ),
     "php": Lang(
         "php",
@@ -459,6 +461,7 @@ LANGS: dict[str, Lang] = {
         None,
         "indent",
         r"end\b",
+        nested=frozenset({"function"}),
     ),
     "python": Lang(
         "python",
@@ -586,7 +589,7 @@ def anchor_units(
         items.append((u, p.member))
         if p.group:
             extras.extend(_group_members(src, sc, u))
-    roots = build_tree(items, sc.depth_at if lang.mode == "brace" else None)
+    roots = build_tree(items, sc.depth_at if lang.mode == "brace" else None, nested_kinds=lang.nested)
     return roots, extras, _lead_checker(src, lang, sc.lit_at)
 
 
@@ -664,8 +667,16 @@ def _group_members(src: Src, sc: Scan, u: Unit) -> list[tuple[int, str]]:
     return out
 
 
-def build_tree(items: list[tuple[Unit, bool]], depth_at: list[int] | None, root_depth: int = 0) -> list[Unit]:
-    """Nest units by span containment; drop anchors inside non-container units (e.g. in function bodies)."""
+def build_tree(
+    items: list[tuple[Unit, bool]],
+    depth_at: list[int] | None,
+    root_depth: int = 0,
+    nested_kinds: frozenset[str] = frozenset(),
+) -> list[Unit]:
+    """Nest units by span containment; drop anchors inside non-container units (e.g. in function
+    bodies). A dropped anchor of one of ``nested_kinds`` is kept as its enclosing unit's ``nested``
+    definition, and one at a deeper level than the roots outside any unit (a function in an IIFE or a
+    callback) is a root."""
     roots: list[Unit] = []
     stack: list[Unit] = []
     last_head = -1
@@ -675,14 +686,16 @@ def build_tree(items: list[tuple[Unit, bool]], depth_at: list[int] | None, root_
         while stack and stack[-1].end < u.head:
             stack.pop()
         parent = stack[-1] if stack else None
+        keep_nested = u.define and bool(u.name) and u.kind in nested_kinds and not member
         if parent is None:
-            if member or (depth_at is not None and depth_at[u.head] != root_depth):
+            if member or (depth_at is not None and depth_at[u.head] != root_depth and not keep_nested):
                 continue
             roots.append(u)
         else:
-            if not parent.container:
-                continue
-            if depth_at is not None and depth_at[u.head] != depth_at[parent.head] + 1:
+            inside = parent.container and (depth_at is None or depth_at[u.head] == depth_at[parent.head] + 1)
+            if not inside:
+                if keep_nested:
+                    parent.nested.append(u)
                 continue
             u.end = min(u.end, parent.end)
             parent.children.append(u)

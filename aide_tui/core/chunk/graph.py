@@ -576,6 +576,7 @@ def _unit_defs(units: list[Unit], src: Src, chain: list[str], out: list[Definiti
                 )  # fmt: skip
             )
         _unit_defs(u.children, src, [*owned, u.name] if u.name else owned, out)
+        _unit_defs(u.nested, src, [*owned, u.name] if u.name else owned, out)
 
 
 def _identifiers(text: str, spans: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
