@@ -8,8 +8,13 @@ projects, so names decide nothing here. Two kinds of evidence do:
   rendered docs site has ``searchindex.js`` beside ``_static/``, whose support folders
   (:func:`render_support_reason`) are copies and renders;
 - **content** (:func:`content_reason`, from the text read for indexing): an HTML page that names the
-  tool that rendered it, a minified or compiled script or style sheet, a source map, a file whose first
-  lines say it is generated and not to be edited.
+  tool that rendered it, a minified or compiled script or style sheet, a source map, a data or text
+  file whose first lines say it is generated and not to be edited.
+
+Source code that says it is generated (``// Code generated ... DO NOT EDIT.``, ``@generated``) is
+indexed: a protobuf message, an HTTP/2 framer bundled into Go's ``net/http`` or a deepcopy method is
+defined nowhere else, and a search or ``defs`` for it must find it. What is left out is a copy of
+sources that are indexed themselves (a render, a bundle, a map).
 
 A negated ``index.exclude`` pattern (``!doc/_static/``, ``!*.html``) brings such files back.
 """
@@ -17,6 +22,8 @@ A negated ``index.exclude`` pattern (``!doc/_static/``, ``!*.html``) brings such
 from __future__ import annotations
 
 import re
+
+from aide_tui.core.languages import LANGUAGES, detect_language
 
 # marker entries of build trees: any one of them makes its folder build output
 _TREE_MARKERS: dict[str, str] = {
@@ -90,6 +97,9 @@ _MARKED_GENERATED = re.compile(r"^\W{0,4}@generated\b", re.MULTILINE)  # Meta's 
 MINIFIED_LINE = 110  # average characters a line from which a script is minified (GitHub linguist's rule)
 MINIFIED_MIN_CHARS = 2048  # a short one-line script is a script, not a bundle
 HEAD_LINES = 10  # a "generated, do not edit" banner is in a file's first lines
+# languages whose generated files are indexed all the same: the code a developer calls and reads
+# (protobuf messages, Go's h2_bundle.go, deepcopy and stringer output) is defined only there
+GENERATED_CODE_KEPT = frozenset(LANGUAGES) - {"text", "markdown", "yaml", "toml", "json"}
 
 
 def content_reason(rel: str, text: str) -> str | None:
@@ -113,6 +123,8 @@ def content_reason(rel: str, text: str) -> str | None:
         and '"mappings"' in text
     ):
         return "generated: a source map"
+    if detect_language(rel) in GENERATED_CODE_KEPT:
+        return None  # generated source code: the only definitions of its names (see the module's doc)
     head = "\n".join(text[:4000].splitlines()[:HEAD_LINES])
     if _GO_GENERATED.search(head) or _MARKED_GENERATED.search(head):
         return "generated: its first lines say so"
