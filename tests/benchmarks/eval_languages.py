@@ -94,9 +94,9 @@ def block_end(lines: list[str], def_line: int) -> int:
 
 def _declares(tag: dict[str, object]) -> bool:
     """Whether ctags' tag is a declaration as a person reads it: not an object literal's key that it
-    calls a class, not an anonymous function, not a bodiless overload signature (``f(x): T;``)."""
+    calls a class, not an anonymous function or struct, not a bodiless overload signature (``f(x): T;``)."""
     pattern, name = str(tag.get("pattern", "")), str(tag["name"])
-    if name.startswith("AnonymousFunction"):
+    if name.startswith(("AnonymousFunction", "__anon")):
         return False
     if tag["kind"] == "class" and tag.get("language") in ("JavaScript", "TypeScript"):
         return "class" in pattern

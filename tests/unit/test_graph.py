@@ -453,6 +453,76 @@ def test_functions_in_an_iife_are_units_of_their_own() -> None:
     assert "function baseClone" in [c.symbol for c in pieces]
 
 
+CPP_DECLARED = """
+    struct Forward;
+
+    static int helper(int x);
+
+    template <typename T>
+    struct holder {
+        using value_type = T;
+        void reset();
+        int size() const { return n; }
+        int n;
+    };
+
+    using IntVec = std::vector<int>;
+
+    static int helper(int x) {
+        return x + 1;
+    }
+
+    struct Forward {
+        int a;
+    };
+"""
+
+
+def test_a_c_declaration_is_not_the_definition_and_a_cpp_alias_is_one() -> None:
+    """A prototype or a forward declaration (Pillow's ``getcolors32(...);`` above its body) came first
+    for its name and sent ``defs`` to a line without code; the definition is the one with a body.
+    ``using X = ...`` (pybind11's ``exactly_one_t``) defines a type, as ``typedef`` does."""
+    g = graph_of("src/holder.cpp", CPP_DECLARED)
+    defs = [(d.name, d.line) for d in g.defs]
+    assert ("helper", 15) in defs and ("helper", 3) not in defs, defs
+    assert ("Forward", 19) in defs and ("Forward", 1) not in defs, defs
+    assert "reset" not in {name for name, _ in defs}  # declared only: defined where its body is
+    assert {("value_type", 7), ("IntVec", 13), ("size", 9)} <= set(defs), defs
+
+
+def test_a_cpp_header_named_h_is_read_as_cpp() -> None:
+    """``.h`` is C's and C++'s: pybind11's headers were read as C, whose structs hold no members, so
+    ``cpp_function::dispatcher`` and every other inline member defined nothing (170 definitions in
+    pybind11.h now, 77 before). A header that writes a class, a namespace, a template, an access label or
+    ``std::`` is C++; a C header stays C."""
+    cpp = (
+        "namespace detail {\nclass cpp_function {\npublic:\n"
+        "    static int dispatcher(int x) {\n        return x;\n    }\n};\n}\n"
+    )
+    g = graph_of("include/pybind11.h", cpp)
+    assert "detail.cpp_function.dispatcher" in {d.qualname for d in g.defs}, g.defs
+    assert chunk_file_multi("include/pybind11.h", cpp, (1500,), [])[0][0].language == "cpp"
+    c = "/* the class of an image */\ntypedef struct ImagingInstance *Imaging;\nextern Imaging New(int x);\n"
+    assert chunk_file_multi("Imaging.h", c, (1500,), [])[0][0].language == "c"
+
+
+def test_a_header_passes_a_c_or_a_cpp_language_filter(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    write_workspace(root, {
+        "include/holder.h": "namespace util {\nclass Holder {\npublic:\n    int capybara() {}\n};\n}\n",
+        "src/image.h": "typedef struct Image *ImagePtr;\nextern int capybara_count(ImagePtr im);\n",
+        "src/image.c": "int capybara_count(ImagePtr im) {\n    return 0;\n}\n",
+    })  # fmt: skip
+    Indexer(root, settings(root)).run()
+    searcher = Searcher(root, settings(root))
+
+    def paths(query: str) -> set[str]:
+        return {h.path for h in searcher.search(query, limit=10).results}
+
+    assert paths("lang:cpp capybara") == {"include/holder.h", "src/image.h"}  # a header may be either
+    assert paths("lang:c capybara") == {"include/holder.h", "src/image.h", "src/image.c"}
+
+
 def test_defs_on_a_js_workspace_find_member_assignments_not_imports(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     (root / "lib").mkdir(parents=True)

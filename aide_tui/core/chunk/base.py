@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 # 5: a notebook is chunked as its cells' code (core/notebook.py); Swift, Scala, Dart and Lua have units;
 #    Vue, Svelte and Astro files are chunked as their scripts; Vue's option objects hold methods
 # 6: JS/TS and Lua functions declared in a function's body are definitions; those inside a wrapper that
-#    is no unit (an IIFE, a UMD factory, a callback) are units
+#    is no unit (an IIFE, a UMD factory, a callback) are units; a C/C++ prototype or forward declaration
+#    defines nothing (its definition has the body); C++ type aliases (using X = ...) are definitions;
+#    a .h that writes C++ is chunked as C++
 CHUNKER_VERSION = "6"
 
 

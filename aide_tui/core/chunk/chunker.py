@@ -307,6 +307,22 @@ def chunk_file(path: str, text: str, budget: int = 1500, pack_functions: bool = 
     return chunk_file_multi(path, text, (budget,), pack_from=1 if pack_functions else 0)[0]
 
 
+# what only C++ writes: a class, a namespace, a template, an access label, the std namespace
+_CPP_HEADER = re.compile(
+    r"^[ \t]*(?:class[ \t]+\w|namespace[ \t]+\w|template[ \t]*<|(?:public|private|protected)[ \t]*:)|\bstd::",
+    re.M,
+)
+_CPP_SNIFF = 200_000  # characters of a header read for them
+
+
+def _language(path: str, text: str) -> str:
+    """The file's language by its name; a ``.h`` that writes C++ is C++ (its classes hold members)."""
+    language = detect_language(path)
+    if language == "c" and path.lower().endswith(".h") and _CPP_HEADER.search(text, 0, _CPP_SNIFF):
+        return "cpp"
+    return language
+
+
 def chunk_file_multi(
     path: str,
     text: str,
@@ -326,7 +342,7 @@ def chunk_file_multi(
     With ``graph``, the file's part of the symbol graph is appended to it, read from the same parse
     (see graph.py; an empty one for markup, plain text and files the chunker could not parse).
     """
-    language = detect_language(path)
+    language = _language(path, text)
     if is_notebook(path):
         view = cells_view(text)
         if view is not None:  # its cells' code, line for line (else the JSON as it is)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -479,6 +479,7 @@ _C_PATS = (
         r"|namespace)\s+(?:[\w:]+\s+)*?(?P<name>[\w:]+)\s*(?=[:{;]|final\b|$)"
     ),
     _p(r"^\s*typedef\b", "typedef"),
+    _p(r"^\s*(?:template\s*<[^>]*>\s*)?using\s+(?P<name>[A-Za-z_]\w*)\s*=", "type"),  # a C++ type alias
     _p(
         r"^\s*(?!(?:if|else|for|while|switch|return|do|case|goto|sizeof|typedef|using|throw|delete|new)\b)"
         r"(?:[\w:<>,~\[\]]+[\s*&]+)*?(?P<name>~?[A-Za-z_]\w*(?:::~?[A-Za-z_]\w*)*|operator\s*[^\s(]+)\s*\(",
@@ -564,6 +565,16 @@ def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
     return end
 
 
+_C_BODIED = frozenset({"function", "class", "struct", "union", "enum", "enum class", "enum struct"})
+
+
+def _has_body(sc: Scan, i: int, end: int) -> bool:
+    """Whether the unit anchored at line ``i`` opens a brace at its own depth by line ``end``."""
+    base = sc.depth_at[i]
+    evl, evc, evd = sc.ev_line, sc.ev_char, sc.ev_depth
+    return any(evd[k] == base and evc[k] == "{" for k in range(bisect_left(evl, i), bisect_right(evl, end)))
+
+
 def anchor_units(
     src: Src, language: str, keep: dict[str, object] | None = None
 ) -> tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]:
@@ -586,6 +597,8 @@ def anchor_units(
             if end < 0:
                 end = _indent_end(src, sc, i, closer, lang.comments)
         u = _anchored_unit(src, lang, i, end, p, m)
+        if language in ("c", "cpp") and u.kind in _C_BODIED and not _has_body(sc, i, u.end):
+            u.define = False  # a prototype or a forward declaration: the definition is the one with a body
         items.append((u, p.member))
         if p.group:
             extras.extend(_group_members(src, sc, u))

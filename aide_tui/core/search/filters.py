@@ -34,8 +34,12 @@ class ParsedQuery:
         return bool(self.path_globs or self.langs)
 
     def accepts_path(self, path: str) -> bool:
-        """Whether a file passes the filters (its language detected from its name)."""
-        return self.accepts(path, detect_language(path) if self.langs else "")
+        """Whether a file passes the filters (its language detected from its name; a ``.h`` header is
+        C's or C++'s, so either filter takes it)."""
+        language = detect_language(path) if self.langs else ""
+        if language == "c" and "cpp" in self.langs and path.lower().endswith(".h"):
+            language = "cpp"
+        return self.accepts(path, language)
 
     def accepts(self, path: str, language: str) -> bool:
         """Whether a chunk of ``language`` in file ``path`` passes the filters."""
