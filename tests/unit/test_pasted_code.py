@@ -185,6 +185,10 @@ def test_one_pasted_line_finds_where_it_is_not_where_its_names_are_defined(tmp_p
         ("Return `(key, value)` items of headers.", False),  # prose quoting code
         ("fix(table): highlight columns added by add_row", False),  # a commit subject
         ("retry with exponential backoff", False),
+        ("how does dict.get() work", False),  # a question about code, not a line of it
+        ("where is client.send() called", False),
+        ("what is self._cache[key]", False),
+        ("return self.send(request)", True),
         ("ValueError: bad header (code=3)", False),  # an error line
         (SNIPPET, False),  # several lines: pasted code
     ],

@@ -302,6 +302,10 @@ def verbatim_words(text: str) -> bool:
     return len(_WORD.findall(text)) >= VERBATIM_WORDS or code_line(text)
 
 
+# a question word opening a line: prose about code, which no line of code starts with
+_ASKS = re.compile(r"(?:how|why|what|where|when|which|who|whose|does|can|could|should|would)\s+\w", re.I)
+
+
 def code_line(text: str) -> bool:
     """Whether ``text`` reads as one line copied from code (``rv = os.fsdecode(Path(rv).resolve())``):
     one line of ``LINE_WORDS`` words or more (fewer than ``VERBATIM_WORDS``), ``LINE_MARKS`` code marks
@@ -312,6 +316,8 @@ def code_line(text: str) -> bool:
     words = len(_WORD.findall(s))
     if "\n" in s or "`" in s or not LINE_WORDS <= words < VERBATIM_WORDS or _COMMIT_SUBJECT.match(s):
         return False
+    if _ASKS.match(s) or s.endswith("?"):
+        return False  # a question about code: "how does dict.get() work"
     marks = len(_CODE_MARK.findall(s))
     return marks >= LINE_MARKS and bool(_CODE_TOKEN.search(s)) and error_message(s) is None
 
