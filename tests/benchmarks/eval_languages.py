@@ -11,6 +11,8 @@ aliases outside tests, vendored and generated paths.
 
 - **symbol**: a name of six characters or more that ctags finds defined exactly once in the corpus
   (any kind) → its definition (target: the definition's lines).
+- **qualified** (in the symbol file, ids ``q...``): a method whose name several definitions share,
+  asked by its type as the language writes it (``Subject.next``, ``Arc::strong_count``) → that method.
 - **nl2code**: a function or method with a doc comment right above it (``//``, ``///``, ``/** */``,
   attributes and decorators in between allowed) whose first sentence has six words or more and occurs
   once in the corpus: the query is that sentence (a Go comment's leading name dropped, as ``returns the
@@ -57,7 +59,7 @@ def copy_corpus(src: Path, dest: Path) -> list[str]:
 
 def tags(root: Path) -> list[dict[str, object]]:
     """ctags' definitions under ``root`` (paths relative to it)."""
-    command = ["ctags", "-R", "--output-format=json", "--fields=+nKel", "-o", "-", "."]
+    command = ["ctags", "-R", "--output-format=json", "--fields=+nKelZ", "-o", "-", "."]
     run = subprocess.run(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     if run.returncode:
         raise SystemExit(f"ctags failed in {root} (apt-get install universal-ctags)")
@@ -143,6 +145,34 @@ def _norm(s: str) -> str:
     return " ".join(s.lower().split())
 
 
+SCOPES = {"class", "struct", "implementation", "interface", "trait", "enum"}
+
+
+def qualified(
+    defs: list[dict[str, object]], counts: Counter[str], corpus: str, n: int, rng: random.Random
+) -> list[dict[str, object]]:
+    """Methods whose name several definitions share, asked by their type as the language writes it
+    (``Subject.next``, ``Arc::strong_count``, ``Encoding.Decode``) → that method."""
+
+    def owner(t: dict[str, object]) -> str:
+        return re.split(r"\.|::", str(t.get("scope", "")))[-1].split("<")[0]
+
+    pairs = Counter((owner(t), str(t["name"])) for t in defs)
+    picked = [t for t in defs
+              if t["kind"] in CALLABLE and t.get("scopeKind") in SCOPES and counts[str(t["name"])] > 1
+              and len(str(t["name"])) >= 3
+              and pairs[(owner(t), str(t["name"]))] == 1]  # fmt: skip
+    rng.shuffle(picked)
+    out = []
+    for i, t in enumerate(picked[:n]):
+        sep = "::" if t.get("language") in ("Rust", "C++") else "."
+        query = owner(t) + sep + str(t["name"])
+        out.append({"id": f"symbol/{corpus}/q{i:03d}", "task": "symbol", "corpus": corpus, "query": query,
+                    "targets": [{"path": t["path"], "start_line": t["line"], "end_line": t["end"]}],
+                    "meta": {"kind": "qualified", "language": t.get("language")}})  # fmt: skip
+    return out
+
+
 def build(src: Path, name: str, out: Path, per_corpus: int, rng: random.Random) -> tuple[list, list]:
     dest = out / name
     if dest.exists():
@@ -167,6 +197,7 @@ def build(src: Path, name: str, out: Path, per_corpus: int, rng: random.Random) 
                   "targets": [{"path": t["path"], "start_line": t["line"], "end_line": t["end"]}],
                   "meta": {"kind": t["kind"], "language": t.get("language")}}
                  for i, t in enumerate(symbols[:per_corpus])]  # fmt: skip
+    qual_tasks = qualified(defs, counts, name, per_corpus, random.Random(f"{name}-qualified"))
     candidates = []
     corpus_text = _norm(" ".join(" ".join(lines_of(r)) for r in {str(t["path"]) for t in defs}))
     for t in defs:
@@ -196,7 +227,7 @@ def build(src: Path, name: str, out: Path, per_corpus: int, rng: random.Random) 
         (dest / rel).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"{name}: {len(defs)} definitions, {len(symbols)} unique names, {len(candidates)} documented",
           file=sys.stderr)  # fmt: skip
-    return sym_tasks, nl_tasks
+    return sym_tasks + qual_tasks, nl_tasks
 
 
 def main() -> None:

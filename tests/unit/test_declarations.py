@@ -175,6 +175,33 @@ def test_a_qualified_name_finds_the_definition_inside_its_qualifier(root: Path) 
     assert _first(root, "Client.send", exact_definition=1.0)[0] == "pkg/async_client.py"
 
 
+def _subject_ts() -> str:
+    """rxjs's Subject.ts: the class and a subclass in one file named after the class, each a chunk."""
+    method = (
+        "    helper{0}(value: T) {{\n        return this.observers.map((o) => o.helper{0}(value));\n    }}\n"
+    )
+    body = "".join(method.format(i) for i in range(12))
+    subject = (
+        "export class Subject<T> {\n"
+        + body
+        + "  next(value: T) {\n    this.observers.forEach((o) => o.next(value));\n  }\n}\n"
+    )
+    anonymous = ("export class AnonymousSubject<T> extends Subject<T> {\n" + body.replace("helper", "other")
+                 + "  next(value: T) {\n    this.destination?.next?.(value);\n  }\n}\n")  # fmt: skip
+    return subject + "\n" + anonymous
+
+
+def test_a_qualified_name_prefers_its_class_to_its_file(tmp_path: Path) -> None:
+    """``Subject.next`` in rxjs: ``Subject.ts`` also holds ``AnonymousSubject.next``, which the file's
+    name qualified as well as the class did; the definition inside the class comes first."""
+    root = Path(indexed_bm25(tmp_path / "ws", {"src/internal/Subject.ts": _subject_ts()}))
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    hit = Searcher(root, settings).search("Subject.next", limit=3, mode="bm25").results[0]
+    assert "this.observers.forEach" in hit.text and "class Subject" in (hit.symbol or ""), hit.symbol
+    hit = Searcher(root, settings).search("AnonymousSubject.next", limit=3, mode="bm25").results[0]
+    assert "this.destination" in hit.text, hit.symbol
+
+
 def test_a_command_line_flag_finds_where_the_option_is_declared(root: Path) -> None:
     assert _first(root, "--follow-redirects")[0] == "pkg/cli.py"
     assert _first(root, "follow redirects")[0] == "pkg/redirects.py"  # the words alone: the code doing it

@@ -392,19 +392,26 @@ def exact_definitions(
     qualifiers = [name.split(".")[:-1] for name in names if "." in name]
     if qualifiers and len(exact) > 1:
         q.fetch(exact)
-        inside = [k for k in exact if any(_qualified_by(q.chunk(k), qual) for qual in qualifiers)]
-        exact = inside or exact
+        # inside the class first (Subject.next, not AnonymousSubject.next of the same Subject.ts), then
+        # inside the module or folder (click.echo)
+        for by_path in (False, True):
+            inside = [
+                k for k in exact if any(_qualified_by(q.chunk(k), qual, by_path) for qual in qualifiers)
+            ]
+            if inside:
+                exact = inside
+                break
     scaled = set(exact)
     for f in fused:
         if f.doc in scaled:
             f.score *= factor
 
 
-def _qualified_by(chunk: Candidate, qualifier: Sequence[str]) -> bool:
+def _qualified_by(chunk: Candidate, qualifier: Sequence[str], by_path: bool = True) -> bool:
     """Whether every part of a name's qualifier is a name in the chunk's symbol chain (``class Client >
-    def send``) or a folder or module of its path (``click`` for ``src/click/utils.py``)."""
+    def send``) or, ``by_path``, a folder or module of its path (``click`` for ``src/click/utils.py``)."""
     where = set(identifiers(chunk.symbol or ""))
-    for part in chunk.path.split("/"):
+    for part in chunk.path.split("/") if by_path else ():
         stem = part.rsplit(".", 1)[0]
         where.update((stem, stem.lstrip("_")))
     return all(part in where for part in qualifier)
