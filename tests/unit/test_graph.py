@@ -523,6 +523,19 @@ def test_a_header_passes_a_c_or_a_cpp_language_filter(tmp_path: Path) -> None:
     assert paths("lang:c capybara") == {"include/holder.h", "src/image.h", "src/image.c"}
 
 
+def test_every_name_of_a_swift_case_line_is_a_member() -> None:
+    swift = "enum Token {\n    case plus, minus, number(Int, (Int, Int))\n    case a = 1, b = 2 // raw\n}\n"
+    defs = {(d.qualname, d.line) for d in graph_of("Token.swift", swift).defs}
+    assert {
+        ("Token.plus", 2),
+        ("Token.minus", 2),
+        ("Token.number", 2),
+        ("Token.a", 3),
+        ("Token.b", 3),
+    } <= defs
+    assert not [d for d in defs if d[0].startswith("Token.plus.")], defs
+
+
 def test_defs_on_a_js_workspace_find_member_assignments_not_imports(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     (root / "lib").mkdir(parents=True)

@@ -103,6 +103,11 @@ def test_an_indexed_notebook_answers_defs_at_its_cell_line(tmp_path: Path) -> No
     assert isinstance(found, list) and found[0]["path"] == "forecast.ipynb"
     assert found[0]["symbol"] == "def load_ledger"
     assert aide(*search, "quarterly_overflow_warning")["results"] == []
+    # lang:python takes the notebook (its cells are Python); lang:go does not
+    assert [h["path"] for h in aide(*search, "lang:python SeasonalForecaster")["results"]] == [
+        "forecast.ipynb"
+    ]
+    assert aide(*search, "lang:go SeasonalForecaster")["results"] == []
 
 
 def test_a_timed_cell_is_code_and_an_expression_going_on_is_no_magic() -> None:

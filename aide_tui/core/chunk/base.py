@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 # 6: JS/TS and Lua functions declared in a function's body are definitions; those inside a wrapper that
 #    is no unit (an IIFE, a UMD factory, a callback) are units; a C/C++ prototype or forward declaration
 #    defines nothing (its definition has the body); C++ type aliases (using X = ...) are definitions;
-#    a .h that writes C++ is chunked as C++
+#    a .h that writes C++ is chunked as C++; every name of a Swift "case a, b" line is a member
 CHUNKER_VERSION = "6"
 
 

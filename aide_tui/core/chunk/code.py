@@ -565,6 +565,19 @@ def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
     return end
 
 
+_PARENS = re.compile(r"\([^()]*\)")
+_CASE_NAME = re.compile(r",\s*`?(\w+)")
+_RAW_VALUE = re.compile(r"=[^,]*")
+
+
+def _more_cases(line: str) -> list[str]:
+    """The names after the first of a Swift ``case a, b(Int), c = 3`` line."""
+    body = line.split("//", 1)[0]
+    for _ in range(3):  # nested payload tuples
+        body = _PARENS.sub("", body)
+    return _CASE_NAME.findall(_RAW_VALUE.sub("", body))
+
+
 _C_BODIED = frozenset({"function", "class", "struct", "union", "enum", "enum class", "enum struct"})
 
 
@@ -599,6 +612,9 @@ def anchor_units(
         u = _anchored_unit(src, lang, i, end, p, m)
         if language in ("c", "cpp") and u.kind in _C_BODIED and not _has_body(sc, i, u.end):
             u.define = False  # a prototype or a forward declaration: the definition is the one with a body
+        elif language == "swift" and u.kind == "case":  # case a, b(Int), c = 3: every name a member
+            more = _more_cases(src.lines[i])
+            u.nested.extend(Unit(head=i, end=i, kind="case", name=n, label=f"case {n}") for n in more)
         items.append((u, p.member))
         if p.group:
             extras.extend(_group_members(src, sc, u))

@@ -576,7 +576,9 @@ def _unit_defs(units: list[Unit], src: Src, chain: list[str], out: list[Definiti
                 )  # fmt: skip
             )
         _unit_defs(u.children, src, [*owned, u.name] if u.name else owned, out)
-        _unit_defs(u.nested, src, [*owned, u.name] if u.name else owned, out)
+        # a closure's helpers are inside the unit; the other names of its line (case a, b) beside it
+        _unit_defs([n for n in u.nested if n.head != u.head], src, [*owned, u.name] if u.name else owned, out)
+        _unit_defs([n for n in u.nested if n.head == u.head], src, owned, out)
 
 
 def _identifiers(text: str, spans: list[tuple[int, int]]) -> Iterator[re.Match[str]]:

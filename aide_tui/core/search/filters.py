@@ -35,10 +35,13 @@ class ParsedQuery:
 
     def accepts_path(self, path: str) -> bool:
         """Whether a file passes the filters (its language detected from its name; a ``.h`` header is
-        C's or C++'s, so either filter takes it)."""
+        C's or C++'s, so either filter takes it; ``lang:python`` takes a notebook)."""
         language = detect_language(path) if self.langs else ""
-        if language == "c" and "cpp" in self.langs and path.lower().endswith(".h"):
+        low = path.lower()
+        if language == "c" and "cpp" in self.langs and low.endswith(".h"):
             language = "cpp"
+        elif low.endswith(".ipynb") and "python" in self.langs:
+            language = "python"  # a notebook is indexed as its cells' code, Python's most of the time
         return self.accepts(path, language)
 
     def accepts(self, path: str, language: str) -> bool:
