@@ -475,24 +475,34 @@ CPP_DECLARED = """
     struct Forward {
         int a;
     };
+
+    typedef struct _HashTable HashTable;
+
+    Widget::Widget(int x)
+        : x_(x),
+          y_(x)
+    {
+    }
 """
 
 
 def test_a_c_declaration_is_not_the_definition_and_a_cpp_alias_is_one() -> None:
-    """A prototype or a forward declaration (Pillow's ``getcolors32(...);`` above its body) came first
-    for its name and sent ``defs`` to a line without code; the definition is the one with a body.
-    ``using X = ...`` (pybind11's ``exactly_one_t``) defines a type, as ``typedef`` does."""
+    """A prototype or a forward declaration outside a class (Pillow's ``getcolors32(...);`` above its
+    body) came first for its name and sent ``defs`` to a line without code; the definition is the one
+    with a body. ``using X = ...`` (pybind11's ``exactly_one_t``) defines a type, as ``typedef`` does."""
     g = graph_of("src/holder.cpp", CPP_DECLARED)
     defs = [(d.name, d.line) for d in g.defs]
     assert ("helper", 15) in defs and ("helper", 3) not in defs, defs
     assert ("Forward", 19) in defs and ("Forward", 1) not in defs, defs
-    assert "reset" not in {name for name, _ in defs}  # declared only: defined where its body is
-    assert {("value_type", 7), ("IntVec", 13), ("size", 9)} <= set(defs), defs
+    # a class's member declarations stay definitions (a template's body may be where no anchor finds it)
+    assert {("value_type", 7), ("IntVec", 13), ("size", 9), ("reset", 8)} <= set(defs), defs
+    # a typedef names a type; a constructor's initializer lines are not where its body starts
+    assert {("HashTable", 23), ("Widget", 25)} <= set(defs), defs
 
 
 def test_a_cpp_header_named_h_is_read_as_cpp() -> None:
     """``.h`` is C's and C++'s: pybind11's headers were read as C, whose structs hold no members, so
-    ``cpp_function::dispatcher`` and every other inline member defined nothing (170 definitions in
+    ``cpp_function::dispatcher`` and every other inline member defined nothing (204 definitions in
     pybind11.h now, 77 before). A header that writes a class, a namespace, a template, an access label or
     ``std::`` is C++; a C header stays C."""
     cpp = (

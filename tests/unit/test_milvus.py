@@ -160,6 +160,32 @@ def test_same_ranking_as_the_local_store(shared: dict, tmp_path: Path) -> None:
         assert got[:3] == want[:3], q
 
 
+HEADERS = {
+    "include/holder.h": "namespace util {\nclass Holder {\npublic:\n    int capybara() { return 1; }\n};\n}",
+    "src/image.h": "typedef struct Image *ImagePtr;\nextern int capybara_count(ImagePtr im);\n",
+    "src/image.c": "int capybara_count(ImagePtr im) {\n    return 0;\n}\n",
+}
+
+
+def test_a_header_passes_c_and_cpp_filters_as_in_the_local_store(tmp_path: Path) -> None:
+    """A ``.h`` that writes C++ is chunked as C++: the engine's ``language`` column alone would drop it
+    from ``lang:c`` and a C header from ``lang:cpp``; both stores answer by the file's path."""
+    from aide_tui.core.search.searcher import Searcher
+
+    local_root = write_workspace(tmp_path / "local", HEADERS)
+    s = Settings()
+    s = replace(s, embedding=replace(s.embedding, backend="none"))
+    Indexer(local_root, s).run()
+    root = write_workspace(tmp_path / "gamma", HEADERS)
+    sm = _settings(tmp_path / "gamma.db", workspace="gamma")
+    _index(root, sm)
+    for q in ("lang:cpp capybara", "lang:c capybara"):
+        want = {h.path for h in Searcher(local_root, s).search(q, limit=10, mode="bm25").results}
+        got = {h.path for h in Searcher(root, sm).search(q, limit=10, mode="bm25").results}
+        assert got == want, q
+    assert "src/image.h" in want and "include/holder.h" in want
+
+
 def test_embedder_down_is_degraded_with_bm25_results(shared: dict) -> None:
     searcher = Searcher(shared["a"], shared["sa"], HashEmbedder(fail=True))
     resp = searcher.search("parse_header", limit=5)

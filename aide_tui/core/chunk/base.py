@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 #    is no unit (an IIFE, a UMD factory, a callback) are units; a C/C++ prototype or forward declaration
 #    defines nothing (its definition has the body); C++ type aliases (using X = ...) are definitions;
 #    a .h that writes C++ is chunked as C++; every name of a Swift "case a, b" line is a member
-CHUNKER_VERSION = "6"
+# 7: a class's member declarations stay definitions, typedef aliases and constructors with initializer
+#    lines too; nested JS definitions must read as declarations (not JSX text, handlers on other objects)
+CHUNKER_VERSION = "7"
 
 
 @dataclass(slots=True, eq=False)

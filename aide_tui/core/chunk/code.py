@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -283,7 +283,7 @@ LANGS: dict[str, Lang] = {
         (
             _p(
                 r"^\s*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:const\s+)?"
-                r"(?P<kind>function\*?|class|interface|enum|namespace|module|type)\s+(?P<name>[\w$.]+)"
+                r"(?P<kind>function\*?|class|interface|enum|namespace|module|type)\s+(?!extends\b)(?P<name>[\w$.]+)"
             ),
             _p(r"^\s*(?:const|let|var)\s+(?P<name>[\w$]+)\s*=\s*require\s*\(", "import", define=False),
             _p(  # module.exports = function query(options): the exported function's own name
@@ -565,6 +565,30 @@ def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
     return end
 
 
+_OWNERS_NESTED = ("this", "self", "exports", "module")
+_DECLARED_SHAPE = {  # what follows the name when a line declares one (JSX text: "class names are shown")
+    "class": re.compile(r"\bclass\s+[\w$]+\s*(?:extends\b|implements\b|<|\{|$)"),
+    "interface": re.compile(r"\binterface\s+[\w$]+\s*(?:extends\b|<|\{|$)"),
+    "type": re.compile(r"\btype\s+[\w$]+\s*(?:<[^>]*>\s*)?="),
+    "enum": re.compile(r"\benum\s+[\w$]+\s*(?:\{|$)"),
+}
+
+
+def _nestable(line: str, u: Unit) -> bool:
+    """Whether an anchor inside a function body (or a wrapper) declares something: not a handler set on
+    another object (``nodes.CallExpression = function``, Lua's ``__index``), a value that only may be a
+    function (``const x = (`` going on), or JSX text that reads like a declaration (``class names``)."""
+    if u.owner and u.owner.split(".")[0] not in _OWNERS_NESTED and "prototype" not in u.owner:
+        return False
+    if u.name.startswith("__") or line.rstrip().endswith("("):
+        return False
+    shape = _DECLARED_SHAPE.get(u.kind)
+    if shape is not None:
+        return shape.search(line) is not None
+    declared = re.search(rf"\bfunction\*?\s+{re.escape(u.name)}\b(.*)", line)
+    return declared is None or re.match(r"\s*(?:<[^>]*>)?\s*\(", declared.group(1)) is not None
+
+
 _PARENS = re.compile(r"\([^()]*\)")
 _CASE_NAME = re.compile(r",\s*`?(\w+)")
 _RAW_VALUE = re.compile(r"=[^,]*")
@@ -579,13 +603,32 @@ def _more_cases(line: str) -> list[str]:
 
 
 _C_BODIED = frozenset({"function", "class", "struct", "union", "enum", "enum class", "enum struct"})
+_C_TYPES = frozenset({"class", "struct", "union"})
+_SPECIAL_MEMBER = re.compile(r"=\s*(?:0|default|delete)\s*;")
 
 
-def _has_body(sc: Scan, i: int, end: int) -> bool:
-    """Whether the unit anchored at line ``i`` opens a brace at its own depth by line ``end``."""
+def _has_body(src: Src, sc: Scan, i: int) -> bool:
+    """Whether the declaration anchored at line ``i`` opens a brace at its own depth before a ``;`` ends
+    it (not bounded by the next anchor: a constructor's initializer lines look like anchors), or is a
+    special member (``= 0``, ``= default``, ``= delete``)."""
     base = sc.depth_at[i]
     evl, evc, evd = sc.ev_line, sc.ev_char, sc.ev_depth
-    return any(evd[k] == base and evc[k] == "{" for k in range(bisect_left(evl, i), bisect_right(evl, end)))
+    for k in range(bisect_left(evl, i), len(evl)):
+        if evd[k] < base or evl[k] > i + 60:
+            return False
+        if evd[k] == base and evc[k] in "{;":
+            return evc[k] == "{" or bool(_SPECIAL_MEMBER.search(src.lines[evl[k]]))
+    return False
+
+
+def _declarations_define_nothing(units: list[Unit], declared: set[int], in_type: bool = False) -> None:
+    """A prototype or a forward declaration outside a class (``static int f(int);`` above its body,
+    ``struct x;``) defines nothing: the definition is the one with a body. A class's member declarations
+    stay definitions (their bodies may be in another file, or a template's nowhere an anchor finds)."""
+    for u in units:
+        if id(u) in declared and not in_type:
+            u.define = False
+        _declarations_define_nothing(u.children, declared, u.kind in _C_TYPES)
 
 
 def anchor_units(
@@ -601,6 +644,7 @@ def anchor_units(
     closer_rx = lang.closer or (r"[}\])]" if lang.mode == "brace" else "")
     closer = re.compile(closer_rx) if closer_rx else None
     items: list[tuple[Unit, bool]] = []
+    declared: set[int] = set()  # C/C++ units without a body (id)
     for idx, (i, p, m) in enumerate(cands):
         nxt = cands[idx + 1][0] if idx + 1 < len(cands) else src.n
         if lang.mode == "indent":
@@ -610,15 +654,21 @@ def anchor_units(
             if end < 0:
                 end = _indent_end(src, sc, i, closer, lang.comments)
         u = _anchored_unit(src, lang, i, end, p, m)
-        if language in ("c", "cpp") and u.kind in _C_BODIED and not _has_body(sc, i, u.end):
-            u.define = False  # a prototype or a forward declaration: the definition is the one with a body
+        if language in ("c", "cpp") and u.kind in _C_BODIED and not m.group(0).lstrip().startswith("typedef"):
+            if not _has_body(src, sc, i):
+                declared.add(id(u))
         elif language == "swift" and u.kind == "case":  # case a, b(Int), c = 3: every name a member
             more = _more_cases(src.lines[i])
             u.nested.extend(Unit(head=i, end=i, kind="case", name=n, label=f"case {n}") for n in more)
         items.append((u, p.member))
         if p.group:
             extras.extend(_group_members(src, sc, u))
-    roots = build_tree(items, sc.depth_at if lang.mode == "brace" else None, nested_kinds=lang.nested)
+    roots = build_tree(
+        items, sc.depth_at if lang.mode == "brace" else None, nested_kinds=lang.nested,
+        nestable=lambda u: _nestable(src.lines[u.head], u),
+    )  # fmt: skip
+    if declared:
+        _declarations_define_nothing(roots, declared)
     return roots, extras, _lead_checker(src, lang, sc.lit_at)
 
 
@@ -701,11 +751,12 @@ def build_tree(
     depth_at: list[int] | None,
     root_depth: int = 0,
     nested_kinds: frozenset[str] = frozenset(),
+    nestable: Callable[[Unit], bool] | None = None,
 ) -> list[Unit]:
     """Nest units by span containment; drop anchors inside non-container units (e.g. in function
-    bodies). A dropped anchor of one of ``nested_kinds`` is kept as its enclosing unit's ``nested``
-    definition, and one at a deeper level than the roots outside any unit (a function in an IIFE or a
-    callback) is a root."""
+    bodies). A dropped anchor of one of ``nested_kinds`` that is ``nestable`` is kept as its enclosing
+    unit's ``nested`` definition, and one at a deeper level than the roots outside any unit (a function in
+    an IIFE or a callback) is a root."""
     roots: list[Unit] = []
     stack: list[Unit] = []
     last_head = -1
@@ -716,6 +767,7 @@ def build_tree(
             stack.pop()
         parent = stack[-1] if stack else None
         keep_nested = u.define and bool(u.name) and u.kind in nested_kinds and not member
+        keep_nested = keep_nested and (nestable is None or nestable(u))
         if parent is None:
             if member or (depth_at is not None and depth_at[u.head] != root_depth and not keep_nested):
                 continue

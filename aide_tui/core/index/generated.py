@@ -97,6 +97,8 @@ _MARKED_GENERATED = re.compile(r"^\W{0,4}@generated\b", re.MULTILINE)  # Meta's 
 MINIFIED_LINE = 110  # average characters a line from which a script is minified (GitHub linguist's rule)
 MINIFIED_MIN_CHARS = 2048  # a short one-line script is a script, not a bundle
 HEAD_LINES = 10  # a "generated, do not edit" banner is in a file's first lines
+TABLE_SHARE = 0.5  # generated code whose characters are this much number literals is a data table
+_NUMBER = re.compile(r"(?<![\w.])(?:0[xX][0-9a-fA-F_]+|\d[\d_]*(?:\.\d+)?)")
 # languages whose generated files are indexed all the same: the code a developer calls and reads
 # (protobuf messages, Go's h2_bundle.go, deepcopy and stringer output) is defined only there
 GENERATED_CODE_KEPT = frozenset(LANGUAGES) - {"text", "markdown", "yaml", "toml", "json"}
@@ -123,11 +125,22 @@ def content_reason(rel: str, text: str) -> str | None:
         and '"mappings"' in text
     ):
         return "generated: a source map"
-    if detect_language(rel) in GENERATED_CODE_KEPT:
-        return None  # generated source code: the only definitions of its names (see the module's doc)
     head = "\n".join(text[:4000].splitlines()[:HEAD_LINES])
     if _GO_GENERATED.search(head) or _MARKED_GENERATED.search(head):
-        return "generated: its first lines say so"
-    if _SAYS_GENERATED.search(head) and _DO_NOT_EDIT.search(head):
-        return "generated: its first lines say so (do not edit)"
-    return None
+        why = "generated: its first lines say so"
+    elif _SAYS_GENERATED.search(head) and _DO_NOT_EDIT.search(head):
+        why = "generated: its first lines say so (do not edit)"
+    else:
+        return None
+    if detect_language(rel) in GENERATED_CODE_KEPT:  # generated source code (see the module's doc) ...
+        if numbers_share(text) < TABLE_SHARE:
+            return None
+        return "generated: a table of numbers"  # ... but not Unicode tables, lexers' serialized states
+    return why
+
+
+def numbers_share(text: str) -> float:
+    """The share of a text's non-blank characters (its first 64 KB) that are number literals."""
+    part = text[:65536]
+    chars = len(part) - sum(part.count(c) for c in " \t\r\n")
+    return sum(len(m) for m in _NUMBER.findall(part)) / chars if chars else 0.0

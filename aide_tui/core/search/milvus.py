@@ -368,9 +368,13 @@ class MilvusRetriever:
         parts: list[str] = []
         if not self.all_workspaces:
             parts.append(f"workspace == {literal(self.ws)}")
-        if parsed.langs:
-            parts.append(f"language in [{', '.join(map(literal, parsed.langs))}]")
         post = False
+        if parsed.langs:
+            langs = set(parsed.langs)
+            if langs & {"c", "cpp"}:  # a .h is either (chunked as C++ when it writes C++): its path decides
+                langs |= {"c", "cpp"}
+                post = True
+            parts.append(f"language in [{', '.join(map(literal, sorted(langs)))}]")
         if parsed.path_globs:
             allowed = sorted(
                 {p for fs in self.workspace_files.values() for p in fs if parsed.accepts_path(p)}
