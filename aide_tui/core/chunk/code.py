@@ -566,6 +566,7 @@ def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
 
 
 _OWNERS_NESTED = ("this", "self", "exports", "module")
+_PARAMS_OPEN = re.compile(r"\s*(?:<[^>]*>)?\s*\(")
 _DECLARED_SHAPE = {  # what follows the name when a line declares one (JSX text: "class names are shown")
     "class": re.compile(r"\bclass\s+[\w$]+\s*(?:extends\b|implements\b|<|\{|$)"),
     "interface": re.compile(r"\binterface\s+[\w$]+\s*(?:extends\b|<|\{|$)"),
@@ -585,8 +586,25 @@ def _nestable(line: str, u: Unit) -> bool:
     shape = _DECLARED_SHAPE.get(u.kind)
     if shape is not None:
         return shape.search(line) is not None
-    declared = re.search(rf"\bfunction\*?\s+{re.escape(u.name)}\b(.*)", line)
-    return declared is None or re.match(r"\s*(?:<[^>]*>)?\s*\(", declared.group(1)) is not None
+    after = _after_function_name(line, u.name)  # string scans: no regex compiled per name
+    return after is None or _PARAMS_OPEN.match(after) is not None
+
+
+def _after_function_name(line: str, name: str) -> str | None:
+    """What follows ``function name`` (``function* name``) on ``line``; None when it is not there."""
+    at = line.find("function")
+    while at >= 0:
+        rest = line[at + 8 :].lstrip("*").lstrip()
+        end = len(name)
+        word = at == 0 or not _is_ident_char(line[at - 1])
+        if word and rest.startswith(name) and (len(rest) == end or not _is_ident_char(rest[end])):
+            return rest[end:]
+        at = line.find("function", at + 8)
+    return None
+
+
+def _is_ident_char(ch: str) -> bool:
+    return ch.isalnum() or ch in "_$"
 
 
 _PARENS = re.compile(r"\([^()]*\)")
