@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import fcntl
 import os
 import shutil
@@ -38,6 +39,9 @@ def pytest_configure(config: pytest.Config) -> None:
         ):
             del os.environ[var]
     os.environ["HOME"] = os.environ[SCRATCH_HOME] = home
+    # the hundreds of `python -m aide_tui` subprocesses import the package: compile it once, as a
+    # non-editable install does (with PYTHONDONTWRITEBYTECODE set, each one compiled it from source)
+    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "aide_tui"), quiet=1)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
