@@ -498,6 +498,7 @@ def test_a_c_declaration_is_not_the_definition_and_a_cpp_alias_is_one() -> None:
     assert {("value_type", 7), ("IntVec", 13), ("size", 9), ("reset", 8)} <= set(defs), defs
     # a typedef names a type; a constructor's initializer lines are not where its body starts
     assert {("HashTable", 23), ("Widget", 25)} <= set(defs), defs
+    assert not {"x_", "y_"} & {name for name, _ in defs}  # its initializers define nothing
 
 
 def test_a_cpp_header_named_h_is_read_as_cpp() -> None:

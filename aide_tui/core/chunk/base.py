@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 #    defines nothing (its definition has the body); C++ type aliases (using X = ...) are definitions;
 #    a .h that writes C++ is chunked as C++; every name of a Swift "case a, b" line is a member
 # 7: a class's member declarations stay definitions, typedef aliases and constructors with initializer
-#    lines too; nested JS definitions must read as declarations (not JSX text, handlers on other objects)
+#    lines too (their initializers define nothing); nested JS definitions must read as declarations (not
+#    JSX text, handlers on other objects)
 CHUNKER_VERSION = "7"
 
 

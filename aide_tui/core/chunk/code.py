@@ -690,6 +690,25 @@ def anchor_units(
     return roots, extras, _lead_checker(src, lang, sc.lit_at)
 
 
+def _initializes(src: Src, i: int, line: str) -> bool:
+    """Whether line ``i`` is a C++ constructor's member initializer (``: x_(x),`` or the ``y_(x)`` after
+    it), not a declaration: it starts with ``:`` or ``,``, or the line above ends with ``,`` and opens
+    with ``:`` or goes on from one that does."""
+    head = line.lstrip()
+    if head.startswith((":", ",")) and not head.startswith("::"):
+        return True
+    j = i - 1
+    while j >= 0 and src.blank[j]:
+        j -= 1
+    if j < 0 or not src.lines[j].rstrip().endswith(","):
+        return False
+    while j >= 0 and src.lines[j].rstrip().endswith(","):
+        if src.lines[j].lstrip().startswith(":") and not src.lines[j].lstrip().startswith("::"):
+            return True
+        j -= 1
+    return False
+
+
 def _anchor_candidates(
     src: Src, sc: Scan, lang: Lang, language: str
 ) -> tuple[list[tuple[int, Pat, re.Match[str]]], list[tuple[int, str]]]:
@@ -699,10 +718,13 @@ def _anchor_candidates(
     for i, ln in enumerate(src.lines):
         if src.blank[i] or sc.lit_at[i] or len(ln) > _MAX_ANCHOR_LINE:
             continue
-        if language in ("c", "cpp") and "#" in ln:
-            dm = _DEFINE_RX.match(ln)
-            if dm:
-                extras.append((i, dm.group(1)))
+        if language in ("c", "cpp"):
+            if "#" in ln:
+                dm = _DEFINE_RX.match(ln)
+                if dm:
+                    extras.append((i, dm.group(1)))
+                    continue
+            if _initializes(src, i, ln):
                 continue
         for p in lang.pats:
             m = p.rx.match(ln)
