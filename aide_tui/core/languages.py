@@ -36,3 +36,14 @@ def detect_language(path: str) -> str:
 
 
 LANGUAGES = tuple(sorted({*_EXT.values(), *_NAMES.values(), "text"}))
+
+# a name whose files are chunked as either: a .h writing C++ as C++, a notebook as its cells' code
+_ALSO: dict[str, frozenset[str]] = {".h": frozenset({"cpp"}), ".ipynb": frozenset({"python"})}
+
+
+def path_languages(path: str) -> frozenset[str]:
+    """Every language a file of this name may be chunked as: :func:`detect_language`'s, and for a ``.h``
+    C++ too (a header that writes C++), for a notebook Python (its cells)."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    dot = name.rfind(".")
+    return frozenset({detect_language(path), *(_ALSO.get(name[dot:], ()) if dot > 0 else ())})

@@ -690,23 +690,22 @@ def anchor_units(
     return roots, extras, _lead_checker(src, lang, sc.lit_at)
 
 
-def _initializes(src: Src, i: int, line: str) -> bool:
-    """Whether line ``i`` is a C++ constructor's member initializer (``: x_(x),`` or the ``y_(x)`` after
-    it), not a declaration: it starts with ``:`` or ``,``, or the line above ends with ``,`` and opens
-    with ``:`` or goes on from one that does."""
-    head = line.lstrip()
-    if head.startswith((":", ",")) and not head.startswith("::"):
-        return True
-    j = i - 1
-    while j >= 0 and src.blank[j]:
-        j -= 1
-    if j < 0 or not src.lines[j].rstrip().endswith(","):
-        return False
-    while j >= 0 and src.lines[j].rstrip().endswith(","):
-        if src.lines[j].lstrip().startswith(":") and not src.lines[j].lstrip().startswith("::"):
-            return True
-        j -= 1
-    return False
+def _initializer_lines(src: Src) -> list[bool]:
+    """Which lines are a C++ constructor's member initializers (``: x_(x),`` and the ``y_(x)`` after it),
+    not declarations: a line that starts with ``:`` or ``,``, or whose line above (blanks skipped) ends
+    with ``,`` in a run of such lines that one starting with ``:`` opened. One pass over the file."""
+    out = [False] * src.n
+    run = [False] * src.n  # line j ends with "," and it, or the run going on just above it, opens with ":"
+    prev = -1  # the last non-blank line
+    for i, line in enumerate(src.lines):
+        head = line.lstrip()
+        colon = head.startswith(":") and not head.startswith("::")
+        run[i] = line.rstrip().endswith(",") and (colon or (i > 0 and run[i - 1]))
+        if src.blank[i]:
+            continue
+        out[i] = colon or head.startswith(",") or (prev >= 0 and run[prev])
+        prev = i
+    return out
 
 
 def _anchor_candidates(
@@ -715,6 +714,7 @@ def _anchor_candidates(
     """Lines where a unit starts (first matching pattern wins) and ``#define`` names (C, C++)."""
     cands: list[tuple[int, Pat, re.Match[str]]] = []
     extras: list[tuple[int, str]] = []
+    initializers = _initializer_lines(src) if language in ("c", "cpp") else []
     for i, ln in enumerate(src.lines):
         if src.blank[i] or sc.lit_at[i] or len(ln) > _MAX_ANCHOR_LINE:
             continue
@@ -724,7 +724,7 @@ def _anchor_candidates(
                 if dm:
                     extras.append((i, dm.group(1)))
                     continue
-            if _initializes(src, i, ln):
+            if initializers[i]:
                 continue
         for p in lang.pats:
             m = p.rx.match(ln)
@@ -797,6 +797,10 @@ def build_tree(
     bodies). A dropped anchor of one of ``nested_kinds`` that is ``nestable`` is kept as its enclosing
     unit's ``nested`` definition, and one at a deeper level than the roots outside any unit (a function in
     an IIFE or a callback) is a root."""
+
+    def declared(u: Unit) -> bool:  # asked only of an anchor that is no root or child
+        return u.define and bool(u.name) and u.kind in nested_kinds and (nestable is None or nestable(u))
+
     roots: list[Unit] = []
     stack: list[Unit] = []
     last_head = -1
@@ -806,16 +810,14 @@ def build_tree(
         while stack and stack[-1].end < u.head:
             stack.pop()
         parent = stack[-1] if stack else None
-        keep_nested = u.define and bool(u.name) and u.kind in nested_kinds and not member
-        keep_nested = keep_nested and (nestable is None or nestable(u))
         if parent is None:
-            if member or (depth_at is not None and depth_at[u.head] != root_depth and not keep_nested):
+            if member or (depth_at is not None and depth_at[u.head] != root_depth and not declared(u)):
                 continue
             roots.append(u)
         else:
             inside = parent.container and (depth_at is None or depth_at[u.head] == depth_at[parent.head] + 1)
             if not inside:
-                if keep_nested:
+                if not member and declared(u):
                     parent.nested.append(u)
                 continue
             u.end = min(u.end, parent.end)

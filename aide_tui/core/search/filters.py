@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from aide_tui.core.errors import QueryError
-from aide_tui.core.languages import LANGUAGES, detect_language
+from aide_tui.core.languages import LANGUAGES, path_languages
 
 _FILTER = re.compile(r"(?:^|\s)(path|lang):(\S+)")
 
@@ -36,21 +36,18 @@ class ParsedQuery:
     def accepts_path(self, path: str) -> bool:
         """Whether a file passes the filters (its language detected from its name; a ``.h`` header is
         C's or C++'s, so either filter takes it; ``lang:python`` takes a notebook)."""
-        language = detect_language(path) if self.langs else ""
-        low = path.lower()
-        if language == "c" and "cpp" in self.langs and low.endswith(".h"):
-            language = "cpp"
-        elif low.endswith(".ipynb") and "python" in self.langs:
-            language = "python"  # a notebook is indexed as its cells' code, Python's most of the time
-        return self.accepts(path, language)
+        if self.langs and path_languages(path).isdisjoint(self.langs):
+            return False
+        return self._globs_accept(path)
 
     def accepts(self, path: str, language: str) -> bool:
         """Whether a chunk of ``language`` in file ``path`` passes the filters."""
         if self.langs and language not in self.langs:
             return False
-        if self.path_globs:
-            return any(glob_match(path, g) for g in self.path_globs)
-        return True
+        return self._globs_accept(path)
+
+    def _globs_accept(self, path: str) -> bool:
+        return not self.path_globs or any(glob_match(path, g) for g in self.path_globs)
 
 
 def glob_match(path: str, glob: str) -> bool:
