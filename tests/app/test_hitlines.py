@@ -111,6 +111,22 @@ def test_a_row_is_labelled_by_the_definition_at_its_best_line() -> None:
     assert symbol_at_best_line(hit) == "class Outer > def only"  # one definition: the chunk's symbol
 
 
+def test_a_local_variable_holds_no_lines_below_it() -> None:
+    """``var stacked = ...;`` inside a function is a statement, not a definition around the lines after
+    it; a ``const`` that opens a block (an arrow function, an object) still holds its body."""
+    from aide_tui.core.search.hitlines import symbol_at_best_line
+
+    js = (
+        "function baseClone(value) {\n  var stacked = stack.get(value);\n  if (stacked) {\n"
+        "    return stacked;\n  }\n  const copyTo = (target) => {\n    return assign(target, value);\n"
+        "  };\n}\n"
+    )
+    hit = Hit("l.js", 1, 9, 0.5, "function baseClone", "javascript", {}, tokenize("return stacked"), js)
+    assert symbol_at_best_line(hit) == "function baseClone"
+    hit = Hit("l.js", 1, 9, 0.5, "function baseClone", "javascript", {}, tokenize("assign target"), js)
+    assert symbol_at_best_line(hit) == "function baseClone > const copyTo"
+
+
 def test_the_quick_first_test_of_term_spans_loses_no_match() -> None:
     """term_spans skips a line that cannot hold a term (a substring test first); over real lines and
     the query terms of their own words (folded: entries → entry, running → run) it answers exactly as

@@ -482,7 +482,7 @@ def test_ids_are_stable_across_runs() -> None:
         a = [c.id for c in chunk_file(name, text, 300)]
         b = [c.id for c in chunk_file(name, text, 300)]
         assert a == b and len(set(a)) == len(a)
-    assert CHUNKER_VERSION == "7"
+    assert CHUNKER_VERSION == "8"
 
 
 @pytest.mark.parametrize("name", ["sample.py", "sample.go", "Sample.cs", "sample.md", "sample.rb"])

@@ -453,6 +453,18 @@ def test_functions_in_an_iife_are_units_of_their_own() -> None:
     assert "function baseClone" in [c.symbol for c in pieces]
 
 
+def test_an_arrow_function_whose_body_starts_on_the_next_line_holds_it() -> None:
+    """``export const make = (options) =>`` then ``Effect.gen(function* () {`` on the next line: the unit
+    ended on the arrow's line, so the functions in its body became top-level definitions."""
+    ts = (
+        "export const make = (options: Options) =>\n  Effect.gen(function* () {\n"
+        "    function helper(x: number) {\n      return x + 1\n    }\n    return { helper }\n  })\n\n"
+        "export function after() {\n  return 1\n}\n"
+    )
+    defs = {(d.qualname, d.line, d.end_line) for d in graph_of("src/make.ts", ts).defs}
+    assert {("make", 1, 7), ("make.helper", 3, 5), ("after", 9, 11)} <= defs, defs
+
+
 CPP_DECLARED = """
     struct Forward;
 
@@ -499,6 +511,19 @@ def test_a_c_declaration_is_not_the_definition_and_a_cpp_alias_is_one() -> None:
     # a typedef names a type; a constructor's initializer lines are not where its body starts
     assert {("HashTable", 23), ("Widget", 25)} <= set(defs), defs
     assert not {"x_", "y_"} & {name for name, _ in defs}  # its initializers define nothing
+
+
+def test_an_out_of_line_template_member_is_a_definition_of_its_class() -> None:
+    """``void Stack<T>::push(...)`` below its ``template <typename T>`` line defines ``push`` in ``Stack``
+    (the template's arguments were read as no name, so no anchor: the body belonged to nothing)."""
+    cpp = (
+        "template <typename T>\nvoid Stack<T>::push(const T& item) {\n    items_.push_back(item);\n}\n\n"
+        "template <typename K, typename V>\nstd::vector<K> Table<K, V>::keys() const {\n    return ks_;\n}\n"
+    )
+    g = graph_of("src/stack.cpp", cpp)
+    assert {("push", 2), ("keys", 7)} <= {(d.name, d.line) for d in g.defs}, g.defs
+    chunks = chunk_file_multi("src/stack.cpp", cpp, (1500,), [])[0]
+    assert chunks[0].symbol == "function Stack::push" and {"push", "keys"} <= set(chunks[0].defines), chunks
 
 
 def test_a_cpp_header_named_h_is_read_as_cpp() -> None:

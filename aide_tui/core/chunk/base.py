@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 # 7: a class's member declarations stay definitions, typedef aliases and constructors with initializer
 #    lines too (their initializers define nothing); nested JS definitions must read as declarations (not
 #    JSX text, handlers on other objects)
-CHUNKER_VERSION = "7"
+# 8: an out-of-line C++ template member (Stack<T>::push) is an anchor; a JS arrow function whose body
+#    starts on the next line holds it
+CHUNKER_VERSION = "8"
 
 
 @dataclass(slots=True, eq=False)

@@ -482,7 +482,8 @@ _C_PATS = (
     _p(r"^\s*(?:template\s*<[^>]*>\s*)?using\s+(?P<name>[A-Za-z_]\w*)\s*=", "type"),  # a C++ type alias
     _p(
         r"^\s*(?!(?:if|else|for|while|switch|return|do|case|goto|sizeof|typedef|using|throw|delete|new)\b)"
-        r"(?:[\w:<>,~\[\]]+[\s*&]+)*?(?P<name>~?[A-Za-z_]\w*(?:::~?[A-Za-z_]\w*)*|operator\s*[^\s(]+)\s*\(",
+        r"(?:[\w:<>,~\[\]]+[\s*&]+)*?(?P<name>~?[A-Za-z_]\w*(?:(?:<[^<>()]*>)?::~?[A-Za-z_]\w*)*|operator\s*[^\s(]+)"
+        r"\s*\(",
         "function",
         kw=True,
     ),
@@ -493,6 +494,7 @@ FAMILY = {"javascript": "js", "typescript": "js"}
 
 _DEFINE_RX = re.compile(r"^\s*#\s*define\s+(\w+)")
 _TYPEDEF_NAME = re.compile(r"(\w+)\s*(?:\[[^\]]*\])?\s*(?:\([^)]*\))?\s*;\s*$")
+_TEMPLATE_ARGS = re.compile(r"<[^<>()]*>")
 _GROUP_MEMBER = re.compile(r"^\s*([A-Za-z_]\w*)")
 _MAX_ANCHOR_LINE = 400
 
@@ -545,6 +547,9 @@ def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
         j += 1
     stop = min(stop, j - 1)
     opener = "(" if group else "{"
+    # an arrow function whose body starts on the next line (``=>`` then ``Effect.gen(function* () {``):
+    # the body's first bracket holds it
+    arrow = src.lines[i].rstrip().endswith("=>")
     evl, evc, evd = sc.ev_line, sc.ev_char, sc.ev_depth
     k = bisect_left(evl, i)
     while k < len(evl) and evl[k] <= stop:
@@ -553,7 +558,7 @@ def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
             break
         if d == base:
             c = evc[k]
-            if c == opener:
+            if c == opener or (arrow and evl[k] > i and c in "([{"):
                 close = sc.match.get(k)
                 return -1 if close is None else close
             if c == ";":
@@ -755,6 +760,8 @@ def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[s
     if p.kind in ("function", "method") and m.group(0).endswith("class"):
         kind = "class"  # Foo.Bar = class { ... }: its methods are members
     name = name.strip("'\"")
+    if "<" in name and "::" in name:  # Stack<T>::push: the class's name, not its template's arguments
+        name = _TEMPLATE_ARGS.sub("", name)
     label = f"{kind} {'.'.join(n for n in (owner, name) if n)}".strip()
     if gd.get("recv"):
         recv = gd["recv"].split()[-1] if gd["recv"].split() else ""

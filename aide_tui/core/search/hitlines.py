@@ -170,6 +170,21 @@ def hit_best_line(hit: object) -> BestLine:
 NAMED_DEFINITION = re.compile(rf"({_DEFINES.pattern})\s+(?:\([^)]*\)\s*)?\*?\s*((?:[^\W\d]|\$)[\w$]*)")
 
 
+_BINDS = frozenset({"const", "let", "var"})
+_OPENS = str.maketrans("", "", "{([")
+_CLOSES = str.maketrans("", "", "})]")
+
+
+def _holding(m: re.Match[str] | None, line: str) -> re.Match[str] | None:
+    """A definition line that may hold the lines below it: a ``const``/``let``/``var`` only when it
+    leaves a bracket open (an arrow function, an object), not a statement ending on its line."""
+    if m is None or m.group(1).split()[-1] not in _BINDS:
+        return m
+    opened = len(line) - len(line.translate(_OPENS))
+    closed = len(line) - len(line.translate(_CLOSES))
+    return m if opened > closed else None
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
@@ -222,7 +237,7 @@ def symbol_at_line(hit: object, line: int) -> str | None:
     symbol = getattr(hit, "symbol", None)
     lines = str(getattr(hit, "text", "")).split("\n")
     prose = prose_lines(lines, str(getattr(hit, "language", "") or ""))
-    named = [None if i in prose else NAMED_DEFINITION.match(text) for i, text in enumerate(lines)]
+    named = [None if i in prose else _holding(NAMED_DEFINITION.match(t), t) for i, t in enumerate(lines)]
     defined = {m.group(2) for m in named if m}
     if len(defined) < 2:
         return symbol  # one definition (or none): the chunk's symbol is the one
