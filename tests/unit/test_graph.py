@@ -465,6 +465,23 @@ def test_an_arrow_function_whose_body_starts_on_the_next_line_holds_it() -> None
     assert {("make", 1, 7), ("make.helper", 3, 5), ("after", 9, 11)} <= defs, defs
 
 
+def test_a_name_bound_in_a_main_block_is_no_definition() -> None:
+    """``console = Console()`` in rich's ``if __name__ == "__main__":`` demos was a module variable
+    of segment.py, _wrap.py, highlighter.py ...: the query ``console`` found those demos, not
+    console.py. A script's names are no module's API; its calls stay references, and a name bound
+    beside the guard (``try``/``except`` imports, ``if TYPE_CHECKING``) stays a definition."""
+    py = (
+        "import sys\n\nif sys.version_info >= (3, 8):\n    Final = object\n\n"
+        "def render(text):\n    return text\n\n"
+        'if __name__ == "__main__":\n    console = Console()\n    render(console)\n'
+    )
+    g = graph_of("rich/segment.py", py)
+    assert {d.name for d in g.defs} == {"Final", "render"}, g.defs
+    assert ("render", 11) in {(r.name, r.line) for r in g.refs}
+    chunks = chunk_file_multi("rich/segment.py", py, (1500,), [])[0]
+    assert "console" not in {n for c in chunks for n in c.defines}, chunks
+
+
 CPP_DECLARED = """
     struct Forward;
 
@@ -518,10 +535,14 @@ def test_an_out_of_line_template_member_is_a_definition_of_its_class() -> None:
     (the template's arguments were read as no name, so no anchor: the body belonged to nothing)."""
     cpp = (
         "template <typename T>\nvoid Stack<T>::push(const T& item) {\n    items_.push_back(item);\n}\n\n"
-        "template <typename K, typename V>\nstd::vector<K> Table<K, V>::keys() const {\n    return ks_;\n}\n"
+        "template <typename K, typename V>\nstd::vector<K> Table<K, V>::keys() const {\n"
+        "    return ks_;\n}\n\n"
+        "template <typename D>\nobject object_api<D>::operator()(Args &&...args) const {\n"
+        "    return call();\n}\n"
     )
     g = graph_of("src/stack.cpp", cpp)
-    assert {("push", 2), ("keys", 7)} <= {(d.name, d.line) for d in g.defs}, g.defs
+    # a call operator is ``operator()``, not a function named ``operator``
+    assert {("push", 2), ("keys", 7), ("operator()", 12)} <= {(d.name, d.line) for d in g.defs}, g.defs
     chunks = chunk_file_multi("src/stack.cpp", cpp, (1500,), [])[0]
     assert chunks[0].symbol == "function Stack::push" and {"push", "keys"} <= set(chunks[0].defines), chunks
 

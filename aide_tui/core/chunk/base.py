@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 #    lines too (their initializers define nothing); nested JS definitions must read as declarations (not
 #    JSX text, handlers on other objects)
 # 8: an out-of-line C++ template member (Stack<T>::push) is an anchor; a JS arrow function whose body
-#    starts on the next line holds it
+#    starts on the next line holds it; names bound under ``if __name__ == "__main__":`` define nothing
 CHUNKER_VERSION = "8"
 
 

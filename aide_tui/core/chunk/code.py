@@ -482,8 +482,8 @@ _C_PATS = (
     _p(r"^\s*(?:template\s*<[^>]*>\s*)?using\s+(?P<name>[A-Za-z_]\w*)\s*=", "type"),  # a C++ type alias
     _p(
         r"^\s*(?!(?:if|else|for|while|switch|return|do|case|goto|sizeof|typedef|using|throw|delete|new)\b)"
-        r"(?:[\w:<>,~\[\]]+[\s*&]+)*?(?P<name>~?[A-Za-z_]\w*(?:(?:<[^<>()]*>)?::~?[A-Za-z_]\w*)*|operator\s*[^\s(]+)"
-        r"\s*\(",
+        r"(?:[\w:<>,~\[\]]+[\s*&]+)*?(?P<name>(?:~?[A-Za-z_]\w*(?:<[^<>()]*>)?::)*"
+        r"(?:operator\b\s*(?:\(\)|[^\s(]+)|~?[A-Za-z_]\w*))\s*\(",
         "function",
         kw=True,
     ),
@@ -761,7 +761,8 @@ def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[s
         kind = "class"  # Foo.Bar = class { ... }: its methods are members
     name = name.strip("'\"")
     if "<" in name and "::" in name:  # Stack<T>::push: the class's name, not its template's arguments
-        name = _TEMPLATE_ARGS.sub("", name)
+        scope, _, last = name.rpartition("::")
+        name = f"{_TEMPLATE_ARGS.sub('', scope)}::{last}"
     label = f"{kind} {'.'.join(n for n in (owner, name) if n)}".strip()
     if gd.get("recv"):
         recv = gd["recv"].split()[-1] if gd["recv"].split() else ""
@@ -850,6 +851,17 @@ def _flat(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _flat(h.body)
 
 
+def main_guard(test: ast.expr) -> bool:
+    """Whether an ``if`` test is ``__name__ == "__main__"`` (either way round): the block is a script,
+    and the names it binds are no module's API."""
+    if type(test) is not ast.Compare or len(test.ops) != 1 or type(test.ops[0]) is not ast.Eq:
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(type(e) is ast.Name and e.id == "__name__" for e in sides) and any(
+        type(e) is ast.Constant and e.value == "__main__" for e in sides
+    )
+
+
 def python_units(
     src: Src, keep: dict[str, object] | None = None
 ) -> tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]:
@@ -901,4 +913,8 @@ def python_units(
         return u
 
     roots = units(tree.body, True)
+    scripts = [(st.lineno - 1, (st.end_lineno or st.lineno) - 1) for st in tree.body
+               if type(st) is ast.If and main_guard(st.test)]  # fmt: skip
+    if scripts:
+        extras = [(i, n) for i, n in extras if not any(lo <= i <= hi for lo, hi in scripts)]
     return roots, extras, _lead_checker(src, LANGS["python"], None)

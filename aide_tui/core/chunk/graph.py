@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from aide_tui.core.chunk.base import Src, Unit
+from aide_tui.core.chunk.code import main_guard
 from aide_tui.core.model import Definition, FileGraph, Reference
 
 MARKUP = frozenset({"markdown", "yaml", "toml", "json", "text"})
@@ -142,6 +143,7 @@ class _PyGraph:
         self.kinds: list[str] = []  # "class" / "function" per scope entry
         self.frames: list[_Frame] = []  # enclosing function and lambda scopes, innermost last
         self.binders: list[_Frame | None] = []  # frames and class bodies, innermost last
+        self.script: tuple[int, int] = (0, -1)  # the lines of an ``if __name__ == "__main__":`` block
 
     def line(self, n: int) -> str:
         return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
@@ -332,6 +334,8 @@ def _targets(g: _PyGraph, targets: list[ast.expr], end: int) -> None:
     """Module and class level assignment targets are definitions (variables, class attributes)."""
     if g.kinds and g.kinds[-1] == "function":
         return
+    if not g.kinds and g.script[0] <= end <= g.script[1]:
+        return  # a script's names (``console = Console()`` under the main guard) are no module's API
     kind = "attribute" if g.kinds else "variable"
     for t in targets:
         for e in t.elts if isinstance(t, ast.Tuple | ast.List) else [t]:
@@ -378,6 +382,8 @@ def _p_assert(g: _PyGraph, node: ast.Assert, stack: list[Any]) -> None:
 
 
 def _p_if(g: _PyGraph, node: ast.If, stack: list[Any]) -> None:
+    if not g.kinds and main_guard(node.test):
+        g.script = (node.lineno, node.end_lineno or node.lineno)
     stack.extend(reversed(node.orelse))
     stack.extend(reversed(node.body))
     stack.append(node.test)
