@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from pygments.lexer import Lexer
-from pygments.lexers import get_lexer_for_filename
+from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.token import Comment, String
 from pygments.util import ClassNotFound
 
@@ -20,9 +20,12 @@ _FENCE = re.compile(r"\s*(```|~~~)")
 _INLINE_CODE = re.compile(r"`[^`]+`")
 
 
-def _lexer(path: str, text: str) -> Lexer | None:
+def _lexer(path: str, text: str, language: str | None = None) -> Lexer | None:
+    options = {"stripnl": False, "stripall": False, "ensurenl": False, "tabsize": 0}
     try:
-        return get_lexer_for_filename(path, text, stripnl=False, stripall=False, ensurenl=False, tabsize=0)
+        if language:
+            return get_lexer_by_name(language, **options)
+        return get_lexer_for_filename(path, text, **options)
     except ClassNotFound:
         return None
 
@@ -31,13 +34,14 @@ def _blank(text: str) -> str:
     return "".join(c if c == "\n" else " " for c in text)
 
 
-def code_only(path: str, lines: list[str]) -> list[str]:
+def code_only(path: str, lines: list[str], language: str | None = None) -> list[str]:
     """``lines`` (consecutive lines of ``path``, starting where its language's state is plain code: a
-    chunk's first line) with what is not code blanked; as many lines as given, each as long."""
-    if path.lower().endswith((".md", ".markdown", ".rst", ".txt")):
+    chunk's first line) with what is not code blanked; as many lines as given, each as long.
+    ``language``: lex as that language, not as the file name says (a notebook's cells)."""
+    if not language and path.lower().endswith((".md", ".markdown", ".rst", ".txt")):
         return _markdown_code(lines)
     text = "\n".join(lines)
-    lexer = _lexer(path, text)
+    lexer = _lexer(path, text, language)
     if lexer is None:
         return list(lines)
     out = "".join(_blank(v) if t in String or t in Comment else v for t, v in lexer.get_tokens(text))

@@ -133,3 +133,26 @@ def test_a_timed_cell_is_code_and_an_expression_going_on_is_no_magic() -> None:
                      "def score():", "    return 1"]  # fmt: skip
     defined = [d for c in chunk_file("nb.ipynb", json.dumps(nb, indent=1)) for d in c.defines]
     assert "train_model" in defined and "score" in defined
+
+
+def test_the_preview_shows_a_notebooks_cells_as_code(tmp_path: Path) -> None:
+    """The preview read the file from disk, so a notebook hit showed its JSON (quoted, escaped lines
+    between metadata) although the chunk was its code; it shows the cells' view, lexed as the kernel's
+    language, on the file's own line numbers."""
+    from rich.style import Style
+
+    from aide_tui.core.search.response import Hit
+    from aide_tui.tui.widgets.preview import PreviewStyles, render_preview
+
+    text = _notebook()
+    (tmp_path / "forecast.ipynb").write_text(text)
+    chunk = next(c for c in chunk_file("forecast.ipynb", text, 1500) if "load_ledger" in c.text)
+    hit = Hit(path="forecast.ipynb", start_line=chunk.start_line, end_line=chunk.end_line, score=1.0,
+              symbol=chunk.symbol, language=chunk.language, ranks={}, query_terms=["ledger"],
+              text=chunk.text)  # fmt: skip
+    plain = Style()
+    data = render_preview(tmp_path, hit, PreviewStyles(plain, plain, plain, plain))
+    shown = ["".join(seg.text for seg in line) for line in data.lines]
+    assert data.from_disk
+    assert any(line.rstrip().endswith("def load_ledger(path):") for line in shown), shown
+    assert not any('"source"' in line or '\\n",' in line for line in shown), shown

@@ -33,6 +33,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
+from aide_tui.core.notebook import cells_view, is_notebook
 from aide_tui.core.search.hitlines import (
     hit_best_line,
     hit_file,
@@ -177,26 +178,32 @@ def read_and_lex(file: Path | None, hit: Hit, theme: str) -> LexedWindow:
     (:func:`~aide_tui.core.textsafe.visible`: a file can hold ``ESC ] 52`` and write the clipboard)."""
     first_line = 1
     from_disk = True
+    language = None  # a notebook's kernel language: its cells are shown, not its JSON
     try:
         if file is None:
             raise OSError("no readable file for this hit")
-        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        text = file.read_text(encoding="utf-8", errors="replace")
+        view = cells_view(text) if is_notebook(hit.path) else None
+        if view is not None:  # line for line with the file, as the chunk was read
+            language, text = view
+        lines = text.splitlines()
         if len(lines) < hit.end_line:
             raise OSError("file shorter than the indexed chunk")
     except (OSError, ValueError):
         lines, first_line, from_disk = hit.text.splitlines() or [""], hit.start_line, False
+        language = hit.language if is_notebook(hit.path) else None
     lo = max(first_line, hit.start_line - WINDOW)
     hi = min(first_line + len(lines) - 1, hit.end_line + WINDOW)
     plain = [visible(line.expandtabs(4)) for line in lines[lo - first_line : hi - first_line + 1]]
     snippet = "\n".join(plain)
-    lexer = Syntax.guess_lexer(hit.path, code=snippet)
+    lexer = language or Syntax.guess_lexer(hit.path, code=snippet)
     code = Syntax(snippet, lexer, theme=theme).highlight(snippet)
     code.rstrip()
     rows = code.split("\n", allow_blank=True)[: len(plain)]
     while len(rows) < len(plain):
         rows.append(Text(""))
     a = max(0, min(len(plain), hit.start_line - lo))  # the chunk starts in plain code: lexed from there
-    names = code_only(hit.path, plain[:a]) + code_only(hit.path, plain[a:])
+    names = code_only(hit.path, plain[:a], language) + code_only(hit.path, plain[a:], language)
     return LexedWindow(shown_path(hit), lo, hi, list(rows), plain, from_disk, names)
 
 
