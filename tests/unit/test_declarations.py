@@ -282,6 +282,22 @@ MODULES = {
             def align(self, how):
                 return how
     """,
+    # a word that is a module and only a value elsewhere (a field, a variable): the module
+    "pkg/columns.py": """
+        class Columns:
+            def render(self, cells):
+                return cells
+    """,
+    "pkg/table.py": """
+        class Table:
+            columns: list = []
+            rows: list = []
+
+            def add_column(self, column):
+                self.columns.append(column)
+                self.columns.sort()
+                return self.columns
+    """,
 }
 
 
@@ -295,6 +311,7 @@ def test_a_word_naming_a_module_finds_the_module(modules: Path) -> None:
     assert _first(modules, "compat")[0] == "pkg/_compat.py"
     assert _first(modules, "_compat", exact_definition=1.0)[0] != "pkg/_compat.py"  # the lever moves it
     assert _first(modules, "align")[0] == "pkg/text.py"  # Text.align, not align.py
+    assert _first(modules, "columns")[0] == "pkg/columns.py"  # not the field Table.columns
 
 
 SPELLINGS = {

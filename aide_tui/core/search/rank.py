@@ -306,7 +306,7 @@ def rank(
     if complete and "static" in found:
         list_w["static"] *= s.static_with_dense
     lists = {name: found[name] for name in LIST_ORDER if name in found}
-    fused = _fuse(q, lists, list_w, parsed.text, parts, code_like, s)
+    fused = _fuse(q, lists, list_w, parsed.text, parts, code_like, s, lambda: retriever.graph)
     if graph is not None:
         fused = _graph_hops(q, retriever, graph, fused, lists, list_w, parsed.text, parts, s)
     if s.per_file_cap > 0:
@@ -328,8 +328,10 @@ def _fuse(
     parts: QueryParts,
     code_like: bool,
     s: SearchSettings,
+    graph: Callable[[], SymbolGraph | None] = lambda: None,
 ) -> list[Fused]:
-    """RRF of the lists, the priors, and the order of the result."""
+    """RRF of the lists, the priors, and the order of the result (``graph``: the symbol graph, asked
+    only what kind of definition a one-word query's name has, see :func:`named_file`)."""
     fused = rrf(lists, k=s.rrf_k, weights=weights, order=q.order)
     apply_priors(q, fused, text, parts, code_like, s)
     # a name, or a declaration: the definition spelled that way first (a quoted span asks for words)
@@ -337,7 +339,7 @@ def _fuse(
     if named and s.exact_definition != 1 and lists.get("symbol"):
         exact_definitions(q, fused, lists["symbol"], text, parts, s.exact_definition)
     if named and s.exact_definition != 1:
-        named_file(q, fused, lists.get("symbol", []), text, s.exact_definition)
+        named_file(q, fused, lists.get("symbol", []), text, s.exact_definition, graph)
     _in_rank_order(q, fused)
     return fused
 
@@ -345,18 +347,27 @@ def _fuse(
 MAX_NAMED_FILES = 3  # a word naming more files (setup, __init__, index) says which one no better
 
 
+VALUE_KINDS = frozenset({"variable", "attribute", "field", "property", "const", "let", "var"})
+
+
 def named_file(
-    q: Retrieval[Any], fused: Sequence[Fused], defining: Sequence[Key], text: str, factor: float
+    q: Retrieval[Any],
+    fused: Sequence[Fused],
+    defining: Sequence[Key],
+    text: str,
+    factor: float,
+    graph: Callable[[], SymbolGraph | None] = lambda: None,
 ) -> None:
     """Scale the chunks of the file a one-word query names by its stem (``_compat`` or ``compat`` for
     ``_compat.py``, ``termui``) by ``factor``, when at most ``MAX_NAMED_FILES`` files are so named and
-    nothing ``defining`` it defines the word as written (``align`` is ``Text.align`` before
-    ``align.py``): the module is what such a word asks for, and its words alone spread over the files
-    that import it."""
+    nothing ``defining`` it defines the word as written as a function or a type (``align`` is
+    ``Text.align`` before ``align.py``; a field or a variable, ``Table.columns``, is not what the word
+    asks before ``columns.py``; without a ``graph`` to tell, any definition): the module is what such
+    a word asks for, and its words alone spread over the files that import it."""
     word = text.strip()
     if len(word) < 3 or not word.replace("_", "").replace("-", "").isalnum():
         return
-    if any(word in q.defines(k) for k in defining):
+    if any(word in q.defines(k) for k in defining) and _defines_code(graph(), word):
         return
     bare = word.lstrip("_")
 
@@ -369,6 +380,12 @@ def named_file(
     for f in fused:
         if q.path(f.doc) in files:
             f.score *= factor
+
+
+def _defines_code(graph: SymbolGraph | None, name: str) -> bool:
+    """Whether ``name`` (as written) is defined as a function or a type anywhere, not only as a value;
+    True without a graph to tell."""
+    return graph is None or any(d.kind not in VALUE_KINDS for _, d in graph.definitions(name))
 
 
 def exact_definitions(
