@@ -483,7 +483,7 @@ _C_PATS = (
     _p(
         r"^\s*(?!(?:if|else|for|while|switch|return|do|case|goto|sizeof|typedef|using|throw|delete|new)\b)"
         r"(?:[\w:<>,~\[\]]+[\s*&]+)*?(?P<name>(?:~?[A-Za-z_]\w*(?:<[^<>()]*>)?::)*"
-        r"(?:operator\b\s*(?:\(\)|[^\s(]+)|~?[A-Za-z_]\w*))\s*\(",
+        r"(?:~?[A-Za-z_]\w*|operator\s*[^\s(]+))\s*\(",
         "function",
         kw=True,
     ),
