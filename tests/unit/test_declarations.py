@@ -332,6 +332,25 @@ SPELLINGS = {
           return fetch(url).then((r) => r.json());
         }
     """,
+    "pkg/formatting.py": '''
+        class HelpFormatter:
+            """Lays out the usage text."""
+
+            def write(self, text):
+                self.buffer.append(text)
+                self.width = max(self.width, len(text))
+                self.indent_level = self.indent_level or 0
+                return text
+    ''',
+    **{
+        f"pkg/core{i}.py": f'''
+            def format_help_{i}(ctx, formatter):
+                """Write the help with the help formatter: help, then the formatter's help."""
+                text = ctx.help + formatter.help
+                return formatter.help(ctx.help_formatter, help=text, formatter=formatter)
+        '''
+        for i in range(8)
+    },
     # the words of every name, said often elsewhere
     **{
         f"pkg/notes_{i}.py": f'''
@@ -343,6 +362,17 @@ SPELLINGS = {
         for i in range(4)
     },
 }
+
+
+def test_plain_words_that_spell_a_name_find_it_before_a_chunk_full_of_them(tmp_path: Path) -> None:
+    """Two or three plain words read as prose (a commit subject, a topic), where the symbol list weighs
+    little: ``help formatter`` found ``format_help_text``-like chunks, which say both words over and
+    over, before ``class HelpFormatter``. A name spelled by exactly those words is what they most
+    likely ask for."""
+    root = Path(indexed_bm25(tmp_path / "ws", SPELLINGS))
+    assert _first(root, "help formatter") == ("pkg/formatting.py", "class HelpFormatter")
+    moved = _first(root, "help formatter", spelled_definition=1.0)[0]
+    assert moved.startswith("pkg/core"), moved  # the lever is what puts it first
 
 
 @pytest.mark.parametrize(

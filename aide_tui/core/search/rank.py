@@ -340,8 +340,30 @@ def _fuse(
         exact_definitions(q, fused, lists["symbol"], text, parts, s.exact_definition)
     if named and s.exact_definition != 1:
         named_file(q, fused, lists.get("symbol", []), text, s.exact_definition, graph)
+    if not code_like and not parts.long and s.spelled_definition != 1 and lists.get("symbol"):
+        spelled_definitions(q, fused, lists["symbol"], text, s.spelled_definition)
     _in_rank_order(q, fused)
     return fused
+
+
+def spelled_definitions(
+    q: Retrieval[Any], fused: Sequence[Fused], defining: Sequence[Key], text: str, factor: float
+) -> None:
+    """Scale by ``factor`` the source chunks defining the one name two or three plain words spell
+    (``help formatter`` → ``HelpFormatter``, ``from file`` → ``from_file``, in any case): such a query
+    reads as prose (a commit subject, a topic), so the symbol list weighs little, yet a name made of
+    exactly its words is what it most likely asks for."""
+    spelled = {name.lower() for name in L.other_spellings(text) if " " in text.strip()}
+    if not spelled:
+        return
+    hits = {
+        k for k in defining
+        if not spelled.isdisjoint(n.lower() for n in q.defines(k))
+        and filekinds.kind_of(q.path(k)) == filekinds.SOURCE
+    }  # fmt: skip
+    for f in fused:
+        if f.doc in hits:
+            f.score *= factor
 
 
 MAX_NAMED_FILES = 3  # a word naming more files (setup, __init__, index) says which one no better
