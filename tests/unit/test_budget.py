@@ -230,6 +230,20 @@ def test_max_tokens_is_a_limit_on_the_rows_as_printed(tmp_path: Path, max_tokens
         assert all(a["results"] == [] and a["tokens_used"] == 0 for a in answers)
 
 
+def test_a_row_names_the_definition_its_best_line_is_in() -> None:
+    """A chunk packing several definitions is recorded under its first; a row trimmed around its best
+    line named that first one (``def raise_for_status`` for ``Response.json``'s lines), so an agent
+    read a name the row's text may not even hold."""
+    text = (
+        "    def raise_for_status(self):\n        return self\n\n"
+        "    def json(self, **kwargs):\n        return jsonlib.loads(self.content, **kwargs)\n"
+    )
+    hit = Hit("pkg/models.py", 10, 14, 1.0, "class Response > def raise_for_status", "python", {"bm25": 1},
+              ["jsonlib", "loads"], text)  # fmt: skip
+    row = fit([hit], 2000).rows[0]
+    assert (row["best_line"], row["symbol"]) == (14, "class Response > def json"), row
+
+
 def test_a_row_cut_to_fit_never_exceeds_the_budget() -> None:
     text = f"def load_items():\n{LONG_LINE}\n    return data"
     long = Hit("pkg/minified.py", 10, 12, 1.0, "load_items", "python", {"bm25": 1}, ["item_1234"], text)

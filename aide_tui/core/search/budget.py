@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aide_tui.core.search.hitlines import hit_best_line, term_spans
+from aide_tui.core.search.hitlines import hit_best_line, symbol_at_line, term_spans
 from aide_tui.core.search.response import Hit, SearchResponse
 from aide_tui.core.tokens import estimate_tokens
 
@@ -72,7 +72,8 @@ def _lines(hit: Hit, lo: int, hi: int) -> str:
 def trimmed_row(hit: Hit, lo: int, hi: int, best: int) -> dict[str, Any]:
     """The result row of ``hit`` showing lines ``lo``..``hi``."""
     row: dict[str, Any] = {
-        "path": hit.path, "start_line": lo, "end_line": hi, "best_line": best, "symbol": hit.symbol,
+        "path": hit.path, "start_line": lo, "end_line": hi, "best_line": best,
+        "symbol": symbol_at_line(hit, best),
         "score": round(hit.score, 6), "text": _lines(hit, lo, hi),
         "truncated": (lo, hi) != (hit.start_line, hit.end_line),
     }  # fmt: skip
