@@ -327,6 +327,11 @@ SPELLINGS = {
             def sign(self, request):
                 return request
     ''',
+    "pkg/helpers.py": '''
+        def _split_blueprint_path(name):
+            """Every parent path of a dotted name."""
+            return [name.rpartition(".")[0], name]
+    ''',
     "web/client.ts": """
         export function fetchJsonBody(url: string) {
           return fetch(url).then((r) => r.json());
@@ -381,6 +386,7 @@ def test_plain_words_that_spell_a_name_find_it_before_a_chunk_full_of_them(tmp_p
         ("promptForValue", "pkg/prompts.py"),  # camelCase for a snake_case name
         ("fetch_json_body", "web/client.ts"),  # snake_case for a camelCase one
         ("digest auth", "pkg/auth.py"),  # its words for a CamelCase one
+        ("split blueprint path", "pkg/helpers.py"),  # its words for a private one
     ],
 )
 def test_a_name_in_another_convention_finds_its_definition(tmp_path: Path, query: str, path: str) -> None:

@@ -87,7 +87,8 @@ def other_spellings(text: str) -> list[str]:
     """The one name a short query writes, in the other conventions it may be defined in:
     ``promptForValue`` → ``prompt_for_value``; ``prompt_for_value`` → ``promptforvalue`` (definitions
     are looked up in any case: ``promptForValue``, ``PromptForValue``); two or three plain words
-    ``digest auth`` → ``digest_auth`` and ``digestauth`` (``DigestAuth``)."""
+    ``digest auth`` → ``digest_auth`` and ``digestauth`` (``DigestAuth``), and each with a leading
+    underscore (``_digest_auth``, ``_DigestAuth``)."""
     words = text.split()
     if len(words) == 1:
         w = words[0].strip("()`'\"")
@@ -97,7 +98,8 @@ def other_spellings(text: str) -> list[str]:
             return ["_".join(p.lower() for p in _CAMEL_PART.findall(w))]  # camel: snake
         return []
     if 2 <= len(words) <= 3 and all(_PLAIN.fullmatch(w) for w in words):
-        return ["_".join(words), "".join(words)]
+        snake, joined = "_".join(words), "".join(words)
+        return [snake, joined, "_" + snake, "_" + joined]  # a private name too (``_split_blueprint_path``)
     return []
 
 
