@@ -282,6 +282,28 @@ MODULES = {
             def align(self, how):
                 return how
     """,
+    # a module, and a field of that name in a chunk that says the word over and over
+    "pkg/style.py": """
+        class Style:
+            def combine(self, other):
+                return other
+    """,
+    **{
+        f"pkg/{name}.py": f"""
+            def {name}_of(style):
+                return style
+        """
+        for name in ("styled", "styles", "styling", "style_sheet")
+    },
+    "pkg/theme.py": """
+        class Theme:
+            style: str = "bold"
+            header_style: str = "italic"
+
+            def render(self, style):
+                style = style or self.style or self.header_style
+                return [style, self.style, style.upper(), style.lower(), self.header_style]
+    """,
     # a word that is a module and only a value elsewhere (a field, a variable): the module
     "pkg/columns.py": """
         class Columns:
@@ -312,6 +334,8 @@ def test_a_word_naming_a_module_finds_the_module(modules: Path) -> None:
     assert _first(modules, "_compat", exact_definition=1.0)[0] != "pkg/_compat.py"  # the lever moves it
     assert _first(modules, "align")[0] == "pkg/text.py"  # Text.align, not align.py
     assert _first(modules, "columns")[0] == "pkg/columns.py"  # not the field Table.columns
+    # the field gets no definition's factor either when the module takes the word
+    assert _first(modules, "style")[0] == "pkg/style.py"
 
 
 SPELLINGS = {

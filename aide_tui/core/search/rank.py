@@ -336,10 +336,13 @@ def _fuse(
     apply_priors(q, fused, text, parts, code_like, s)
     # a name, or a declaration: the definition spelled that way first (a quoted span asks for words)
     named = code_like and not parts.long and '"' not in text and weights.get("symbol", 0) > 0
-    if named and s.exact_definition != 1 and lists.get("symbol"):
+    # a module named by its stem, unless a function or a type is defined under the word: then the
+    # variables and fields of that name are not what it asks for either
+    module = named and s.exact_definition != 1 and named_file(
+        q, fused, lists.get("symbol", []), text, s.exact_definition, graph
+    )
+    if named and not module and s.exact_definition != 1 and lists.get("symbol"):
         exact_definitions(q, fused, lists["symbol"], text, parts, s.exact_definition)
-    if named and s.exact_definition != 1:
-        named_file(q, fused, lists.get("symbol", []), text, s.exact_definition, graph)
     if not code_like and not parts.long and s.spelled_definition != 1 and lists.get("symbol"):
         spelled_definitions(q, fused, lists["symbol"], text, s.spelled_definition)
     _in_rank_order(q, fused)
@@ -379,18 +382,18 @@ def named_file(
     text: str,
     factor: float,
     graph: Callable[[], SymbolGraph | None] = lambda: None,
-) -> None:
+) -> bool:
     """Scale the chunks of the file a one-word query names by its stem (``_compat`` or ``compat`` for
     ``_compat.py``, ``termui``) by ``factor``, when at most ``MAX_NAMED_FILES`` files are so named and
     nothing ``defining`` it defines the word as written as a function or a type (``align`` is
     ``Text.align`` before ``align.py``; a field or a variable, ``Table.columns``, is not what the word
     asks before ``columns.py``; without a ``graph`` to tell, any definition): the module is what such
-    a word asks for, and its words alone spread over the files that import it."""
+    a word asks for, and its words alone spread over the files that import it. True when it did."""
     word = text.strip()
     if len(word) < 3 or not word.replace("_", "").replace("-", "").isalnum():
-        return
+        return False
     if any(word in q.defines(k) for k in defining) and _defines_code(graph(), word):
-        return
+        return False
     bare = word.lstrip("_")
 
     def stem(path: str) -> str:
@@ -398,10 +401,11 @@ def named_file(
 
     files = {p for f in fused if (st := stem(p := q.path(f.doc))) == word or st.lstrip("_") == bare}
     if not 0 < len(files) <= MAX_NAMED_FILES:
-        return
+        return False
     for f in fused:
         if q.path(f.doc) in files:
             f.score *= factor
+    return True
 
 
 def _defines_code(graph: SymbolGraph | None, name: str) -> bool:
