@@ -125,6 +125,9 @@ def test_a_local_variable_holds_no_lines_below_it() -> None:
     assert symbol_at_best_line(hit) == "function baseClone"
     hit = Hit("l.js", 1, 9, 0.5, "function baseClone", "javascript", {}, tokenize("assign target"), js)
     assert symbol_at_best_line(hit) == "function baseClone > const copyTo"
+    arrow = "function save() {\n  return 1\n}\nconst load = async (id) =>\n  fetchJson(`/items/${id}`)\n"
+    hit = Hit("l.js", 1, 5, 0.5, "function save", "javascript", {}, tokenize("fetchJson items"), arrow)
+    assert symbol_at_best_line(hit) == "const load"  # an arrow whose body is on the next line holds it
 
 
 def test_the_quick_first_test_of_term_spans_loses_no_match() -> None:

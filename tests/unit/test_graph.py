@@ -463,6 +463,16 @@ def test_an_arrow_function_whose_body_starts_on_the_next_line_holds_it() -> None
     )
     defs = {(d.qualname, d.line, d.end_line) for d in graph_of("src/make.ts", ts).defs}
     assert {("make", 1, 7), ("make.helper", 3, 5), ("after", 9, 11)} <= defs, defs
+    # the body is the expression: a call chain after its first bracket, a curried arrow's own body; a
+    # line that starts another statement is not part of it
+    js = (
+        "const next = i =>\n  items[i].load().then(r => {\n    return r\n  });\n\n"
+        "const rel = (ctx, id) =>\n  id\n    .split('!')\n    .join('!')\n\n"
+        "const fork = (rt) =>\n  (self) => {\n    return rt.run(self)\n  }\n\n"
+        "const double = x =>\n  x * 2\nconsole.log(double(2), [\n  1,\n])\n"
+    )
+    spans = {(d.qualname, d.line, d.end_line) for d in graph_of("src/util.js", js).defs}
+    assert {("next", 1, 4), ("rel", 6, 9), ("fork", 11, 14), ("double", 16, 17)} <= spans, spans
 
 
 def test_a_name_bound_in_a_main_block_is_no_definition() -> None:
@@ -477,6 +487,14 @@ def test_a_name_bound_in_a_main_block_is_no_definition() -> None:
     )
     g = graph_of("rich/segment.py", py)
     assert {d.name for d in g.defs} == {"Final", "render"}, g.defs
+    # the guard's ``else:`` is what an import runs; a guard inside a ``try`` is one too
+    other = (
+        'if __name__ == "__main__":\n    demo = 1\nelse:\n    LOGGER = make()\n\n'
+        'try:\n    if __name__ == "__main__":\n        tried = 2\nexcept ImportError:\n    pass\n'
+    )
+    log = graph_of("pkg/log.py", other)
+    chunk_names = {n for c in chunk_file_multi("pkg/log.py", other, (1500,), [])[0] for n in c.defines}
+    assert {d.name for d in log.defs} == chunk_names == {"LOGGER"}, (log.defs, chunk_names)
     assert ("render", 11) in {(r.name, r.line) for r in g.refs}
     chunks = chunk_file_multi("rich/segment.py", py, (1500,), [])[0]
     assert "console" not in {n for c in chunks for n in c.defines}, chunks
@@ -545,6 +563,17 @@ def test_an_out_of_line_template_member_is_a_definition_of_its_class() -> None:
     assert {("push", 2), ("keys", 7), ("operator", 12)} <= {(d.name, d.line) for d in g.defs}, g.defs
     chunks = chunk_file_multi("src/stack.cpp", cpp, (1500,), [])[0]
     assert chunks[0].symbol == "function Stack::push" and {"push", "keys"} <= set(chunks[0].defines), chunks
+    # a templated qualified call going on from the lines above, or in a macro's body, defines nothing
+    cont = (
+        "#define CALL_IT(x) \\\n  Registry<int>::flush()\n\n"
+        "template <typename T, typename R = store<\n    T, Tuple<T>::size()>>\nR optimize(const T& x)\n{\n"
+        "    return R(x);\n}\n\n"
+        "auto preferred(P&& p)\n    -> decltype(f(p,\n                typename traits<P>::type()))\n{\n"
+        "    return f(p);\n}\n"
+    )
+    spans = {(d.name, d.line, d.end_line) for d in graph_of("src/opt.cpp", cont).defs}
+    assert {("optimize", 6, 9), ("preferred", 11, 16)} <= spans, spans
+    assert not {"flush", "size", "type"} & {name for name, _, _ in spans}, spans
 
 
 def test_a_cpp_header_named_h_is_read_as_cpp() -> None:

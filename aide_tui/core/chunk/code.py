@@ -547,9 +547,8 @@ def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
         j += 1
     stop = min(stop, j - 1)
     opener = "(" if group else "{"
-    # an arrow function whose body starts on the next line (``=>`` then ``Effect.gen(function* () {``):
-    # the body's first bracket holds it
-    arrow = src.lines[i].rstrip().endswith("=>")
+    if src.lines[i].rstrip().endswith("=>") and not group:  # the arrow's body is on the lines below
+        return _expression_end(src, sc, i + 1, base)
     evl, evc, evd = sc.ev_line, sc.ev_char, sc.ev_depth
     k = bisect_left(evl, i)
     while k < len(evl) and evl[k] <= stop:
@@ -558,7 +557,7 @@ def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
             break
         if d == base:
             c = evc[k]
-            if c == opener or (arrow and evl[k] > i and c in "([{"):
+            if c == opener:
                 close = sc.match.get(k)
                 return -1 if close is None else close
             if c == ";":
@@ -568,6 +567,45 @@ def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
     while end + 1 <= stop and sc.depth_at[end + 1] > base:
         end += 1
     return end
+
+
+# a line going on from the one above, or a line that leaves the expression open (a comma ends it: the
+# arrow is an argument or an object's value, ``key: () =>`` then ``require("..."),``)
+_GOES_ON = (".", "?", ":", "&&", "||", "+", "-", "*", "/", "=>", ")", "]", "}")
+_LEFT_OPEN = ("=>", "(", "[", "{", "&&", "||", "?", ":", "+", "-", "*", "/", "=", ".")
+
+
+def _expression_end(src: Src, sc: Scan, first: int, base: int) -> int:
+    """Last line of an expression that starts on line ``first`` at bracket depth ``base`` (an arrow
+    function's body below its ``=>``): every bracket it opens holds its lines (``Effect.gen(function*
+    () {`` to ``})``, a curried arrow's ``=> {`` body), a ``;`` ends it, and a line that goes on from
+    the one above (``.then(...)``, an operator) belongs to it; a line that starts another statement
+    does not. -1 when a bracket is unbalanced."""
+    if first >= src.n or src.blank[first]:
+        return first - 1
+    evl, evc, evd = sc.ev_line, sc.ev_char, sc.ev_depth
+    k = bisect_left(evl, first)
+    end = first
+    while True:
+        while k < len(evl) and evl[k] <= end:
+            if evd[k] < base:
+                return end
+            if evd[k] == base:
+                c = evc[k]
+                if c in "([{":
+                    close = sc.match.get(k)
+                    if close is None:
+                        return -1
+                    end = max(end, close)
+                elif c == ";":
+                    return evl[k]
+            k += 1
+        nxt = end + 1
+        if nxt >= src.n or src.blank[nxt]:
+            return end
+        if not (src.lines[nxt].lstrip().startswith(_GOES_ON) or src.lines[end].rstrip().endswith(_LEFT_OPEN)):
+            return end
+        end = nxt
 
 
 _OWNERS_NESTED = ("this", "self", "exports", "module")
@@ -729,7 +767,7 @@ def _anchor_candidates(
                 if dm:
                     extras.append((i, dm.group(1)))
                     continue
-            if initializers[i]:
+            if initializers[i] or (i and src.lines[i - 1].rstrip().endswith("\\")):  # a macro's body
                 continue
         for p in lang.pats:
             m = p.rx.match(ln)
@@ -740,9 +778,23 @@ def _anchor_candidates(
             typ = gd.get("type")
             if p.kw and (name in _KEYWORDS or (typ is not None and typ in _KEYWORDS)):
                 continue
+            if "<" in name and "::" in name and _goes_on_an_expression(ln, m):
+                continue
             cands.append((i, p, m))
             break
     return cands, extras
+
+
+_TYPENAME_BEFORE = re.compile(r"\btypename\s*$")
+
+
+def _goes_on_an_expression(line: str, m: re.Match[str]) -> bool:
+    """Whether a line that reads like a template's member defined outside it (``Tuple<T, A>::size(``)
+    is the middle of an expression from the lines above: a default template argument
+    (``T, Tuple<T, A>::size()>>``), a trailing return type (``typename traits<I...>::type()))``). A
+    comma or ``typename`` before the name, or more parentheses closed than opened, says so."""
+    head = line[: m.start("name")]
+    return "," in head or bool(_TYPENAME_BEFORE.search(head)) or line.count(")") > line.count("(")
 
 
 def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[str]) -> Unit:
@@ -862,6 +914,11 @@ def main_guard(test: ast.expr) -> bool:
     )
 
 
+def script_lines(guard: ast.If) -> tuple[int, int]:
+    """The lines of a main guard's body (its ``else:``, taken on import, is the module's)."""
+    return guard.body[0].lineno, guard.body[-1].end_lineno or guard.body[-1].lineno
+
+
 def python_units(
     src: Src, keep: dict[str, object] | None = None
 ) -> tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]:
@@ -913,8 +970,8 @@ def python_units(
         return u
 
     roots = units(tree.body, True)
-    scripts = [(st.lineno - 1, (st.end_lineno or st.lineno) - 1) for st in tree.body
-               if type(st) is ast.If and main_guard(st.test)]  # fmt: skip
+    scripts = [script_lines(st) for st in _flat(tree.body) if type(st) is ast.If and main_guard(st.test)]
+    scripts = [(lo - 1, hi - 1) for lo, hi in scripts]
     if scripts:
         extras = [(i, n) for i, n in extras if not any(lo <= i <= hi for lo, hi in scripts)]
     return roots, extras, _lead_checker(src, LANGS["python"], None)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from aide_tui.core.chunk.base import Src, Unit
-from aide_tui.core.chunk.code import main_guard
+from aide_tui.core.chunk.code import main_guard, script_lines
 from aide_tui.core.model import Definition, FileGraph, Reference
 
 MARKUP = frozenset({"markdown", "yaml", "toml", "json", "text"})
@@ -334,7 +334,7 @@ def _targets(g: _PyGraph, targets: list[ast.expr], end: int) -> None:
     """Module and class level assignment targets are definitions (variables, class attributes)."""
     if g.kinds and g.kinds[-1] == "function":
         return
-    if not g.kinds and g.script[0] <= end <= g.script[1]:
+    if g.script[0] <= end <= g.script[1]:
         return  # a script's names (``console = Console()`` under the main guard) are no module's API
     kind = "attribute" if g.kinds else "variable"
     for t in targets:
@@ -382,8 +382,8 @@ def _p_assert(g: _PyGraph, node: ast.Assert, stack: list[Any]) -> None:
 
 
 def _p_if(g: _PyGraph, node: ast.If, stack: list[Any]) -> None:
-    if not g.kinds and main_guard(node.test):
-        g.script = (node.lineno, node.end_lineno or node.lineno)
+    if not g.kinds and main_guard(node.test) and not g.script[0] <= node.lineno <= g.script[1]:
+        g.script = script_lines(node)
     stack.extend(reversed(node.orelse))
     stack.extend(reversed(node.body))
     stack.append(node.test)

@@ -177,12 +177,13 @@ _CLOSES = str.maketrans("", "", "})]")
 
 def _holding(m: re.Match[str] | None, line: str) -> re.Match[str] | None:
     """A definition line that may hold the lines below it: a ``const``/``let``/``var`` only when it
-    leaves a bracket open (an arrow function, an object), not a statement ending on its line."""
+    leaves a bracket open (an arrow function, an object) or ends in ``=>`` (its body below), not a
+    statement ending on its line."""
     if m is None or m.group(1).split()[-1] not in _BINDS:
         return m
     opened = len(line) - len(line.translate(_OPENS))
     closed = len(line) - len(line.translate(_CLOSES))
-    return m if opened > closed else None
+    return m if opened > closed or line.rstrip().endswith("=>") else None
 
 
 def _indent(line: str) -> int:

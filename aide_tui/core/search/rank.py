@@ -338,8 +338,10 @@ def _fuse(
     named = code_like and not parts.long and '"' not in text and weights.get("symbol", 0) > 0
     # a module named by its stem, unless a function or a type is defined under the word: then the
     # variables and fields of that name are not what it asks for either
-    module = named and s.exact_definition != 1 and named_file(
-        q, fused, lists.get("symbol", []), text, s.exact_definition, graph
+    module = (
+        named
+        and s.exact_definition != 1
+        and named_file(q, fused, lists.get("symbol", []), text, s.exact_definition, graph)
     )
     if named and not module and s.exact_definition != 1 and lists.get("symbol"):
         exact_definitions(q, fused, lists["symbol"], text, parts, s.exact_definition)

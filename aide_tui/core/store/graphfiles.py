@@ -247,25 +247,20 @@ class MappedGraph:
         d = self.names
         off = d.off.take(np.concatenate([ids, ids + 1]))
         lo, hi = off[: len(ids)].tolist(), off[len(ids) :].tolist()
-        return [
-            bytes(d.blob.view(a, b)).decode("utf-8", "surrogatepass") for a, b in zip(lo, hi, strict=True)
-        ]
+        return [_text(d.blob.view(a, b)) for a, b in zip(lo, hi, strict=True)]
 
     def _quals(self, rows: Sequence[int]) -> list[str]:
-        if not len(rows):
-            return []
+        offsets, blob = self._array("g_qual_off.npy"), self._file("g_qual.bin")
+        if len(rows) < 8:  # a name's few definitions: a read each costs less than gathering them
+            return [_text(blob.view(*(int(x) for x in offsets.rows(r, r + 2)))) for r in rows]
         idx = np.asarray(rows, np.int64)
-        off = self._array("g_qual_off.npy").take(np.concatenate([idx, idx + 1]))
+        off = offsets.take(np.concatenate([idx, idx + 1]))
         lo, hi = off[: len(idx)].tolist(), off[len(idx) :].tolist()
-        blob = self._file("g_qual.bin")
         first, last = min(lo), max(hi)
         if last - first <= QUALS_AT_ONCE:  # a name's definitions are side by side: one read
             chunk = bytes(blob.view(first, last))
-            return [
-                chunk[a - first : b - first].decode("utf-8", "surrogatepass")
-                for a, b in zip(lo, hi, strict=True)
-            ]
-        return [bytes(blob.view(a, b)).decode("utf-8", "surrogatepass") for a, b in zip(lo, hi, strict=True)]
+            return [_text(chunk[a - first : b - first]) for a, b in zip(lo, hi, strict=True)]
+        return [_text(blob.view(a, b)) for a, b in zip(lo, hi, strict=True)]
 
     def definitions_of(self, name_id: int) -> list[tuple[int, Definition]]:
         """(path id, definition) of every definition of a name, by path and line."""
