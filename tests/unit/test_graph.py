@@ -574,6 +574,9 @@ def test_an_out_of_line_template_member_is_a_definition_of_its_class() -> None:
     spans = {(d.name, d.line, d.end_line) for d in graph_of("src/opt.cpp", cont).defs}
     assert {("optimize", 6, 9), ("preferred", 11, 16)} <= spans, spans
     assert not {"flush", "size", "type"} & {name for name, _, _ in spans}, spans
+    # both rules are C and C++'s: a Rust impl's generics and paths stay as they were
+    rust = "impl<T: fmt::Display + ?Sized, A: Alloc> fmt::Display for Box<T, A> {\n    fn fmt(&self) {}\n}\n"
+    assert [d.qualname for d in graph_of("src/boxed.rs", rust).defs] == ["Display for Box<T, A>.fmt"]
 
 
 def test_a_cpp_header_named_h_is_read_as_cpp() -> None:

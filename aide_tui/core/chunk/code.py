@@ -757,11 +757,12 @@ def _anchor_candidates(
     """Lines where a unit starts (first matching pattern wins) and ``#define`` names (C, C++)."""
     cands: list[tuple[int, Pat, re.Match[str]]] = []
     extras: list[tuple[int, str]] = []
-    initializers = _initializer_lines(src) if language in ("c", "cpp") else []
+    c_family = language in ("c", "cpp")
+    initializers = _initializer_lines(src) if c_family else []
     for i, ln in enumerate(src.lines):
         if src.blank[i] or sc.lit_at[i] or len(ln) > _MAX_ANCHOR_LINE:
             continue
-        if language in ("c", "cpp"):
+        if c_family:
             if "#" in ln:
                 dm = _DEFINE_RX.match(ln)
                 if dm:
@@ -778,7 +779,7 @@ def _anchor_candidates(
             typ = gd.get("type")
             if p.kw and (name in _KEYWORDS or (typ is not None and typ in _KEYWORDS)):
                 continue
-            if "<" in name and "::" in name and _goes_on_an_expression(ln, m):
+            if c_family and "<" in name and "::" in name and _goes_on_an_expression(ln, m):
                 continue
             cands.append((i, p, m))
             break
@@ -812,7 +813,7 @@ def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[s
     if p.kind in ("function", "method") and m.group(0).endswith("class"):
         kind = "class"  # Foo.Bar = class { ... }: its methods are members
     name = name.strip("'\"")
-    if "<" in name and "::" in name:  # Stack<T>::push: the class's name, not its template's arguments
+    if lang.tokens in ("c", "cpp") and "<" in name and "::" in name:  # Stack<T>::push: the class's name
         scope, _, last = name.rpartition("::")
         name = f"{_TEMPLATE_ARGS.sub('', scope)}::{last}"
     label = f"{kind} {'.'.join(n for n in (owner, name) if n)}".strip()
