@@ -245,6 +245,7 @@ class MappedGraph:
     def _names_of(self, ids: np.ndarray) -> list[str]:
         """The names of ``ids``, each block of the dictionary they fall in verified once."""
         d = self.names
+        ids = ids.astype(np.int64)  # a uint16 column's last id + 1 would wrap to 0
         off = d.off.take(np.concatenate([ids, ids + 1]))
         lo, hi = off[: len(ids)].tolist(), off[len(ids) :].tolist()
         return [_text(d.blob.view(a, b)) for a, b in zip(lo, hi, strict=True)]
