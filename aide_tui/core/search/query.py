@@ -148,6 +148,29 @@ def asked_name(text: str) -> str | None:
     return found.removesuffix("()") if strong or sentence or _reads_as_code(found) else None
 
 
+_MEMBER_OF = re.compile(
+    r"(?P<member>[A-Za-z_]\w*)(?:\(\))?\s+(?:method|function|property|attribute|field)\s+(?:of|in|on)\s+"
+    r"(?:the\s+|a\s+|an\s+)?(?P<owner>[A-Za-z_]\w*)(?:\s+(?:class|type|struct|object))?",
+    re.IGNORECASE,
+)
+_OWNERS_MEMBER = re.compile(r"(?P<owner>[A-Za-z_]\w*)(?:'s)?\s+(?P<member>[A-Za-z_]\w*)(?:\(\))?")
+
+
+def member_words(text: str) -> tuple[str, str] | None:
+    """(owner, member) when a short query names a member by its type in words: ``Client send``,
+    ``client send``, ``Client's send``, ``send method of Client``, ``the send method of the client
+    class``; None for anything else. Whether the owner defines such a member is the index's to say
+    (see :func:`~aide_tui.core.search.rank.rank`)."""
+    t = text.strip().removeprefix("the ").strip()
+    m = _MEMBER_OF.fullmatch(t) or _OWNERS_MEMBER.fullmatch(t)
+    if m is None:
+        return None
+    owner, member = m.group("owner"), m.group("member")
+    if owner.lower() in STOPWORDS or member.lower() in STOPWORDS or owner.lower() == member.lower():
+        return None
+    return owner, member
+
+
 _USE_CUES = frozenset(
     "called calls call caller callers calling used uses use usage usages using referenced references "
     "reference refs invoked invokes imported imports instantiated instantiates".split()

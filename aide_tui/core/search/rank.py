@@ -36,6 +36,7 @@ from aide_tui.core.search.query import (
     code_line,
     error_message,
     locations,
+    member_words,
     pasted_code,
     verbatim_words,
     without_frames,
@@ -248,7 +249,7 @@ def rank(
     """The ranked rows for ``parsed.text`` (its filters already parsed) in ``mode``; ``partial``: the
     word being typed, completed over the index's vocabulary (see :func:`completions`)."""
     parsed, message = _pasted_line(parsed)
-    parsed, uses, read_as = _asked_about_a_name(parsed)
+    parsed, uses, read_as = _asked_about_a_name(parsed, retriever if mode != "dense" else None)
     as_typed = parsed.text
     parts = analyze(parsed.text)
     typed = completions(retriever.term_stats, partial) if partial and not parts.long else {}
@@ -599,10 +600,13 @@ def _pasted_line(parsed: ParsedQuery) -> tuple[ParsedQuery, str | None]:
     return replace(parsed, text=without_timestamp(parsed.text)), message
 
 
-def _asked_about_a_name(parsed: ParsedQuery) -> tuple[ParsedQuery, UsesAsked | None, str | None]:
+def _asked_about_a_name(
+    parsed: ParsedQuery, retriever: Retriever | None = None
+) -> tuple[ParsedQuery, UsesAsked | None, str | None]:
     """A short question about one name as what to search for: its uses or tests (``who calls send``:
     the name, and what is asked; see :func:`~aide_tui.core.search.query.asked_uses`) or its definition
-    (``where is Headers defined``: the name alone, see :func:`~aide_tui.core.search.query.asked_name`);
+    (``where is Headers defined``: the name alone, see :func:`~aide_tui.core.search.query.asked_name`;
+    ``client send``: ``Client.send`` when ``retriever``'s graph says so, see :func:`_member_in_words`);
     any other query as it is. With what the question was read as, for the front ends to say."""
     uses = asked_uses(parsed.text)
     if uses is not None:
@@ -610,8 +614,33 @@ def _asked_about_a_name(parsed: ParsedQuery) -> tuple[ParsedQuery, UsesAsked | N
         return replace(parsed, text=uses.as_query()), uses, said
     name = asked_name(parsed.text)
     if name is None:
-        return parsed, None, None
+        return _member_read(parsed, retriever)
     return replace(parsed, text=name), None, f"the definition of {name}"
+
+
+def _member_read(parsed: ParsedQuery, retriever: Retriever | None) -> tuple[ParsedQuery, None, str | None]:
+    """:func:`_member_in_words` as :func:`_asked_about_a_name` answers (no graph: the query as it is)."""
+    found, said = _member_in_words(parsed, retriever) if retriever is not None else (parsed, None)
+    return found, None, said
+
+
+def _member_in_words(parsed: ParsedQuery, retriever: Retriever) -> tuple[ParsedQuery, str | None]:
+    """A member named by its type in words (``client send``, ``send method of Client``) searched as the
+    qualified name (``Client.send``) when the index's graph defines that member inside a type spelled
+    so (in any case); any other query as it is, and None."""
+    asked = member_words(parsed.text)
+    graph = retriever.graph if asked is not None else None
+    if asked is None or graph is None:
+        return parsed, None
+    owner, member = asked
+    owners = {
+        parent for _, d in graph.definitions(member)
+        if (parent := d.qualname.rpartition(".")[0].rpartition(".")[2]).lower() == owner.lower()
+    }  # fmt: skip
+    if len(owners) != 1:
+        return parsed, None
+    name = f"{owners.pop()}.{member}"
+    return replace(parsed, text=name), f"the definition of {name}"
 
 
 def _verbatim_lists(
