@@ -16,6 +16,8 @@ bare name in a question, one of ``QUESTIONS`` in turn (``where is Headers define
 for each module whose file stem no other source file has, by its stem as written (``_compat``;
 right: any chunk of that file). Two more ask for each bare name in another convention: a snake_case name
 as camelCase (``promptForValue``) and a name of two or three words as those words (``digest auth``).
+Two more ask for each qualified method by its class in words: ``client send`` and ``send method of
+Client``.
 Right: a hit whose chunk
 covers the ``def``/``class`` line, or the option's (chunk MRR@10, Hit@1). Through the CLI
 (``search --json --no-update --batch``), so each workspace must be indexed first. A script, not a test.
@@ -136,6 +138,12 @@ def _words(name: str) -> str | None:
     return " ".join(w.lower() for w in words) if 2 <= len(words) <= 3 else None
 
 
+def _owner_words(qualified: str, sentence: bool) -> str:
+    """A method asked by its class in words: ``client send`` or ``send method of Client``."""
+    owner, member = qualified.split(".", 1)
+    return f"{member} method of {owner}" if sentence else f"{owner.lower()} {member}"
+
+
 def _holds(hit: dict[str, object], d: dict[str, object], whole_file: bool) -> bool:
     """Whether a hit is the right answer: its chunk covers the line asked for (any chunk of the file)."""
     if hit["path"] != d["path"]:
@@ -169,6 +177,8 @@ def main() -> None:
             "module": modules(root, args.per_corpus),
             "camelCase": [{**d, "name": c} for d in unique if (c := _camel(str(d["name"])))],
             "words": [{**d, "name": w} for d in unique if (w := _words(str(d["name"])))],
+            "owner words": [{**d, "name": _owner_words(str(d["name"]), False)} for d in shared],
+            "member of": [{**d, "name": _owner_words(str(d["name"]), True)} for d in shared],
         }
         for form, defs in sets.items():
             if not defs:
