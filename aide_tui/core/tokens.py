@@ -12,7 +12,9 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-TOKENIZER_VERSION = "4"  # 4: letters of every script are word characters (größe, модуль, 数据)
+# 4: letters of every script are word characters (größe, модуль, 数据); 5: a word whose stem would be a
+# stopword keeps a stem of its own (theme, notes: they had no term at all)
+TOKENIZER_VERSION = "5"
 
 # A word starts with a letter of any script or an underscore and goes on with word characters; dots
 # join a qualified name. camelCase splits at ASCII capitals; any other letter (ä, Ä, д,
@@ -32,7 +34,8 @@ STOPWORDS = frozenset(
 
 
 def fold(part: str) -> str:
-    """Suffix folding v2: plurals, -ed, -ing and a final -e share one stem (parse/parsed/parsing)."""
+    """Suffix folding v2: plurals, -ed, -ing and a final -e share one stem (parse/parsed/parsing); never
+    a stopword (``theme`` and ``themes`` fold to ``theme``, not ``them``)."""
     if len(part) <= 4 or part.endswith(("ss", "us", "is")):
         return part
     if part.endswith("ies"):
@@ -44,7 +47,8 @@ def fold(part: str) -> str:
             stem = part[: -len(suf)]
             if suf in ("ing", "ed") and stem[-1] == stem[-2] and stem[-1] not in "lsz":
                 stem = stem[:-1]
-            return stem
+            if stem not in STOPWORDS:  # theme is no "them", notes no "not": the next suffix, or itself
+                return stem
     return part
 
 

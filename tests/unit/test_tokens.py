@@ -1,4 +1,4 @@
-from aide_tui.core.tokens import tokenize
+from aide_tui.core.tokens import fold, tokenize
 
 
 def test_keeps_whole_identifiers_and_parts() -> None:
@@ -66,3 +66,12 @@ def test_a_non_ascii_name_is_found_by_keyword(tmp_path: object) -> None:
     assert searcher.search("größe", limit=3, mode="bm25").results[0].path == "pkg/mass.py"
     assert searcher.search("höhe", limit=3, mode="bm25").results[0].path == "pkg/mass.py"
     assert searcher.search("数据处理", limit=3, mode="bm25").results[0].path == "pkg/data.py"
+
+
+def test_a_word_whose_stem_is_a_stopword_keeps_its_own_term() -> None:
+    """``theme`` folded to ``them``, a stopword, so it had no term at all: a query ``theme`` matched no
+    word of rich's ``Theme`` class, and a typo of it could not be corrected to it. 27 words of the
+    system dictionary were so (``notes``, ``noted``, ``willing``, ``canned``...); each keeps its own."""
+    assert tokenize("Theme themes notes note willing") == ["theme", "theme", "note", "note", "willing"]
+    assert tokenize("them its") == []  # the stopwords themselves stay out
+    assert fold("parsed") == "pars" and fold("parses") == "pars"
