@@ -395,8 +395,6 @@ def named_file(
     word = text.strip()
     if len(word) < 3 or not word.replace("_", "").replace("-", "").isalnum():
         return False
-    if any(word in q.defines(k) for k in defining) and _defines_code(graph(), word):
-        return False
     bare = word.lstrip("_")
 
     def stem(path: str) -> str:
@@ -404,6 +402,9 @@ def named_file(
 
     files = {p for f in fused if (st := stem(p := q.path(f.doc))) == word or st.lstrip("_") == bare}
     if not 0 < len(files) <= MAX_NAMED_FILES:
+        return False
+    # the graph is asked last: most names name no file, and a one-shot search would open it for nothing
+    if any(word in q.defines(k) for k in defining) and _defines_code(graph(), word):
         return False
     for f in fused:
         if q.path(f.doc) in files:
