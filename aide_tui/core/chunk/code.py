@@ -541,14 +541,14 @@ def _indent_end(src: Src, sc: Scan, i: int, closer: re.Pattern[str] | None, comm
 def _brace_end(src: Src, sc: Scan, i: int, nxt: int, group: bool) -> int:
     """Last line of the unit anchored at ``i``; -1 when its body brace is unbalanced."""
     base = sc.depth_at[i]
+    if not group and src.lines[i].rstrip().endswith("=>"):  # the arrow's body is on the lines below
+        return _expression_end(src, sc, i + 1, base)
     stop = min(nxt - 1, i + 60, src.n - 1)
     j = i + 1
     while j <= stop and not src.blank[j]:
         j += 1
     stop = min(stop, j - 1)
     opener = "(" if group else "{"
-    if src.lines[i].rstrip().endswith("=>") and not group:  # the arrow's body is on the lines below
-        return _expression_end(src, sc, i + 1, base)
     evl, evc, evd = sc.ev_line, sc.ev_char, sc.ev_depth
     k = bisect_left(evl, i)
     while k < len(evl) and evl[k] <= stop:
@@ -971,8 +971,8 @@ def python_units(
         return u
 
     roots = units(tree.body, True)
-    scripts = [script_lines(st) for st in _flat(tree.body) if type(st) is ast.If and main_guard(st.test)]
-    scripts = [(lo - 1, hi - 1) for lo, hi in scripts]
+    guards = [st for st in _flat(tree.body) if type(st) is ast.If and main_guard(st.test)]
+    scripts = [(lo - 1, hi - 1) for lo, hi in map(script_lines, guards)]
     if scripts:
         extras = [(i, n) for i, n in extras if not any(lo <= i <= hi for lo, hi in scripts)]
     return roots, extras, _lead_checker(src, LANGS["python"], None)

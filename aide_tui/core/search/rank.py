@@ -615,22 +615,17 @@ def _asked_about_a_name(
         return replace(parsed, text=uses.as_query()), uses, said
     name = asked_name(parsed.text)
     if name is None:
-        return _member_read(parsed, retriever)
+        found, member = _member_in_words(parsed, retriever)
+        return found, None, member
     return replace(parsed, text=name), None, f"the definition of {name}"
 
 
-def _member_read(parsed: ParsedQuery, retriever: Retriever | None) -> tuple[ParsedQuery, None, str | None]:
-    """:func:`_member_in_words` as :func:`_asked_about_a_name` answers (no graph: the query as it is)."""
-    found, said = _member_in_words(parsed, retriever) if retriever is not None else (parsed, None)
-    return found, None, said
-
-
-def _member_in_words(parsed: ParsedQuery, retriever: Retriever) -> tuple[ParsedQuery, str | None]:
+def _member_in_words(parsed: ParsedQuery, retriever: Retriever | None) -> tuple[ParsedQuery, str | None]:
     """A member named by its type in words (``client send``, ``send method of Client``) searched as the
-    qualified name (``Client.send``) when the index's graph defines that member inside a type spelled
-    so (in any case); any other query as it is, and None."""
+    qualified name (``Client.send``) when ``retriever``'s graph defines that member inside a type
+    spelled so (in any case); any other query as it is, and None."""
     asked = member_words(parsed.text)
-    graph = retriever.graph if asked is not None else None
+    graph = retriever.graph if asked is not None and retriever is not None else None
     if asked is None or graph is None:
         return parsed, None
     owner, member = asked

@@ -39,12 +39,8 @@ from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.mapped import MappedArray, MappedFile
 from aide_tui.core.store.terms import TermDict, encode_terms, sort_terms
 
+TEXTS_AT_ONCE = 1 << 16  # strings read in one piece when they lie this close together
 
-def _text(raw: bytes | memoryview) -> str:
-    return bytes(raw).decode("utf-8", "surrogatepass")
-
-
-QUALS_AT_ONCE = 1 << 16  # qualified names read in one piece when they lie this close together
 GRAPH_FILES = (
     "g_names.bin", "g_name_off.npy", "g_name_hash.npy", "g_name_hid.npy", "g_lower_hash.npy",
     "g_lower_ids.npy", "g_defs.npy", "g_def_ptr.npy", "g_qual.bin", "g_qual_off.npy", "g_def_bypath.npy",
@@ -225,8 +221,8 @@ class MappedGraph:
         return sorted(out)
 
     def _definitions(self, table: np.ndarray, quals: list[str]) -> list[tuple[int, Definition]]:
-        """(path id, definition) of each definition row of ``table`` (checked as :meth:`_definition`
-        does, all at once: a file of a thousand definitions decoded in a few milliseconds)."""
+        """(path id, definition) of each definition row of ``table``, its ids checked all at once (a file
+        of a thousand definitions decoded in a few milliseconds)."""
         if not len(table):
             return []
         kinds = self._meta["kinds"]
@@ -236,32 +232,14 @@ class MappedGraph:
             and int(k.max()) < len(kinds) and int(n.min()) >= 0 and int(n.max()) < self.names.n
         ):  # fmt: skip
             raise self._bad("definition row")
-        names = [self.names.term(i) for i in n.tolist()] if len(table) < 8 else self._names_of(n)
+        names = _texts(self.names.off, self.names.blob, n.tolist())
         return [
             (path, Definition(name, str(kinds[kind]), qual, line, col, end))
             for (path, _, kind, line, col, end), name, qual in zip(table.tolist(), names, quals, strict=True)
         ]
 
-    def _names_of(self, ids: np.ndarray) -> list[str]:
-        """The names of ``ids``, each block of the dictionary they fall in verified once."""
-        d = self.names
-        ids = ids.astype(np.int64)  # a uint16 column's last id + 1 would wrap to 0
-        off = d.off.take(np.concatenate([ids, ids + 1]))
-        lo, hi = off[: len(ids)].tolist(), off[len(ids) :].tolist()
-        return [_text(d.blob.view(a, b)) for a, b in zip(lo, hi, strict=True)]
-
     def _quals(self, rows: Sequence[int]) -> list[str]:
-        offsets, blob = self._array("g_qual_off.npy"), self._file("g_qual.bin")
-        if len(rows) < 8:  # a name's few definitions: a read each costs less than gathering them
-            return [_text(blob.view(*(int(x) for x in offsets.rows(r, r + 2)))) for r in rows]
-        idx = np.asarray(rows, np.int64)
-        off = offsets.take(np.concatenate([idx, idx + 1]))
-        lo, hi = off[: len(idx)].tolist(), off[len(idx) :].tolist()
-        first, last = min(lo), max(hi)
-        if last - first <= QUALS_AT_ONCE:  # a name's definitions are side by side: one read
-            chunk = bytes(blob.view(first, last))
-            return [_text(chunk[a - first : b - first]) for a, b in zip(lo, hi, strict=True)]
-        return [_text(blob.view(a, b)) for a, b in zip(lo, hi, strict=True)]
+        return _texts(self._array("g_qual_off.npy"), self._file("g_qual.bin"), rows)
 
     def definitions_of(self, name_id: int) -> list[tuple[int, Definition]]:
         """(path id, definition) of every definition of a name, by path and line."""
@@ -402,3 +380,23 @@ class MappedGraph:
             [np.concatenate(owners), renamed[inverse.reshape(-1)], rows[:, 2], rows[:, 3], rows[:, 4]]
         ).astype(np.int32)
         return GraphTable([self.paths[p] for p in files], list(names), defs, arr, imports)
+
+
+def _text(raw: bytes | memoryview) -> str:
+    return bytes(raw).decode("utf-8", "surrogatepass")
+
+
+def _texts(offsets: MappedArray, blob: MappedFile, ids: Sequence[int]) -> list[str]:
+    """Strings ``ids`` of a blob and its offset table (names, qualified names): a few read one by one,
+    more with their offsets gathered at once (an id's + 1 in int64: a uint16 column's last would wrap
+    to 0), and in one read when they lie close together (a name's definitions)."""
+    if len(ids) < 8:
+        return [_text(blob.view(*(int(x) for x in offsets.rows(i, i + 2)))) for i in ids]
+    idx = np.asarray(ids, np.int64)
+    off = offsets.take(np.concatenate([idx, idx + 1]))
+    lo, hi = off[: len(idx)].tolist(), off[len(idx) :].tolist()
+    first, last = min(lo), max(hi)
+    if last - first <= TEXTS_AT_ONCE:
+        chunk = bytes(blob.view(first, last))
+        return [_text(chunk[a - first : b - first]) for a, b in zip(lo, hi, strict=True)]
+    return [_text(blob.view(a, b)) for a, b in zip(lo, hi, strict=True)]
