@@ -28,8 +28,9 @@ from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.paths import index_dir_for
 from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.store.quantize import pack_bytes, unpack
-from aide_tui.core.store.segment_write import write_static
+from aide_tui.core.store.segment_write import signs_file, write_static
 from aide_tui.core.store.segments import commit, read_index, read_manifest
+from aide_tui.core.store.sketch import sketch
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -361,6 +362,10 @@ def test_static_vectors_stored_a_byte_a_value_before_still_rank_and_a_merge_stor
     old = write_static(idx, seg, pack_bytes(unpack(rows)), seg.static)
     commit(idx, replace(m, segments=[old], version="v-bytes"), m)
     assert np.load(idx / seg.name / old.static_file).shape == (len(rows), STATIC_DIM + 4)
+    # the vectors' sign sketch goes with them; the replaced ones are no longer named (and are retired)
+    assert signs_file(old.static_file) in old.files and signs_file(seg.static_file) not in old.files
+    assert np.array_equal(np.load(idx / seg.name / signs_file(old.static_file)), sketch(rows))
+    assert not (idx / seg.name / signs_file(seg.static_file)).exists()
     assert top("pause between attempts") == want
     (workspace / "src" / "extra.py").write_text("def extra_helper():\n    return 1\n")
     Indexer(workspace, static(workspace, index={"max_segments": 1})).run()
@@ -370,7 +375,24 @@ def test_static_vectors_stored_a_byte_a_value_before_still_rank_and_a_merge_stor
     )
     merged = np.load(idx / after.segments[0].name / after.segments[0].static_file)
     assert merged.dtype == np.uint8 and len(merged) == len(rows) + 1
+    signs = np.load(idx / after.segments[0].name / signs_file(after.segments[0].static_file))
+    assert np.array_equal(signs, sketch(merged))
     assert top("pause between attempts") == want
+
+
+def test_an_index_embedded_by_the_static_tier_alone_is_searched_by_meaning_with_the_defaults(
+    workspace: Path,
+) -> None:
+    """Indexed with ``--embedder static``, searched with the defaults (the transformer and the tier): the
+    index holds no transformer vector, so the static list answers (before, the transformer's empty list
+    counted as complete and left the static list out: no list by meaning at all)."""
+    out = cli("index", str(workspace), "--embedder", "static", "--json")
+    assert out.returncode == 0, out.stderr
+    got = cli("search", "--path", str(workspace), "--json", "--no-update", "pause between attempts")
+    assert got.returncode == 0, got.stderr
+    hits = json.loads(got.stdout)["results"]
+    assert hits and hits[0]["path"] == "src/httpclient/retry.py"
+    assert hits[0]["ranks"].get("static") is not None
 
 
 def test_once_the_transformer_covers_every_piece_the_static_list_is_left_out(workspace: Path) -> None:

@@ -280,7 +280,9 @@ def rank(
         dense, degraded, spans, closest = _dense_list(q, texts, s, encoder)
         if dense is not None:
             found["dense"] = dense
-            complete = retriever.vectors_missing == 0
+            # complete: this model's vectors were searched (an index embedded by another model, or by
+            # none, has no vector of it and counts none missing) and cover every piece
+            complete = retriever.vectors_missing == 0 and closest is not None and closest[0] is not None
         # the static list weighs static_with_dense once the transformer covers every piece: at 0 (the
         # default) it is not computed (a tenth of a hybrid query, and a one-shot's scan of every vector)
         wanted = not (complete and s.static_with_dense == 0)

@@ -23,7 +23,8 @@ from aide_tui.core.store.graphfiles import MappedGraph
 from aide_tui.core.store.headers import unpacked_header
 from aide_tui.core.store.mapped import MappedArray, MappedFile
 from aide_tui.core.store.quantize import is_packed, unpack, unpacked_matmul, width
-from aide_tui.core.store.segment_write import SegmentEntry
+from aide_tui.core.store.segment_write import SegmentEntry, signs_file
+from aide_tui.core.store.sketch import distances, sketch, words_for
 from aide_tui.core.store.terms import TermDict
 
 
@@ -31,11 +32,16 @@ class VectorBlock:
     """Vectors of some pieces of one part: ``rows`` are the part's piece rows (None = all rows)."""
 
     def __init__(
-        self, source: MappedArray | np.ndarray, rows: np.ndarray | None = None, packed: bool = False
+        self,
+        source: MappedArray | np.ndarray,
+        rows: np.ndarray | None = None,
+        packed: bool = False,
+        signs: MappedArray | None = None,
     ) -> None:
         self._source = source
         self.rows = rows
         self.packed = packed  # the static tier's packed rows with their scales (quantize.py)
+        self._signs = signs  # their sign sketch as stored (sketch.py), when the segment has one
 
     @property
     def matrix(self) -> np.ndarray:
@@ -90,9 +96,36 @@ class VectorBlock:
             src.release_rows(int(rows.min()), int(rows.max()) + 1)
         return got
 
+    def gather_times(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """``gather(rows) @ q`` without the float32 rows (packed rows converted a few at a time)."""
+        if not self.packed:
+            return np.asarray(self.gather(rows) @ q, np.float32)
+        return self._times(self.matrix[rows], q)
+
     def piece_rows(self) -> np.ndarray:
         """The part-local piece row of each matrix row."""
         return self.rows if self.rows is not None else np.arange(len(self._source))
+
+    def sketched(self, make: bool) -> bool:
+        """Whether :meth:`distances` can answer: the segment stores the sketch, or ``make`` (a long-lived
+        reader) and it is made now from the vectors and kept with the (immutable) block."""
+        if self._signs is not None or "_sketch" in self.__dict__:
+            return True
+        if make:
+            self.__dict__["_sketch"] = sketch(self.matrix)
+        return make
+
+    def distances(self, query: np.ndarray) -> np.ndarray:
+        """Hamming distances of every row's sketch to the query's (see :meth:`sketched`); a stored sketch
+        not yet verified is verified alongside."""
+        made = self.__dict__.get("_sketch")
+        if made is not None:
+            return distances(made, query)
+        if self._signs is None:
+            raise ValueError("no sign sketch: check sketched() first")
+        with self._signs.read_while_verified() as rows:
+            out = distances(rows, query)
+        return out
 
     def projected(self, projection: np.ndarray) -> np.ndarray:
         """``matrix @ projection``, computed once per projection and kept with the (immutable) block."""
@@ -526,7 +559,12 @@ class Part:
         a = self.array(self.entry.static_file)
         if len(a.shape) != 2 or a.shape[0] != self.n_pieces or not is_packed(a.raw) or width(a.raw) == 0:
             raise self.bad("static vectors shape")
-        return VectorBlock(a, packed=True)
+        name = signs_file(self.entry.static_file)
+        signs = self.array(name) if name in self.entry.files else None
+        expect = (words_for(width(a.raw)), len(a))
+        if signs is not None and (signs.raw.dtype != np.uint64 or signs.shape != expect):
+            raise self.bad("static sign sketch shape")
+        return VectorBlock(a, packed=True, signs=signs)
 
     def has_vector(self) -> np.ndarray:
         """(p,) bool: pieces with a transformer vector in some block."""

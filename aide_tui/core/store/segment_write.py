@@ -23,6 +23,8 @@ another's files. Files (see :mod:`aide_tui.core.store.part` for how they are rea
     g_*                       the symbol graph (graphfiles.py)
     static.npy                (pieces, d / 2 + 4) uint8: static-tier vectors, four bits a value and one
                               scale a row (quantize.py; earlier segments: (pieces, d + 4) int8)
+    static.signs.npy          (d / 64, pieces) uint64: their sign sketch (sketch.py; earlier segments
+                              have none, and a search scans their vectors)
     b<k>.vec.npy b<k>.rows.npy   transformer vectors of some pieces (added as they are computed)
 """
 
@@ -48,6 +50,7 @@ from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.headers import packed_header
 from aide_tui.core.store.mapped import FileSum
 from aide_tui.core.store.quantize import is_packed, pack
+from aide_tui.core.store.sketch import sketch
 from aide_tui.core.store.terms import encode_terms, sort_terms
 from aide_tui.core.wordshape import vocabulary_trigrams
 
@@ -60,6 +63,13 @@ BASE_FILES = (
 )  # fmt: skip
 SEGMENT_FILES = BASE_FILES + GRAPH_FILES  # every segment has these; static.npy and vector blocks may follow
 STATIC_FILE = "static.npy"
+
+
+def signs_file(static_file: str) -> str:
+    """The name of the sign sketch stored beside the static vectors ``static_file``."""
+    return static_file.removesuffix(".npy") + ".signs.npy"
+
+
 TEXT_LEVEL = 1  # zlib level of each chunk's text (a third of the bytes; decompressed per row read)
 
 
@@ -253,7 +263,9 @@ def segment_payloads(seg: SegmentData) -> dict[str, bytes | np.ndarray]:
     graph = seg.graph if len(graph_paths) == len(seg.graph.paths) else seg.graph.take(path_id.__contains__)
     out.update(encode_graph(graph, [path_id[p] for p in graph.paths], len(paths)))
     if seg.static is not None:
-        out[STATIC_FILE] = packed_static(seg.static)
+        packed = packed_static(seg.static)
+        out[STATIC_FILE] = packed
+        out[signs_file(STATIC_FILE)] = sketch(packed)
     rows = np.flatnonzero(seg.present)
     if rows.size:
         out["b0.vec.npy"] = np.asarray(seg.vectors[rows], np.float32)
@@ -343,8 +355,11 @@ def write_static(index_dir: Path, entry: SegmentEntry, vectors: np.ndarray, stat
     while os.path.lexists(index_dir / entry.name / f"st{k}.npy"):
         k += 1
     name = f"st{k}.npy"
-    files = _add_files(index_dir, entry, {name: npy_bytes(packed_static(vectors))})
+    packed = packed_static(vectors)
+    payloads = {name: npy_bytes(packed), signs_file(name): npy_bytes(sketch(packed))}
+    files = _add_files(index_dir, entry, payloads)
     if entry.static_file and entry.static_file != name:
         files.pop(entry.static_file, None)
+        files.pop(signs_file(entry.static_file), None)
     return SegmentEntry(entry.name, entry.n_chunks, entry.n_pieces, files, entry.blocks, entry.dim, static_id,
                         name)  # fmt: skip

@@ -25,6 +25,7 @@ from aide_tui.core.store.filetable import segment_of
 from aide_tui.core.store.graphview import GraphView
 from aide_tui.core.store.part import Field, Part, PartChunks, VectorBlock
 from aide_tui.core.store.pathindex import PathIndex
+from aide_tui.core.store.sketch import WORD_BITS, nearest, sketch
 from aide_tui.core.store.version_meta import VersionStamp
 from aide_tui.core.topk import best_positive, top_k
 
@@ -32,9 +33,9 @@ ORDER_OWN_KEYS = 4096  # rows from which order_of sorts the whole index's rows o
 PREFILTER_MIN = 60_000  # live vectors from which queries prefilter in a projected space
 PREFILTER_DIM = 64
 PREFILTER_CANDIDATES = 2048  # transformer vectors: chunk recall@10 against exact search .985
-# the static tier's vectors lose more in 64 dimensions: chunk recall@10 against exact search .909 at 2,048
-# candidates, .948 at 4,096 for 0.4 ms more (.973 at 8,192: +1.6 ms; 320 queries on the monorepo)
-STATIC_PREFILTER_CANDIDATES = 4096
+# the static tier's candidates by sign sketch (sketch.py): chunk recall@10 against exact search .993 at 8,192
+# (200 queries on the monorepo; a 64-dimension projection's best 4,096 held .965)
+STATIC_SKETCH_CANDIDATES = 8192
 PREFIX_POOL = 4  # per segment, this many times the asked completions are gathered before merging
 
 
@@ -589,7 +590,7 @@ class IndexView:
     ) -> tuple[list[tuple[int, tuple[int, int] | None]], float | None]:
         """Chunk rows ranked by their best piece's similarity in the static tier ``static_id``."""
         blocks = self._live_blocks(static_id)
-        best, top = self._dense_best(query, n, allowed, blocks, STATIC_PREFILTER_CANDIDATES)
+        best, top = self._dense_best(query, n, allowed, blocks, sketches=True)
         return [(r, self.piece_lines(p)) for r, p in best.items()], top
 
     def _dense_best(
@@ -599,14 +600,17 @@ class IndexView:
         allowed: np.ndarray | None,
         blocks: list[tuple[VectorBlock, np.ndarray, np.ndarray]],
         candidates: int | None = None,
+        sketches: bool = False,
     ) -> tuple[dict[int, int], float | None]:
         """Chunk rows ranked by their best piece's cosine similarity (positive only), at most ``n``, and
         the highest similarity found (None: no vector to search).
 
-        Small indexes are scanned exactly. From ``PREFILTER_MIN`` live vectors on, a low-dimensional
-        projection (PCA of the biggest part's vectors) picks ``candidates`` candidates (default
-        ``PREFILTER_CANDIDATES``) and only those are scored exactly (docs/benchmarks.md has the recall
-        against exact search).
+        Small indexes are scanned exactly. From ``PREFILTER_MIN`` live vectors on, ``candidates`` are
+        picked and only those are scored exactly (docs/benchmarks.md has the recall against exact
+        search): with ``sketches`` (the static tier), the rows nearest the query by sign sketch
+        (sketch.py; default ``STATIC_SKETCH_CANDIDATES``) when every block has one (stored, or made by a
+        long-lived reader); else, in a long-lived reader, those nearest in a low-dimensional projection
+        (PCA of the biggest part's vectors; default ``PREFILTER_CANDIDATES``).
         ``allowed`` ((n_rows,) bool) keeps only those chunk rows, before the candidates and the top
         ``n`` are taken. Raises VectorDimensionMismatch when ``query`` does not fit the stored vectors.
         """
@@ -620,7 +624,9 @@ class IndexView:
             )
         total = sum(len(ids) for _, _, ids in blocks)
         cand = None
-        if total >= PREFILTER_MIN and (self.prefilter or self._projected(blocks, q.shape[0])):
+        if total >= PREFILTER_MIN and sketches and all(b.sketched(self.prefilter) for b, _, _ in blocks):
+            cand = self._nearest_by_sketch(blocks, q, allowed, candidates or STATIC_SKETCH_CANDIDATES)
+        elif total >= PREFILTER_MIN and (self.prefilter or self._projected(blocks, q.shape[0])):
             proj = self._projection(blocks, q.shape[0])
             qp = q @ proj
             # each block scored whole, then its live rows taken (not their projections copied first)
@@ -640,7 +646,7 @@ class IndexView:
                 pick = cand[lo:hi] - start
                 start += len(gids)
                 local, gids = local[pick], gids[pick]
-                mats.append(b.gather(local) @ q)
+                mats.append(b.gather_times(local, q))
             else:
                 sims = b.scan(q)
                 mats.append(sims if len(local) == len(keep) else sims[local])
@@ -650,6 +656,23 @@ class IndexView:
             sims = np.where(allowed[self.owners[all_ids]], sims, 0.0)
         top = float(sims.max()) if sims.size else None  # rows outside ``allowed`` count as 0
         return self._best_owners(sims, all_ids, n), top
+
+    def _nearest_by_sketch(
+        self,
+        blocks: list[tuple[VectorBlock, np.ndarray, np.ndarray]],
+        q: np.ndarray,
+        allowed: np.ndarray | None,
+        k: int,
+    ) -> np.ndarray:
+        """Sorted positions (in the blocks' live rows, end to end) of the ``k`` rows whose sign sketch is
+        nearest the query's; rows outside ``allowed`` come last."""
+        qs = sketch(q[None])[:, 0]
+        dist = [(b.distances(qs), keep) for b, keep, _ in blocks]
+        coarse = np.concatenate([d if keep.all() else d[keep] for d, keep in dist])
+        if allowed is not None:
+            gids = np.concatenate([g for _, _, g in blocks])
+            coarse = np.where(allowed[self.owners[gids]], coarse, np.uint16(WORD_BITS * len(qs) + 1))
+        return nearest(coarse, k)
 
     def _projected(self, blocks: list[tuple[VectorBlock, np.ndarray, np.ndarray]], dim: int) -> bool:
         """Whether the prefilter's projections are at hand (a long-lived reader made them: a one-shot
@@ -671,19 +694,24 @@ class IndexView:
                 part.piece_field.warm()
 
     def warm_vectors(self, static_id: str = "", pause: Callable[[], bool] = lambda: False) -> None:
-        """Build the prefilter's projections of the transformer's vectors and the static tier's (what a
-        long-lived reader calls after loading, off the query path); ``pause`` is called before each
-        block (a reader lets its searches run first: a block is up to a second of CPU) and says whether
-        to stop (the blocks projected so far keep theirs)."""
+        """Build the prefilter's projections of the transformer's vectors, and the static tier's sign
+        sketches where its segments store none (what a long-lived reader calls after loading, off the
+        query path); ``pause`` is called before each block (a reader lets its searches run first: a
+        block is up to a second of CPU) and says whether to stop (the blocks done so far keep theirs)."""
         self.prefilter = True
-        for tier in ("", static_id) if static_id else ("",):
-            blocks = self._live_blocks(tier)
-            if sum(len(ids) for _, _, ids in blocks) >= PREFILTER_MIN:
-                proj = self._projection(blocks, blocks[0][0].width)
-                for b, _, _ in blocks:
-                    if pause():
-                        return
-                    b.projected(proj)
+        blocks = self._live_blocks("")
+        if sum(len(ids) for _, _, ids in blocks) >= PREFILTER_MIN:
+            proj = self._projection(blocks, blocks[0][0].width)
+            for b, _, _ in blocks:
+                if pause():
+                    return
+                b.projected(proj)
+        blocks = self._live_blocks(static_id) if static_id else []
+        if sum(len(ids) for _, _, ids in blocks) >= PREFILTER_MIN:
+            for b, _, _ in blocks:
+                if pause():
+                    return
+                b.sketched(True)
 
     def _projection(self, blocks: list[tuple[VectorBlock, np.ndarray, np.ndarray]], dim: int) -> np.ndarray:
         """The prefilter's projection, learnt once from a sample of the biggest block's vectors (kept with
