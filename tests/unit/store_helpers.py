@@ -40,3 +40,15 @@ def view_of(tmp_path: Path, chunks: list[Chunk], vectors: np.ndarray | None = No
     entry = write_segment(tmp_path, segment_of(chunks, vectors, static, static_id))
     files = {c.path: FileRecord(0, 0, "", 0) for c in chunks}
     return IndexView([Part(tmp_path, entry)], [None], files)
+
+
+def resident_kb(path: Path) -> int:
+    """Resident kB of this process's mappings of ``path`` (from /proc/self/smaps)."""
+    total, current = 0, None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):
+            current = fields[-1] if len(fields) >= 6 else None
+        elif fields and fields[0] == "Rss:" and current == str(path):
+            total += int(fields[1])
+    return total

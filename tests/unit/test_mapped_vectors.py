@@ -6,23 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_helpers import view_of
+from store_helpers import resident_kb, view_of
 
 from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.model import Chunk
 from aide_tui.core.store import view as view_mod
-
-
-def _resident_kb(path: Path) -> int:
-    """Resident kB of this process's mappings of ``path`` (from /proc/self/smaps)."""
-    total, current = 0, None
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        fields = line.split()
-        if fields and "-" in fields[0] and not fields[0].endswith(":"):
-            current = fields[-1] if len(fields) >= 6 else None
-        elif fields and fields[0] == "Rss:" and current == str(path):
-            total += int(fields[1])
-    return total
 
 
 def _chunks(n: int) -> list[Chunk]:
@@ -45,7 +33,7 @@ def test_mapped_block_answers_like_memory_and_is_not_left_resident(tmp_path: Pat
         q = vecs[k]
         got = ix.dense_ranked_chunks(q, 10)
         assert got[0] == k and set(got) <= set(np.argsort(-exact[:, k])[:400].tolist())
-    assert _resident_kb(path) < size_kb // 4  # the passes did not leave the file mapped in
+    assert resident_kb(path) < size_kb // 4  # the passes did not leave the file mapped in
 
 
 def test_a_flipped_byte_in_a_vector_block_is_found_when_read(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_helpers import view_of
+from store_helpers import resident_kb, view_of
 
 from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.model import Chunk
@@ -112,3 +112,24 @@ def test_a_flipped_byte_in_a_stored_sketch_is_found_when_read(tmp_path: Path, mo
     fresh = IndexView([Part(part.index_dir, part.entry)], [None], ix.files)
     with pytest.raises(IndexCorrupt, match="static.signs.npy is damaged"):
         fresh.static_ranked(vecs[0], STATIC_ID, 5)
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs /proc/self/smaps")
+def test_a_one_shot_static_search_does_not_leave_the_vectors_or_their_sketch_resident(
+    tmp_path: Path, monkeypatch  # noqa: ANN001
+) -> None:
+    n = 60_000
+    vecs = _clustered(n, 256, 11)
+    ix = view_of(tmp_path, _chunks(n), static=vecs, static_id=STATIC_ID)
+    part = ix.parts[0]
+    files = [part.dir / part.entry.static_file, part.dir / signs_file(part.entry.static_file)]
+    monkeypatch.setattr(view_mod, "PREFILTER_MIN", 1000)
+    monkeypatch.setattr(view_mod, "STATIC_SKETCH_CANDIDATES", 4000)  # candidates in every page
+    one_shot = IndexView([Part(part.index_dir, part.entry)], [None], ix.files)
+    assert _ranked(one_shot, vecs[5])[0] == 5
+    for path in files:
+        assert resident_kb(path) < path.stat().st_size // 1024 // 4, path.name
+    long_lived = IndexView([Part(part.index_dir, part.entry)], [None], ix.files)
+    long_lived.warm_vectors(STATIC_ID)
+    assert _ranked(long_lived, vecs[5])[0] == 5  # a long-lived reader keeps what every query reads
+    assert resident_kb(files[1]) > files[1].stat().st_size // 1024 // 2

@@ -96,28 +96,39 @@ class VectorBlock:
             src.release_rows(int(rows.min()), int(rows.max()) + 1)
         return got
 
-    def gather_times(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """``gather(rows) @ q`` without the float32 rows (packed rows converted a few at a time)."""
+    def gather_times(self, rows: np.ndarray, q: np.ndarray, keep: bool = True) -> np.ndarray:
+        """``gather(rows) @ q`` without the float32 rows (packed rows converted a few at a time); unless
+        ``keep``, a mapped matrix's pages they were read from are dropped from the resident set (a
+        one-shot reader's candidates fall in every page)."""
         if not self.packed:
             return np.asarray(self.gather(rows) @ q, np.float32)
-        return self._times(self.matrix[rows], q)
+        out = self._times(self.matrix[rows], q)
+        if not keep and isinstance(self._source, MappedArray) and len(rows):
+            self._source.release_rows(int(rows.min()), int(rows.max()) + 1)
+        return out
 
     def piece_rows(self) -> np.ndarray:
         """The part-local piece row of each matrix row."""
         return self.rows if self.rows is not None else np.arange(len(self._source))
 
     def sketched(self, make: bool) -> bool:
-        """Whether :meth:`distances` can answer: the segment stores the sketch, or ``make`` (a long-lived
-        reader) and it is made now from the vectors and kept with the (immutable) block."""
-        if self._signs is not None or "_sketch" in self.__dict__:
+        """Whether :meth:`distances` can answer: the segment stores the sketch (with ``make``, verified
+        now), or ``make`` (a long-lived reader) and it is made now from the vectors and kept with the
+        (immutable) block."""
+        if self._signs is not None:
+            if make:
+                self._signs.all()
+            return True
+        if "_sketch" in self.__dict__:
             return True
         if make:
             self.__dict__["_sketch"] = sketch(self.matrix)
         return make
 
-    def distances(self, query: np.ndarray) -> np.ndarray:
+    def distances(self, query: np.ndarray, keep: bool = True) -> np.ndarray:
         """Hamming distances of every row's sketch to the query's (see :meth:`sketched`); a stored sketch
-        not yet verified is verified alongside."""
+        not yet verified is verified alongside, and unless ``keep`` its pages are dropped from the
+        resident set after."""
         made = self.__dict__.get("_sketch")
         if made is not None:
             return distances(made, query)
@@ -125,6 +136,8 @@ class VectorBlock:
             raise ValueError("no sign sketch: check sketched() first")
         with self._signs.read_while_verified() as rows:
             out = distances(rows, query)
+        if not keep:
+            self._signs.file.release()
         return out
 
     def projected(self, projection: np.ndarray) -> np.ndarray:

@@ -646,7 +646,7 @@ class IndexView:
                 pick = cand[lo:hi] - start
                 start += len(gids)
                 local, gids = local[pick], gids[pick]
-                mats.append(b.gather_times(local, q))
+                mats.append(b.gather_times(local, q, self.prefilter))
             else:
                 sims = b.scan(q)
                 mats.append(sims if len(local) == len(keep) else sims[local])
@@ -667,7 +667,7 @@ class IndexView:
         """Sorted positions (in the blocks' live rows, end to end) of the ``k`` rows whose sign sketch is
         nearest the query's; rows outside ``allowed`` come last."""
         qs = sketch(q[None])[:, 0]
-        dist = [(b.distances(qs), keep) for b, keep, _ in blocks]
+        dist = [(b.distances(qs, self.prefilter), keep) for b, keep, _ in blocks]
         coarse = np.concatenate([d if keep.all() else d[keep] for d, keep in dist])
         if allowed is not None:
             gids = np.concatenate([g for _, _, g in blocks])
