@@ -116,7 +116,8 @@ def test_a_flipped_byte_in_a_stored_sketch_is_found_when_read(tmp_path: Path, mo
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs /proc/self/smaps")
 def test_a_one_shot_static_search_does_not_leave_the_vectors_or_their_sketch_resident(
-    tmp_path: Path, monkeypatch  # noqa: ANN001
+    tmp_path: Path,
+    monkeypatch,  # noqa: ANN001
 ) -> None:
     n = 60_000
     vecs = _clustered(n, 256, 11)
