@@ -113,11 +113,12 @@ class VectorBlock:
 
     def sketched(self, make: bool) -> bool:
         """Whether :meth:`distances` can answer: the segment stores the sketch (with ``make``, verified
-        now), or ``make`` (a long-lived reader) and it is made now from the vectors and kept with the
-        (immutable) block."""
+        now with the vectors its candidates are scored on), or ``make`` (a long-lived reader) and it is
+        made now from the vectors and kept with the (immutable) block."""
         if self._signs is not None:
             if make:
                 self._signs.all()
+                _ = self.matrix
             return True
         if "_sketch" in self.__dict__:
             return True

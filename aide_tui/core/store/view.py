@@ -708,6 +708,7 @@ class IndexView:
                 b.projected(proj)
         blocks = self._live_blocks(static_id) if static_id else []
         if sum(len(ids) for _, _, ids in blocks) >= PREFILTER_MIN:
+            _ = self.owners  # what the candidates' chunks are looked up in
             for b, _, _ in blocks:
                 if pause():
                     return
