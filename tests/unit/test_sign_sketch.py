@@ -86,9 +86,10 @@ def test_the_static_prefilter_by_sketch_keeps_the_exact_top_results(tmp_path: Pa
     ix = view_of(tmp_path, _chunks(n), static=vecs, static_id=STATIC_ID)
     assert signs_file(ix.parts[0].entry.static_file) in ix.parts[0].entry.files
     queries = _queries(vecs, 8)
-    monkeypatch.setattr(view_mod, "PREFILTER_MIN", 10**9)
-    exact = [_ranked(ix, q) for q in queries]
+    exact = [_ranked(ix, q) for q in queries]  # a one-shot reader of a small index scans exactly
     monkeypatch.setattr(view_mod, "PREFILTER_MIN", 1000)
+    assert [_ranked(ix, q) for q in queries] == exact
+    monkeypatch.setattr(view_mod, "ONE_SHOT_SKETCH_MIN", 1000)
     monkeypatch.setattr(view_mod, "STATIC_SKETCH_CANDIDATES", 2000)
     one_shot = [_ranked(ix, q) for q in queries]  # a one-shot reader reads the stored sketch
     recall = [len(set(a) & set(b)) / 10 for a, b in zip(exact, one_shot, strict=True)]
@@ -108,7 +109,7 @@ def test_a_flipped_byte_in_a_stored_sketch_is_found_when_read(tmp_path: Path, mo
     data[len(data) // 2] ^= 0xFF
     path.chmod(0o600)
     path.write_bytes(bytes(data))
-    monkeypatch.setattr(view_mod, "PREFILTER_MIN", 1000)
+    monkeypatch.setattr(view_mod, "ONE_SHOT_SKETCH_MIN", 1000)
     fresh = IndexView([Part(part.index_dir, part.entry)], [None], ix.files)
     with pytest.raises(IndexCorrupt, match="static.signs.npy is damaged"):
         fresh.static_ranked(vecs[0], STATIC_ID, 5)
@@ -125,6 +126,7 @@ def test_a_one_shot_static_search_does_not_leave_the_vectors_or_their_sketch_res
     part = ix.parts[0]
     files = [part.dir / part.entry.static_file, part.dir / signs_file(part.entry.static_file)]
     monkeypatch.setattr(view_mod, "PREFILTER_MIN", 1000)
+    monkeypatch.setattr(view_mod, "ONE_SHOT_SKETCH_MIN", 1000)
     monkeypatch.setattr(view_mod, "STATIC_SKETCH_CANDIDATES", 4000)  # candidates in every page
     one_shot = IndexView([Part(part.index_dir, part.entry)], [None], ix.files)
     assert _ranked(one_shot, vecs[5])[0] == 5

@@ -36,6 +36,10 @@ PREFILTER_CANDIDATES = 2048  # transformer vectors: chunk recall@10 against exac
 # the static tier's candidates by sign sketch (sketch.py): chunk recall@10 against exact search .993 at 8,192
 # (200 queries on the monorepo; a 64-dimension projection's best 4,096 held .965)
 STATIC_SKETCH_CANDIDATES = 8192
+# a one-shot reader (no projection, no sketch of its own) scans the static tier exactly below this many
+# live vectors: 92k (SQLAlchemy's size) cost 20 ms exactly, 15 by sketch; the monorepo's 475k 80–100 ms,
+# 48 by sketch (the first query of a process, checksums included). The eval's corpora keep exact answers
+ONE_SHOT_SKETCH_MIN = 250_000
 PREFIX_POOL = 4  # per segment, this many times the asked completions are gathered before merging
 
 
@@ -609,8 +613,9 @@ class IndexView:
         picked and only those are scored exactly (docs/benchmarks.md has the recall against exact
         search): with ``sketches`` (the static tier), the rows nearest the query by sign sketch
         (sketch.py; default ``STATIC_SKETCH_CANDIDATES``) when every block has one (stored, or made by a
-        long-lived reader); else, in a long-lived reader, those nearest in a low-dimensional projection
-        (PCA of the biggest part's vectors; default ``PREFILTER_CANDIDATES``).
+        long-lived reader; a one-shot reader from ``ONE_SHOT_SKETCH_MIN`` vectors on); else, in a
+        long-lived reader, those nearest in a low-dimensional projection (PCA of the biggest part's
+        vectors; default ``PREFILTER_CANDIDATES``).
         ``allowed`` ((n_rows,) bool) keeps only those chunk rows, before the candidates and the top
         ``n`` are taken. Raises VectorDimensionMismatch when ``query`` does not fit the stored vectors.
         """
@@ -624,7 +629,8 @@ class IndexView:
             )
         total = sum(len(ids) for _, _, ids in blocks)
         cand = None
-        if total >= PREFILTER_MIN and sketches and all(b.sketched(self.prefilter) for b, _, _ in blocks):
+        sketch_min = PREFILTER_MIN if self.prefilter else ONE_SHOT_SKETCH_MIN
+        if sketches and total >= sketch_min and all(b.sketched(self.prefilter) for b, _, _ in blocks):
             cand = self._nearest_by_sketch(blocks, q, allowed, candidates or STATIC_SKETCH_CANDIDATES)
         elif total >= PREFILTER_MIN and (self.prefilter or self._projected(blocks, q.shape[0])):
             proj = self._projection(blocks, q.shape[0])
