@@ -75,6 +75,7 @@ class SearchSettings:
     symbol_weight: float = 2.0  # identifier-like queries; prose queries use 0.15 of it
     exact_definition: float = 2.0  # identifier queries: score factor of a chunk defining a name as written
     spelled_definition: float = 2.0  # two or three plain words: the same for a name they spell (digest auth)
+    release_heading: float = 2.0  # a release number asked for (changelog 2.3.1): the chunk heading its notes
     path_weight: float = 0.5
     piece_weight: float = 0.25  # BM25 over function-sized pieces, a chunk ranked by its best piece
     phrase_weight: float = 2.0  # chunks containing the query's "double-quoted" spans verbatim
@@ -297,6 +298,7 @@ RANGES: dict[tuple[str, str], tuple[float, float, bool]] = {
     ("search", "source_from"): (1, 100, True),
     ("search", "exact_definition"): (0.0, 100.0, True),
     ("search", "spelled_definition"): (0.0, 100.0, True),
+    ("search", "release_heading"): (0.0, 100.0, True),
     ("search", "kind_prior"): (0.0, 4.0, True),
     ("search", "prose_kind_prior"): (0.0, 4.0, True),
     ("search", "rerank_top"): (1, 1000, True),

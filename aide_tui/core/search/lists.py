@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from aide_tui.core.filekinds import TEST_PATH
 from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts, UsesAsked, declared_name
+from aide_tui.core.search.releases import asked_versions, heading_pattern, version_pattern
 from aide_tui.core.search.retriever import Candidate, K, Retrieval, SymbolGraph
 from aide_tui.core.tokens import STOPWORDS, identifiers, span_terms
 
@@ -304,7 +305,7 @@ def mention_list(
 # -- phrases --------------------------------------------------------------------------------------------
 
 
-def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
+def phrase_list(r: Retrieval[K], text: str, limit: int, release_notes: Sequence[str] = ()) -> list[K]:
     """Chunks with a BM25 score holding every "double-quoted" span of the query verbatim (any case),
     looked for among the chunks that hold every span's words as terms (see :func:`span_terms`: whole
     words, the last one as the start of a word; a span of stopwords alone does not narrow): a quoted
@@ -316,7 +317,8 @@ def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
     does an upper-case name with underscores in a query of at most four words (``FORCE_COLOR``,
     ``FLASK_DEBUG environment variable``: where it is read or set), and one upper-case word asked for
     as a variable (``TERM env``, ``COLUMNS environment variable``); both in that case, as whole words
-    (the function ``force_color`` is not the variable)."""
+    (the function ``force_color`` is not the variable). A release number asked for (releases.py) is
+    looked for as a whole number, in the ``release_notes`` files too, headings of its notes first."""
     n_words = len(text.split())
     flags = CLI_FLAG.findall(text) if n_words <= MAX_FLAG_QUERY_WORDS else []
     # upper-case names are looked for in that case, as whole words
@@ -324,8 +326,10 @@ def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
     alone = _CAPS_ASKED.fullmatch(text)
     if alone is not None:
         caps.append(alone.group(1))
+    versions = asked_versions(text)
     exact = [re.compile(rf"(?<!\w){c}(?!\w)") for c in dict.fromkeys(caps)]
-    phrases = [p.lower() for p in [*QUOTED.findall(text), *flags, *caps] if p.strip()]
+    exact += [version_pattern(v) for v in versions]
+    phrases = [p.lower() for p in [*QUOTED.findall(text), *flags, *caps, *versions] if p.strip()]
     if not phrases:
         return []
     held: set[K] | None = None
@@ -338,14 +342,21 @@ def phrase_list(r: Retrieval[K], text: str, limit: int) -> list[K]:
             held = None
             break
         held = set(got) if held is None else held.intersection(got)
-    cands = r.positive() if held is None else held
+    cands: Iterable[K] = r.positive() if held is None else held
+    if versions and release_notes:  # where the notes are, whatever words the query has
+        cands = dict.fromkeys([*cands, *r.all_in_files(release_notes)])
 
     def holds(text: str) -> bool:
         low = text.lower()  # once per chunk, not once per phrase
         return all(p in low for p in phrases) and all(x.search(text) for x in exact)
 
     hits = [k for k in cands if holds(r.chunk(k).text)]
-    hits.sort(key=lambda k: (-r.score(k), r.order(k)))
+    headings = [heading_pattern(v) for v in versions]
+
+    def heads(k: K) -> bool:
+        return any(h.search(r.chunk(k).text) for h in headings)
+
+    hits.sort(key=lambda k: (not heads(k) if headings else False, -r.score(k), r.order(k)))
     return hits[:limit]
 
 

@@ -10,7 +10,7 @@ here knows which store answers.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -42,6 +42,7 @@ from aide_tui.core.search.query import (
     without_frames,
     without_timestamp,
 )
+from aide_tui.core.search.releases import asked_versions, heads_release, release_note_files
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import Candidate, Key, Retrieval, Retriever, SymbolGraph, TermStats
 from aide_tui.core.search.spelling import corrected
@@ -297,7 +298,9 @@ def rank(
                 degraded = None  # the static tier alone was asked for, and it answers
     q.fetch(k for keys in found.values() for k in keys)
     if mode in ("hybrid", "bm25"):
-        _verbatim_lists(q, parsed.text, parts, None if parts.long else message, s.top_n, found)
+        _verbatim_lists(
+            q, parsed.text, parts, None if parts.long else message, s.top_n, found, retriever.path_parts
+        )
     if mode == "hybrid" and closest is not None and not any(found.get(name) for name in LEXICAL_LISTS):
         # only the dense list: it holds nothing close, or the query's words read as no words of this code
         why = far_from_everything(*closest) or nonsense(as_typed, retriever.term_stats, *closest)
@@ -350,8 +353,26 @@ def _fuse(
         exact_definitions(q, fused, lists["symbol"], text, parts, s.exact_definition)
     if not code_like and not parts.long and s.spelled_definition != 1 and lists.get("symbol"):
         spelled_definitions(q, fused, lists["symbol"], text, s.spelled_definition)
+    if not parts.long and s.release_heading != 1 and lists.get("phrase"):
+        release_headings(q, fused, lists["phrase"], text, s.release_heading)
     _in_rank_order(q, fused)
     return fused
+
+
+def release_headings(
+    q: Retrieval[Any], fused: Sequence[Fused], phrase: Sequence[Key], text: str, factor: float
+) -> None:
+    """Scale by ``factor`` the chunks that head the notes of a release number the query asks for
+    (``what changed in 2.3.1``: the section ``## [2.3.1] - 2024-01-02``), among those the phrase list
+    found holding it: the number's own words are digits, so the keyword lists rank the sections of
+    nearby releases as high."""
+    numbers = asked_versions(text)
+    if not numbers:
+        return
+    heading = {k for k in phrase if heads_release(q.chunk(k).text, numbers)}
+    for f in fused:
+        if f.doc in heading:
+            f.score *= factor
 
 
 def spelled_definitions(
@@ -642,7 +663,13 @@ def _member_in_words(parsed: ParsedQuery, retriever: Retriever | None) -> tuple[
 
 
 def _verbatim_lists(
-    q: Retrieval[Any], text: str, parts: QueryParts, message: str | None, n: int, found: dict[str, list[Key]]
+    q: Retrieval[Any],
+    text: str,
+    parts: QueryParts,
+    message: str | None,
+    n: int,
+    found: dict[str, list[Key]],
+    path_parts: Mapping[str, Iterable[str]] | None = None,
 ) -> None:
     """Add the lists of text the query quotes or copies, each looked for among the BM25 lists' chunks
     but the first: its "double-quoted" phrases (in a pasted text only the prose's: not code, not
@@ -652,7 +679,8 @@ def _verbatim_lists(
     quoted = parts.prose_without_frames() if parts.long else without_frames(text)
     code = pasted_code(quoted) is not None  # an issue's prose around its code blocks and frames is no code
     if not code:
-        found["phrase"] = L.phrase_list(q, quoted, n)
+        notes = release_note_files(path_parts) if path_parts is not None and asked_versions(quoted) else []
+        found["phrase"] = L.phrase_list(q, quoted, n, notes)
     passage = message is None and verbatim_words(text) and (code or not parts.long)  # not an issue's
     if message is None and not passage:
         return
@@ -765,6 +793,8 @@ def apply_priors(
     if strength > 0:
         about = parts.title if parts.long else text
         exempt = filekinds.kinds_asked_about(set(re.findall(r"[\w.-]+", about.lower())))
+        if asked_versions(about):  # a release number asked for: its notes are the answer
+            exempt |= {filekinds.CHANGELOG, filekinds.DOCS}
         for f in fused:
             f.score *= filekinds.prior(q.path(f.doc), exempt, strength)
     agg = s.file_agg if parts.long else s.prose_file_agg
