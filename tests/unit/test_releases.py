@@ -10,7 +10,7 @@ import pytest
 from conftest import indexed_bm25
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.search.releases import asked_versions, release_note_files
+from aide_tui.core.search.releases import asked_versions, heading_pattern, release_note_files
 from aide_tui.core.search.searcher import Searcher
 
 
@@ -95,3 +95,20 @@ def test_release_note_files_by_name(root: Path) -> None:
     searcher = Searcher(root, settings)
     searcher.refresh()
     assert release_note_files(searcher.retriever.path_parts) == ["CHANGELOG.md"]
+
+
+@pytest.mark.parametrize(
+    ("text", "number", "heads"),
+    [
+        ("## [7.8.1](https://github.com/o/r/compare/7.8.0...7.8.1) (2023-04-26)", "7.8.1", True),
+        ("## [7.8.1](https://github.com/o/r/compare/7.8.0...7.8.1) (2023-04-26)", "7.8.0", False),  # a link
+        ("Twisted 24.10.0 (2024-10-28)\n============================\n", "24.10.0", True),  # underlined
+        ("v2.17.6\n=======\n", "2.17.6", True),
+        ("Version 8.1.7\n-------------\n", "8.1.7", True),
+        ("[2.3.1]: https://example.org/compare/v2.3.0...v2.3.1", "2.3.1", False),  # a link reference
+        ("- fixed the 2.3.1 regression in the parser", "2.3.1", False),  # a mention, not a heading
+        ("## 0.13.0.dev2 (May 12th, 2020)", "0.13.0", False),  # another release
+    ],
+)
+def test_what_heads_a_releases_notes(text: str, number: str, heads: bool) -> None:
+    assert bool(heading_pattern(number).search(text)) == heads

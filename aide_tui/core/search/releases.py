@@ -56,10 +56,15 @@ def version_pattern(number: str) -> re.Pattern[str]:
 
 
 def heading_pattern(number: str) -> re.Pattern[str]:
-    """A line that starts with ``number`` (after heading marks, ``[``, ``v``, ``Version`` or
-    ``Release``): the heading of its notes; not a link reference (``[2.3.1]: https://...``)."""
+    """A heading of ``number``'s notes: a line that starts with it (after heading marks, ``[``, ``v``,
+    ``Version`` or ``Release``; not a link reference ``[2.3.1]: https://...``), a Markdown heading that
+    names it (``## Twisted 24.10.0``), or an underlined one (``Twisted 24.10.0 (2024-10-28)`` over
+    ``=====``)."""
+    num = rf"(?<![\w./])v?{re.escape(number)}{_ENDS}"
     return re.compile(
-        rf"^[\s#=*\-\[]*(?:(?:version|release)\s+)?v?{re.escape(number)}{_ENDS}(?!\]:)",
+        rf"^[\s#=*\-\[]*(?:(?:version|release)\s+)?{num}(?!\]:)"
+        rf"|^#+[^\n]{{0,60}}?{num}"
+        rf"|^[^\n]{{0,60}}?{num}[^\n]*\n[=\-~^*]{{3,}}[ \t]*$",
         re.IGNORECASE | re.MULTILINE,
     )
 
