@@ -14,8 +14,10 @@ once in the source, on the line declaring the option (``--follow-redirects``). A
 bare names (two neighbouring letters of the longest part swapped: ``Hedaers``). A sixth wraps each
 bare name in a question, one of ``QUESTIONS`` in turn (``where is Headers defined``). A seventh asks
 for each module whose file stem no other source file has, by its stem as written (``_compat``;
-right: any chunk of that file). Two more ask for each bare name in another convention: a snake_case name
-as camelCase (``promptForValue``) and a name of two or three words as those words (``digest auth``).
+right: any chunk of that file), and (``module word``) those whose stem has underscores around a word,
+by the word (``compat``, ``version`` for ``__version__.py``). Two more ask for each bare name in
+another convention: a snake_case name as camelCase (``promptForValue``) and a name of two or three
+words as those words (``digest auth``).
 Two more ask for each qualified method by its class in words: ``client send`` and ``send method of
 Client``.
 Right: a hit whose chunk
@@ -112,6 +114,19 @@ def definitions(root: Path, per_corpus: int) -> tuple[list[dict[str, object]], l
     )
 
 
+def module_words(root: Path, per_corpus: int) -> list[dict[str, object]]:
+    """The modules of :func:`modules` whose stem has underscores around a word (``_compat``,
+    ``__version__``), asked by the word alone (``compat``, ``version``) when no other file has it."""
+    files = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*.py"))]
+    words = Counter(f.rsplit("/", 1)[-1][:-3].strip("_") for f in files)
+    out = []
+    for d in modules(root, 10**6):
+        word = str(d["name"]).strip("_")
+        if word != d["name"] and len(word) >= 3 and words[word] == 1 and word != "init":
+            out.append({**d, "name": word})
+    return out[:per_corpus]
+
+
 def modules(root: Path, per_corpus: int) -> list[dict[str, object]]:
     """Source modules whose stem no other file has, a seeded sample, asked by the stem."""
     files = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*.py"))]
@@ -175,6 +190,7 @@ def main() -> None:
                 {**d, "name": QUESTIONS[i % len(QUESTIONS)].format(d["name"])} for i, d in enumerate(unique)
             ],
             "module": modules(root, args.per_corpus),
+            "module word": module_words(root, args.per_corpus),
             "camelCase": [{**d, "name": c} for d in unique if (c := _camel(str(d["name"])))],
             "words": [{**d, "name": w} for d in unique if (w := _words(str(d["name"])))],
             "owner words": [{**d, "name": _owner_words(str(d["name"]), False)} for d in shared],
@@ -184,7 +200,7 @@ def main() -> None:
             if not defs:
                 continue
             queries = [f"{d['kw']} {d['name']}" if form == "declaration" else str(d["name"]) for d in defs]
-            whole_file = form == "module"  # any chunk of the module's file
+            whole_file = form.startswith("module")  # any chunk of the module's file
             for d, hits in zip(defs, ranks(root, queries, args.mode), strict=True):
                 rr = next((1 / (i + 1) for i, h in enumerate(hits) if _holds(h, d, whole_file)), 0.0)
                 for key in (f"{form}/{root.name}", f"{form}/all", f"{form}/{d['kw']}"):

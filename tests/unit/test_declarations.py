@@ -319,6 +319,26 @@ MODULES = {
                 style = style or self.style or self.header_style
                 return [style, self.style, style.upper(), style.lower(), self.header_style]
     """,
+    # a dunder module by its word: ``version`` for ``__version__.py``, which the word's users outnumber
+    "pkg/__version__.py": """
+        __version__ = "1.2.0"
+    """,
+    **{
+        f"pkg/report{i}.py": f"""
+            from pkg.__version__ import __version__
+
+
+            def report{i}(version=__version__):
+                # the version line: version first, then the version's date
+                return f"version {{version}}"
+        """
+        for i in range(6)
+    },
+    ".github/dependabot.yml": """
+        version: 2
+        updates:
+          - package-ecosystem: pip
+    """,
     # a word that is a module and only a value elsewhere (a field, a variable): the module
     "pkg/columns.py": """
         class Columns:
@@ -346,6 +366,7 @@ def modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_word_naming_a_module_finds_the_module(modules: Path) -> None:
     assert _first(modules, "_compat")[0] == "pkg/_compat.py"
     assert _first(modules, "compat")[0] == "pkg/_compat.py"
+    assert _first(modules, "version")[0] == "pkg/__version__.py"
     assert _first(modules, "_compat", exact_definition=1.0)[0] != "pkg/_compat.py"  # the lever moves it
     assert _first(modules, "align")[0] == "pkg/text.py"  # Text.align, not align.py
     assert _first(modules, "columns")[0] == "pkg/columns.py"  # not the field Table.columns

@@ -188,8 +188,10 @@ def named_files(
                 if low == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}":
                     hits[p] = hits.get(p, 0) + 2
                     explicit = True
-        elif bare_words:  # ``compat`` also names ``_compat.py`` (a private module)
-            for p in dict.fromkeys([*path_parts.get(word, ()), *path_parts.get("_" + word, ())]):
+        elif bare_words:  # ``compat`` names ``_compat.py`` (a private module), ``version`` ``__version__.py``
+            named = [*path_parts.get(word, ())]
+            named += [*path_parts.get("_" + word, ()), *path_parts.get(f"__{word}__", ())]
+            for p in dict.fromkeys(named):
                 hits[p] = hits.get(p, 0) + 1
     return (hits, explicit) if len(hits) <= 50 else ({}, False)
 

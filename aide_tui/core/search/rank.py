@@ -410,20 +410,21 @@ def named_file(
     graph: Callable[[], SymbolGraph | None] = lambda: None,
 ) -> bool:
     """Scale the chunks of the file a one-word query names by its stem (``_compat`` or ``compat`` for
-    ``_compat.py``, ``termui``) by ``factor``, when at most ``MAX_NAMED_FILES`` files are so named and
-    nothing ``defining`` it defines the word as written as a function or a type (``align`` is
-    ``Text.align`` before ``align.py``; a field or a variable, ``Table.columns``, is not what the word
-    asks before ``columns.py``; without a ``graph`` to tell, any definition): the module is what such
-    a word asks for, and its words alone spread over the files that import it. True when it did."""
+    ``_compat.py``, ``version`` for ``__version__.py``, ``termui``) by ``factor``, when at most
+    ``MAX_NAMED_FILES`` files are so named and nothing ``defining`` it defines the word as written as a
+    function or a type (``align`` is ``Text.align`` before ``align.py``; a field or a variable,
+    ``Table.columns``, is not what the word asks before ``columns.py``; without a ``graph`` to tell, any
+    definition): the module is what such a word asks for, and its words alone spread over the files
+    that import it. True when it did."""
     word = text.strip()
     if len(word) < 3 or not word.replace("_", "").replace("-", "").isalnum():
         return False
-    bare = word.lstrip("_")
+    bare = word.strip("_")
 
     def stem(path: str) -> str:
         return path.rsplit("/", 1)[-1].split(".", 1)[0]
 
-    files = {p for f in fused if (st := stem(p := q.path(f.doc))) == word or st.lstrip("_") == bare}
+    files = {p for f in fused if (st := stem(p := q.path(f.doc))) == word or st.strip("_") == bare}
     if not 0 < len(files) <= MAX_NAMED_FILES:
         return False
     # the graph is asked last: most names name no file, and a one-shot search would open it for nothing
