@@ -16,6 +16,9 @@ from aide_tui.core.search.retriever import Candidate, K, Retrieval, SymbolGraph
 from aide_tui.core.tokens import STOPWORDS, identifiers, span_terms
 
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
+# how test files are named after what they test (file stems, lower case): Python, Go, JS/TS, Java, Ruby
+TEST_FILE_FORMS = ("test_{}", "{}_test", "{}.test", "{}.spec", "{}test", "{}_spec", "{}tests")
+TEST_WORDS = frozenset("test tests tested testing unit units spec specs".split())
 MAX_SYMBOL_DEFS = 8  # a name defined in more chunks than this says little about where to look
 QUOTED = re.compile(r'"([^"]{2,200})"')
 CLI_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*\w")  # ``--follow-redirects``: looked for as written
@@ -165,13 +168,21 @@ def _module_files(path_parts: Mapping[str, Iterable[str]], word: str) -> set[str
     return found if len(found) <= MAX_MODULE_FILES else set()
 
 
+def test_files_of(word: str, path_parts: Mapping[str, Iterable[str]]) -> list[str]:
+    """The files named as the tests of ``word`` (lower case) in the usual conventions: ``test_word.py``,
+    ``word_test.go``, ``word.test.ts``, ``word.spec.js``, ``WordTest.java``."""
+    return [p for form in TEST_FILE_FORMS for p in path_parts.get(form.format(word), ())]
+
+
 def named_files(
-    text: str, path_parts: Mapping[str, Iterable[str]], bare_words: bool
+    text: str, path_parts: Mapping[str, Iterable[str]], bare_words: bool, tests: bool = False
 ) -> tuple[dict[str, int], bool]:
     """Indexed files the query names, each with a weight (2 per explicit path or file name, or a module
-    set apart as code that names at most MAX_MODULE_FILES files; 1 per bare word when ``bare_words``),
-    and whether any was explicit; empty when none or more than 50 match. ``path_parts`` maps a
-    lower-cased path component (or file stem) to the files having it."""
+    set apart as code that names at most MAX_MODULE_FILES files; 1 per bare word when ``bare_words``;
+    1 per test file named after a word when the query asks for ``tests``: ``tests for headers`` names
+    ``test_headers.py`` as explicitly as a file name), and whether any was explicit; empty when none or
+    more than 50 match.
+    ``path_parts`` maps a lower-cased path component (or file stem) to the files having it."""
     hits: dict[str, int] = {}
     explicit = False
     words = dict.fromkeys(raw.lower().strip("./-") for raw in re.findall(r"[\w./-]+", text))
@@ -188,23 +199,34 @@ def named_files(
                 if low == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}":
                     hits[p] = hits.get(p, 0) + 2
                     explicit = True
-        elif bare_words:  # ``compat`` names ``_compat.py`` (a private module), ``version`` ``__version__.py``
+            continue
+        if bare_words:  # ``compat`` names ``_compat.py`` (a private module), ``version`` ``__version__.py``
             named = [*path_parts.get(word, ())]
             named += [*path_parts.get("_" + word, ()), *path_parts.get(f"__{word}__", ())]
             for p in dict.fromkeys(named):
                 hits[p] = hits.get(p, 0) + 1
+        if tests and word not in TEST_WORDS:
+            for p in test_files_of(word, path_parts):  # a file named the way the query asks for it
+                hits[p] = hits.get(p, 0) + 1
+                explicit = True
     return (hits, explicit) if len(hits) <= 50 else ({}, False)
 
 
 def path_list(
-    r: Retrieval[K], text: str, path_parts: Mapping[str, Iterable[str]], limit: int, bare_words: bool
+    r: Retrieval[K],
+    text: str,
+    path_parts: Mapping[str, Iterable[str]],
+    limit: int,
+    bare_words: bool,
+    tests: bool = False,
 ) -> tuple[list[K], bool]:
     """Chunks of files named by the query, by BM25 score within them; and whether a path was explicit.
 
     Explicit paths (``cli/main.go``, ``server.py``, as in a stack trace) always count; bare words
-    (``routing``) only when ``bare_words`` (identifier-like queries).
+    (``routing``) only when ``bare_words`` (identifier-like queries); the test files of a word when the
+    query asks for ``tests``.
     """
-    hits, explicit = named_files(text, path_parts, bare_words)
+    hits, explicit = named_files(text, path_parts, bare_words, tests)
     if not hits:
         return [], False
     keys = r.in_files(hits, limit)

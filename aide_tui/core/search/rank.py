@@ -597,7 +597,9 @@ def _lexical_lists(
     if parts.long:
         found["path"] = L.mention_list(q, parts, retriever.path_parts, n)
         return False
-    found["path"], explicit = L.path_list(q, text, retriever.path_parts, n, L.looks_like_code(text))
+    found["path"], explicit = L.path_list(
+        q, text, retriever.path_parts, n, L.looks_like_code(text), tests=asks_for_tests(text)
+    )
     places = locations(text)
     if places:  # "pkg/mod.py:12", a traceback frame: the chunk at that line, its preview at the line
         found["line"], lines = L.location_list(q, places, retriever.path_parts, n)
