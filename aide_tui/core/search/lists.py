@@ -10,12 +10,27 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from aide_tui.core.filekinds import TEST_PATH
+from aide_tui.core.model import Definition, Reference
 from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts, UsesAsked, declared_name
 from aide_tui.core.search.releases import asked_versions, heading_pattern, version_pattern
 from aide_tui.core.search.retriever import Candidate, K, Retrieval, SymbolGraph
 from aide_tui.core.tokens import STOPWORDS, identifiers, span_terms
 
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
+# definitions that may name a base type on their header lines (subtype_declarations)
+TYPE_KINDS = frozenset(
+    "class interface struct trait object record protocol mixin extension actor enum impl".split()
+)
+HEADER_LINES = 2  # a base on a Python class's header may come this many lines below its name
+
+
+def _rust_impl(trait: str) -> re.Pattern[str]:
+    """``impl<...> path::Trait<...> for Type``: ``trait`` implemented (not a bound of the generics)."""
+    return re.compile(
+        rf"\s*(?:unsafe\s+)?impl\b(?:\s*<.*?>)?\s+(?:[\w:]+::)?{re.escape(trait)}\b(?:<.*?>)?\s+for\b"
+    )
+
+
 # how test files are named after what they test (file stems, lower case): Python, Go, JS/TS, Java, Ruby
 TEST_FILE_FORMS = ("test_{}", "{}_test", "{}.test", "{}.spec", "{}test", "{}_spec", "{}tests")
 TEST_WORDS = frozenset("test tests tested testing unit units spec specs".split())
@@ -450,18 +465,44 @@ MAX_USE_FILES = 60  # files read for a name's uses (the ones with the most uses 
 _IMPORT = "import"
 
 
+def subtype_declarations(
+    graph: SymbolGraph, refs: Sequence[tuple[str, Reference]], name: str
+) -> list[tuple[str, Reference]]:
+    """The references to ``name`` that declare a type with it as a base: on the header of a class,
+    interface, struct or trait that the graph defines there (``class HTTPTransport(BaseTransport):``,
+    ``class Foo extends Bar implements Baz``; a Python header may run over two more lines), or on a
+    Rust ``impl Name for Type`` line."""
+    defs: dict[str, list[Definition]] = {}
+    rust_impl = _rust_impl(name)
+    out = []
+    for path, ref in refs:
+        if path not in defs:
+            defs[path] = [d for d in graph.definitions_in(path) if d.kind in TYPE_KINDS and d.name != name]
+        if path.endswith(".rs"):  # a bound in a struct's generics is no base: only impl lines
+            if rust_impl.match(graph.line_text(path, ref.line) or ""):
+                out.append((path, ref))
+            continue
+        below = HEADER_LINES if path.endswith((".py", ".pyi")) else 0  # class X(\n    Base,\n):
+        if any(d.line <= ref.line <= d.line + below for d in defs[path]):
+            out.append((path, ref))
+    return out
+
+
 def use_list(
     r: Retrieval[K], graph: SymbolGraph | None, asked: UsesAsked, limit: int
 ) -> tuple[list[K], dict[K, tuple[int, int]]]:
     """The chunks where a name is used (the symbol graph's references: calls, attributes, names, and
     imports last), the most uses first; source before tests, or tests alone when tests are asked for
-    (``tests for echo``). A qualified name's uses are its last part's (``Client.send``: every
+    (``tests for echo``), or only the declarations of its subtypes when they are
+    (``subclasses of BaseTransport``). A qualified name's uses are its last part's (``Client.send``: every
     ``.send``; the graph does not know receivers' types). With each chunk's first use line (where its
     preview lands)."""
     if graph is None:
         return [], {}
     name = asked.name.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
     refs = graph.references(name, True) or graph.references(name, False)
+    if asked.subclasses:
+        refs = subtype_declarations(graph, refs, name)
     by_file: dict[str, list[tuple[int, bool]]] = {}
     for path, ref in refs:
         if asked.tests and not TEST_PATH.search(path):

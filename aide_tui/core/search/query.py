@@ -188,10 +188,42 @@ class UsesAsked:
 
     name: str
     tests: bool  # the tests that use it, not the code
+    subclasses: bool = False  # the types declared with it as a base (``subclasses of BaseTransport``)
 
     def as_query(self) -> str:
         """What the keyword and dense lists search for: the name (and "tests" when tests are asked)."""
         return f"{self.name} tests" if self.tests else self.name
+
+
+_SUBTYPES = r"(?:subclasses|subclass|subtypes|derived\s+classes|child\s+classes|implementations|implementers)"
+_INHERIT = (
+    r"(?:inherits?|inheriting|derives?|derived|deriving)\s+from|extends?|extending|implements?|implementing"
+    r"|subclass(?:es)?|subclassing"
+)
+_NAME = r"(?P<name>[A-Za-z_][\w.:]*)"
+_KIND = r"(?:\s+(?:class|classes|interface|trait|protocol|type|base\s+class|abc))?"
+_SUBCLASSES = re.compile(
+    rf"(?:(?:list|find|show|all|every|the|which\s+are\s+the|what\s+are\s+the)\s+)*{_SUBTYPES}\s+of\s+"
+    rf"(?:the\s+)?{_NAME}{_KIND}"
+    rf"|(?:(?:which|what|all|the)\s+)?(?:classes|types|structs|objects)\s+(?:that\s+|which\s+)?"
+    rf"(?:{_INHERIT})\s+(?:the\s+)?{_NAME.replace('name', 'name2')}{_KIND}"
+    rf"|(?:what|who|which)\s+(?:{_INHERIT})\s+(?:the\s+)?{_NAME.replace('name', 'name3')}{_KIND}"
+    rf"|{_NAME.replace('name', 'name4')}\s+{_SUBTYPES}",
+    re.IGNORECASE,
+)
+
+
+def asked_subclasses(text: str) -> UsesAsked | None:
+    """The one type a short question asks the subclasses or implementations of (``subclasses of
+    BaseTransport``, ``classes that inherit from Auth``, ``what implements Handler``, ``Auth
+    subclasses``), else None."""
+    m = _SUBCLASSES.fullmatch(text.strip().rstrip("?").strip())
+    if m is None:
+        return None
+    name = next(g for g in (m.group("name"), m.group("name2"), m.group("name3"), m.group("name4")) if g)
+    if name.lower() in STOPWORDS or len(name) < 2:
+        return None
+    return UsesAsked(name, tests=False, subclasses=True)
 
 
 def asked_uses(text: str) -> UsesAsked | None:

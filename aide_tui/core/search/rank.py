@@ -32,6 +32,7 @@ from aide_tui.core.search.query import (
     UsesAsked,
     analyze,
     asked_name,
+    asked_subclasses,
     asked_uses,
     code_line,
     error_message,
@@ -639,11 +640,23 @@ def _asked_about_a_name(
     if uses is not None:
         said = f"tests using {uses.name}" if uses.tests else f"uses of {uses.name}"
         return replace(parsed, text=uses.as_query()), uses, said
+    subtypes = asked_subclasses(parsed.text)
+    graph = retriever.graph if subtypes is not None and retriever is not None else None
+    if subtypes is not None and graph is not None and _has_subtypes(graph, subtypes.name):
+        return replace(parsed, text=subtypes.as_query()), subtypes, f"subclasses of {subtypes.name}"
+
     name = asked_name(parsed.text)
     if name is None:
         found, member = _member_in_words(parsed, retriever)
         return found, None, member
     return replace(parsed, text=name), None, f"the definition of {name}"
+
+
+def _has_subtypes(graph: SymbolGraph, name: str) -> bool:
+    """Whether the graph knows a type declared with ``name`` (its last part) as a base."""
+    last = name.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
+    refs = graph.references(last, True) or graph.references(last, False)
+    return bool(L.subtype_declarations(graph, refs, last))
 
 
 def _member_in_words(parsed: ParsedQuery, retriever: Retriever | None) -> tuple[ParsedQuery, str | None]:
