@@ -136,3 +136,13 @@ def test_a_type_nothing_subclasses_is_searched_as_asked(root: Path) -> None:
 def test_what_a_question_about_subtypes_names(text: str, name: str | None) -> None:
     got = asked_subclasses(text)
     assert (got.name if got else None) == name
+
+
+def test_who_imports_a_module_lists_the_files_that_import_it_first(root: Path) -> None:
+    """``who imports base``: the files with an import of ``base`` (mock.py's ``from pkg import base``), before
+    the ones that use its names more; the preview lands on the import line."""
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    resp = Searcher(root, settings).search("who imports base", limit=10, mode="bm25")
+    assert resp.read_as == "uses of base"
+    assert resp.results[0].path == "pkg/mock.py"
+    assert resp.results[0].best_piece == (1, 1)  # the import line

@@ -493,10 +493,10 @@ def use_list(
 ) -> tuple[list[K], dict[K, tuple[int, int]]]:
     """The chunks where a name is used (the symbol graph's references: calls, attributes, names, and
     imports last), the most uses first; source before tests, or tests alone when tests are asked for
-    (``tests for echo``), or only the declarations of its subtypes when they are
-    (``subclasses of BaseTransport``). A qualified name's uses are its last part's (``Client.send``: every
-    ``.send``; the graph does not know receivers' types). With each chunk's first use line (where its
-    preview lands)."""
+    (``tests for echo``), or only the declarations of its subtypes when they are (``subclasses of
+    BaseTransport``); the imports first when where it is imported is (``who imports _compat``). A
+    qualified name's uses are its last part's (``Client.send``: every ``.send``; the graph does not
+    know receivers' types). With each chunk's first use line (where its preview lands)."""
     if graph is None:
         return [], {}
     name = asked.name.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
@@ -518,8 +518,10 @@ def use_list(
             c = r.chunk(k)
             inside = sorted((ln, imp) for ln, imp in by_file[path] if c.start_line <= ln <= c.end_line)
             uses = sum(not imp for _, imp in inside)
+            if asked.imports:  # where it is imported: those lines count, and the preview lands there
+                uses = len(inside) - uses
             if inside:
-                first = next((ln for ln, imp in inside if not imp), inside[0][0])
+                first = next((ln for ln, imp in inside if imp == asked.imports), inside[0][0])
                 ranked.append(((test, -uses, -len(inside)), k, first))
     ranked.sort(key=lambda t: (t[0], r.order(t[1])))  # type: ignore[arg-type, return-value]
     top = ranked[:limit]

@@ -173,12 +173,17 @@ def member_words(text: str) -> tuple[str, str] | None:
 
 _USE_CUES = frozenset(
     "called calls call caller callers calling used uses use usage usages using referenced references "
-    "reference refs invoked invokes imported imports instantiated instantiates".split()
+    "reference refs invoked invokes imported imports import importing instantiated instantiates".split()
 )  # fmt: skip
 _TEST_CUES = frozenset("test tests tested testing".split())
-_POINTS_AT = frozenset("for of calls call uses use callers usages references".split())  # "callers of X"
+_POINTS_AT = frozenset(
+    "for of calls call uses use callers usages references imports import importing".split()
+)  # "callers of X", "who imports X"
 _USED_AS = frozenset("used called invoked referenced imported instantiated callers usages".split())
-_USE_FILLER = _FILLER | frozenset("where who whom all every list places place sites site does do".split())
+_USE_FILLER = _FILLER | frozenset(
+    "where who whom all every list places place sites site does do modules module files that which".split()
+)
+_IMPORT_CUES = frozenset("imported imports import importing".split())
 
 
 @dataclass(frozen=True)
@@ -189,6 +194,7 @@ class UsesAsked:
     name: str
     tests: bool  # the tests that use it, not the code
     subclasses: bool = False  # the types declared with it as a base (``subclasses of BaseTransport``)
+    imports: bool = False  # where it is imported (``who imports _compat``): the imports first
 
     def as_query(self) -> str:
         """What the keyword and dense lists search for: the name (and "tests" when tests are asked)."""
@@ -249,7 +255,7 @@ def asked_uses(text: str) -> UsesAsked | None:
         before, after = (low[at - 1] if at else ""), (low[at + 1] if at + 1 < len(low) else "")
         if before not in _POINTS_AT and after not in _USED_AS:
             return None
-    return UsesAsked(found.removesuffix("()"), tests)
+    return UsesAsked(found.removesuffix("()"), tests, imports=any(w in _IMPORT_CUES for w in low))
 
 
 @dataclass
