@@ -52,6 +52,31 @@ FILES = {
         """
         for i in range(6)
     },
+    # an exception: defined, raised in one place, caught and named in others
+    "pkg/errors.py": """
+        class TooManyHops(Exception):
+            \"\"\"Raised when a request hops too often; TooManyHops carries the count.\"\"\"
+    """,
+    "pkg/hops.py": """
+        from pkg.errors import TooManyHops
+
+
+        def follow(request, hops):
+            if hops > 10:
+                raise TooManyHops(hops)
+            return request
+    """,
+    "pkg/retry.py": """
+        from pkg.errors import TooManyHops
+
+
+        def retry(request):
+            # TooManyHops: give up; TooManyHops is not retried, TooManyHops ends it
+            try:
+                return request.send()
+            except TooManyHops as exc:
+                return None if isinstance(exc, TooManyHops) or issubclass(type(exc), TooManyHops) else exc
+    """,
     "web/stream.ts": """
         export class Stream {
           push(x: number) { return x; }
@@ -143,6 +168,13 @@ def test_who_imports_a_module_lists_the_files_that_import_it_first(root: Path) -
     the ones that use its names more; the preview lands on the import line."""
     settings = load_settings(root, {"embedding": {"backend": "none"}})
     resp = Searcher(root, settings).search("who imports base", limit=10, mode="bm25")
-    assert resp.read_as == "uses of base"
+    assert resp.read_as == "imports of base"
     assert resp.results[0].path == "pkg/mock.py"
     assert resp.results[0].best_piece == (1, 1)  # the import line
+
+
+def test_where_an_exception_is_raised_lists_the_raise_sites(root: Path) -> None:
+    settings = load_settings(root, {"embedding": {"backend": "none"}})
+    resp = Searcher(root, settings).search("where is TooManyHops raised", limit=10, mode="bm25")
+    assert resp.read_as == "where TooManyHops is raised"
+    assert resp.results[0].path == "pkg/hops.py"

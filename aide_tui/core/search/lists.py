@@ -24,6 +24,11 @@ TYPE_KINDS = frozenset(
 HEADER_LINES = 2  # a base on a Python class's header may come this many lines below its name
 
 
+def _raising(name: str) -> re.Pattern[str]:
+    """A line that raises or throws ``name`` (``raise X(``, ``throw new X(``, ``raise X from e``)."""
+    return re.compile(rf"\b(?:raise|throw)\s+(?:new\s+)?(?:[\w.]+\.)?{re.escape(name)}\b")
+
+
 def _rust_impl(trait: str) -> re.Pattern[str]:
     """``impl<...> path::Trait<...> for Type``: ``trait`` implemented (not a bound of the generics)."""
     return re.compile(
@@ -503,6 +508,9 @@ def use_list(
     refs = graph.references(name, True) or graph.references(name, False)
     if asked.subclasses:
         refs = subtype_declarations(graph, refs, name)
+    if asked.raises:  # the raise and throw sites, when the graph shows any
+        raising = _raising(name)
+        refs = [(p, ref) for p, ref in refs if raising.search(graph.line_text(p, ref.line) or "")] or refs
     by_file: dict[str, list[tuple[int, bool]]] = {}
     for path, ref in refs:
         if asked.tests and not TEST_PATH.search(path):

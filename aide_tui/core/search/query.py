@@ -173,17 +173,21 @@ def member_words(text: str) -> tuple[str, str] | None:
 
 _USE_CUES = frozenset(
     "called calls call caller callers calling used uses use usage usages using referenced references "
-    "reference refs invoked invokes imported imports import importing instantiated instantiates".split()
+    "reference refs invoked invokes imported imports import importing instantiated instantiates "
+    "raised raises raise raising thrown throws throw throwing".split()
 )  # fmt: skip
 _TEST_CUES = frozenset("test tests tested testing".split())
 _POINTS_AT = frozenset(
-    "for of calls call uses use callers usages references imports import importing".split()
-)  # "callers of X", "who imports X"
-_USED_AS = frozenset("used called invoked referenced imported instantiated callers usages".split())
+    "for of calls call uses use callers usages references imports import importing raises throws".split()
+)  # "callers of X", "who imports X", "what raises X"
+_USED_AS = frozenset(
+    "used called invoked referenced imported instantiated callers usages raised thrown".split()
+)
 _USE_FILLER = _FILLER | frozenset(
     "where who whom all every list places place sites site does do modules module files that which".split()
 )
 _IMPORT_CUES = frozenset("imported imports import importing".split())
+_RAISE_CUES = frozenset("raised raises raise raising thrown throws throw throwing".split())
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,7 @@ class UsesAsked:
     tests: bool  # the tests that use it, not the code
     subclasses: bool = False  # the types declared with it as a base (``subclasses of BaseTransport``)
     imports: bool = False  # where it is imported (``who imports _compat``): the imports first
+    raises: bool = False  # where it is raised or thrown (``where is TooManyRedirects raised``)
 
     def as_query(self) -> str:
         """What the keyword and dense lists search for: the name (and "tests" when tests are asked)."""
@@ -255,7 +260,8 @@ def asked_uses(text: str) -> UsesAsked | None:
         before, after = (low[at - 1] if at else ""), (low[at + 1] if at + 1 < len(low) else "")
         if before not in _POINTS_AT and after not in _USED_AS:
             return None
-    return UsesAsked(found.removesuffix("()"), tests, imports=any(w in _IMPORT_CUES for w in low))
+    imports, raises = any(w in _IMPORT_CUES for w in low), any(w in _RAISE_CUES for w in low)
+    return UsesAsked(found.removesuffix("()"), tests, imports=imports, raises=raises)
 
 
 @dataclass

@@ -638,7 +638,12 @@ def _asked_about_a_name(
     any other query as it is. With what the question was read as, for the front ends to say."""
     uses = asked_uses(parsed.text)
     if uses is not None:
-        said = f"tests using {uses.name}" if uses.tests else f"uses of {uses.name}"
+        said = (
+            f"tests using {uses.name}" if uses.tests
+            else f"where {uses.name} is raised" if uses.raises
+            else f"imports of {uses.name}" if uses.imports
+            else f"uses of {uses.name}"
+        )  # fmt: skip
         return replace(parsed, text=uses.as_query()), uses, said
     subtypes = asked_subclasses(parsed.text)
     graph = retriever.graph if subtypes is not None and retriever is not None else None
