@@ -17,6 +17,7 @@ from aide_tui.core.search.retriever import Candidate, K, Retrieval, SymbolGraph
 from aide_tui.core.tokens import STOPWORDS, identifiers, span_terms
 
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
+MAX_VERSION_CANDIDATES = 1000  # chunks read for a release number beyond its release notes
 # definitions that may name a base type on their header lines (subtype_declarations)
 TYPE_KINDS = frozenset(
     "class interface struct trait object record protocol mixin extension actor enum impl".split()
@@ -377,18 +378,28 @@ def phrase_list(r: Retrieval[K], text: str, limit: int, release_notes: Sequence[
     if not phrases:
         return []
     held: set[K] | None = None
+    told = True  # the store can say which chunks hold a phrase's terms
     for phrase in dict.fromkeys(phrases):
         all_of, any_of, prefix = span_terms(phrase)
         if not (all_of or prefix):
             continue
         got = r.holding(all_of, any_of, prefix)
         if got is None:  # the store cannot tell: every chunk with a BM25 score is a candidate
-            held = None
+            held, told = None, False
             break
         held = set(got) if held is None else held.intersection(got)
-    cands: Iterable[K] = r.positive() if held is None else held
-    if versions and release_notes:  # where the notes are, whatever words the query has
-        cands = dict.fromkeys([*cands, *r.all_in_files(release_notes)])
+    cands: Iterable[K]
+    if held is not None and versions and release_notes and len(held) > MAX_VERSION_CANDIDATES:
+        # a number's parts are common terms (24, 10): its notes, and what the keywords rank best
+        cands = held.intersection([*r.all_in_files(release_notes), *r.bm25(MAX_VERSION_CANDIDATES)])
+    elif held is not None:  # a chunk holding every phrase holds their terms, release notes included
+        cands = held
+    elif versions and release_notes and told and set(phrases) <= set(versions):
+        cands = r.all_in_files(release_notes)  # a number without a term (2.3.1): where the notes are
+    else:
+        cands = r.positive()
+        if versions and release_notes:
+            cands = dict.fromkeys([*cands, *r.all_in_files(release_notes)])
 
     def holds(text: str) -> bool:
         low = text.lower()  # once per chunk, not once per phrase

@@ -30,7 +30,7 @@ RELEASE_NOTE_NAMES = (
     "changelog", "changes", "history", "news", "releases", "release-notes", "release_notes", "whatsnew",
     "changelog.d", "newsfragments",
 )  # fmt: skip
-MAX_RELEASE_NOTE_FILES = 64  # a folder of fragments is read whole up to this many files
+MAX_RELEASE_NOTE_FILES = 32  # files read whole for a number without a term (a folder's first ones)
 
 
 def asked_versions(text: str) -> list[str]:
@@ -70,15 +70,16 @@ def heading_pattern(number: str) -> re.Pattern[str]:
 
 
 def release_note_files(path_parts: Mapping[str, Iterable[str]]) -> list[str]:
-    """The indexed files named like release notes (``CHANGELOG.md``, ``CHANGES.rst``, ``HISTORY``,
-    ``docs/changelog/*``), at most ``MAX_RELEASE_NOTE_FILES``."""
-    files: dict[str, None] = {}
+    """The indexed files named like release notes (``CHANGELOG.md``, ``CHANGES.rst``, ``HISTORY``), then
+    those in a folder so named (``docs/releases/*``, ``changelog.d/*``), at most
+    ``MAX_RELEASE_NOTE_FILES``."""
+    named: dict[str, None] = {}
+    under: dict[str, None] = {}
     for name in RELEASE_NOTE_NAMES:
         for path in sorted(path_parts.get(name, ())):
-            files[path] = None
-            if len(files) >= MAX_RELEASE_NOTE_FILES:
-                return list(files)
-    return list(files)
+            stem = path.rsplit("/", 1)[-1].lower()
+            (named if stem == name or stem.startswith(name + ".") else under)[path] = None
+    return [*named, *(p for p in under if p not in named)][:MAX_RELEASE_NOTE_FILES]
 
 
 def heads_release(text: str, numbers: Iterable[str]) -> bool:
