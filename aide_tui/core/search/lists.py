@@ -482,12 +482,12 @@ _IMPORT = "import"
 
 
 def subtype_declarations(
-    graph: SymbolGraph, refs: Sequence[tuple[str, Reference]], name: str
+    graph: SymbolGraph, refs: Sequence[tuple[str, Reference]], name: str, most: int | None = None
 ) -> list[tuple[str, Reference]]:
     """The references to ``name`` that declare a type with it as a base: on the header of a class,
     interface, struct or trait that the graph defines there (``class HTTPTransport(BaseTransport):``,
     ``class Foo extends Bar implements Baz``; a Python header may run over two more lines), or on a
-    Rust ``impl Name for Type`` line."""
+    Rust ``impl Name for Type`` line; the first ``most`` of them when given."""
     defs: dict[str, list[Definition]] = {}
     rust_impl = _rust_impl(name)
     out = []
@@ -495,12 +495,14 @@ def subtype_declarations(
         if path not in defs:
             defs[path] = [d for d in graph.definitions_in(path) if d.kind in TYPE_KINDS and d.name != name]
         if path.endswith(".rs"):  # a bound in a struct's generics is no base: only impl lines
-            if rust_impl.match(graph.line_text(path, ref.line) or ""):
-                out.append((path, ref))
-            continue
-        below = HEADER_LINES if path.endswith((".py", ".pyi")) else 0  # class X(\n    Base,\n):
-        if any(d.line <= ref.line <= d.line + below for d in defs[path]):
+            declares = rust_impl.match(graph.line_text(path, ref.line) or "") is not None
+        else:
+            below = HEADER_LINES if path.endswith((".py", ".pyi")) else 0  # class X(\n    Base,\n):
+            declares = any(d.line <= ref.line <= d.line + below for d in defs[path])
+        if declares:
             out.append((path, ref))
+            if most is not None and len(out) >= most:
+                break
     return out
 
 

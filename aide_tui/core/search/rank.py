@@ -661,7 +661,7 @@ def _has_subtypes(graph: SymbolGraph, name: str) -> bool:
     """Whether the graph knows a type declared with ``name`` (its last part) as a base."""
     last = name.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
     refs = graph.references(last, True) or graph.references(last, False)
-    return bool(L.subtype_declarations(graph, refs, last))
+    return bool(L.subtype_declarations(graph, refs, last, most=1))
 
 
 def _member_in_words(parsed: ParsedQuery, retriever: Retriever | None) -> tuple[ParsedQuery, str | None]:
