@@ -230,6 +230,31 @@ def test_a_renamed_function_leaves_no_stale_definition_or_reference(tmp_path: Pa
     assert s.definitions("backoff_delays").total == 0
 
 
+def test_has_references_says_what_references_would_list(tmp_path: Path) -> None:
+    """The app's footer asks only whether a name on the line has references: the same answer as listing
+    them, over two segments, a file whose only use was deleted, and either case."""
+    root = write_workspace(tmp_path / "ws")
+    index(root)
+    (root / "src/httpclient/extra.py").write_text("from .retry import backoff_delays\n\nbackoff_delays(2)\n")
+    index(root)
+    retry = root / "src/httpclient/retry.py"
+    retry.write_text(retry.read_text().replace("backoff_delays(", "delays_for("))
+    (root / "src/httpclient/extra.py").unlink()  # the only other use goes: its rows are dead, not gone
+    index(root)
+    view = load_view(index_dir_for(root))
+    g = view.graph
+    assert len(read_manifest(index_dir_for(root)).segments) >= 2
+    names = {n for p in g.paths() for n in [r.name for r in g.references_in(p)]}
+    names |= {"backoff_delays", "delays_for", "nothing_at_all", "send", "Send", "SEND"}
+    assert len(names) > 20
+    for name in sorted(names):
+        for exact in (True, False):
+            assert g.has_references(name, exact) == bool(g.references(name, exact)), (name, exact)
+    assert not g.has_references("nothing_at_all") and g.has_references("delays_for")
+    used = next(n for n in sorted(names) if g.has_references(n) and n.upper() not in names)
+    assert not g.has_references(used.upper()) and g.has_references(used.upper(), False)  # any case
+
+
 @pytest.mark.skipif(shutil.which("rg") is None, reason="needs ripgrep")
 def test_references_name_only_lines_that_hold_the_name_as_rg_does(tmp_path: Path) -> None:
     """On a real tree (this project's own core), every reference line is a line ``rg -w NAME`` finds,

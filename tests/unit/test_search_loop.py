@@ -252,3 +252,46 @@ def test_row_labels_stop_when_overtaken(gated: GatedSearch) -> None:
     labels = row_labels(resp)
     assert labels is not None and len(labels) == len(resp.results)
     assert row_labels(resp, lambda: True) is None
+
+
+def test_rows_are_labelled_after_the_front_end_painted_them(gated: GatedSearch) -> None:
+    """With ``paint_wait``, labelling starts once the front end says the answer is painted (both want the
+    interpreter; the rows are what the person waits for); a front end that never says so still gets
+    labels after ``paint_wait``; an answer overtaken while it waits gets none."""
+    labelling = threading.Event()
+
+    def labels(resp: SearchResponse, overtaken: Callable[[], bool]) -> list[str | None] | None:
+        labelling.set()
+        return row_labels(resp, overtaken)
+
+    answers: queue.SimpleQueue[SearchAnswer] = queue.SimpleQueue()
+    loop = SearchLoop(gated, answers.put, limit=10, label=labels, paint_wait=WAIT * 10)
+    loop.start()
+    try:
+        loop.submit("max_hops", "bm25")
+        first = answers.get(timeout=WAIT)
+        assert first.labels is None
+        assert not labelling.wait(0.3)  # not painted yet: no labelling
+        loop.painted(first.request.seq)
+        second = answers.get(timeout=WAIT)
+        assert labelling.is_set() and second.labels is not None and second.response is first.response
+        labelling.clear()
+        loop.submit("client", "bm25")
+        third = answers.get(timeout=WAIT)
+        loop.submit("retry", "bm25")  # typed before "client" was painted: "client" gets no labels
+        fourth = answers.get(timeout=WAIT)
+        assert (third.request.query, fourth.request.query) == ("client", "retry") and fourth.labels is None
+        loop.painted(fourth.request.seq)
+        fifth = answers.get(timeout=WAIT)
+        assert fifth.request.query == "retry" and fifth.labels is not None
+        assert answers.empty()
+    finally:
+        loop.stop()
+    quick = SearchLoop(gated, answers.put, limit=10, label=labels, paint_wait=0.05)
+    quick.start()
+    try:
+        quick.submit("max_hops", "bm25")
+        assert answers.get(timeout=WAIT).labels is None
+        assert answers.get(timeout=WAIT).labels is not None  # never told: labelled after paint_wait
+    finally:
+        quick.stop()

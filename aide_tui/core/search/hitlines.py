@@ -225,8 +225,12 @@ def prose_lines(lines: list[str], language: str) -> set[int]:
 
 def symbol_at_best_line(hit: object) -> str | None:
     """The symbol a hit's row is labelled with: :func:`symbol_at_line` at its best line (where the
-    preview lands)."""
-    return symbol_at_line(hit, hit_best_line(hit).line)
+    preview lands). A chunk with one definition or none is labelled by its symbol without looking for
+    that line (most rows: the app labels each answer's rows)."""
+    found = _definitions_of(hit)
+    if len(found[2]) < 2:
+        return getattr(hit, "symbol", None)
+    return _symbol_in(hit, found, hit_best_line(hit).line)
 
 
 def symbol_at_line(hit: object, line: int) -> str | None:
@@ -235,11 +239,24 @@ def symbol_at_line(hit: object, line: int) -> str | None:
     _get_proxy_map`` holding ``def timeout`` too) or a class with its methods, the line may sit in
     another one. The chain's outer links that the chunk does not define itself are kept (the class
     around a method). Words in prose (a docstring's "type will be ...") define nothing."""
-    symbol = getattr(hit, "symbol", None)
+    return _symbol_in(hit, _definitions_of(hit), line)
+
+
+_Definitions = tuple[list[str], set[int], set[str], list[re.Match[str] | None]]
+
+
+def _definitions_of(hit: object) -> _Definitions:
+    """A chunk's lines, its prose lines, the names it defines and each line's definition match."""
     lines = str(getattr(hit, "text", "")).split("\n")
     prose = prose_lines(lines, str(getattr(hit, "language", "") or ""))
     named = [None if i in prose else _holding(NAMED_DEFINITION.match(t), t) for i, t in enumerate(lines)]
-    defined = {m.group(2) for m in named if m}
+    return lines, prose, {m.group(2) for m in named if m}, named
+
+
+def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
+    """:func:`symbol_at_line` from the chunk's definitions (:func:`_definitions_of`)."""
+    symbol = getattr(hit, "symbol", None)
+    lines, prose, defined, named = found
     if len(defined) < 2:
         return symbol  # one definition (or none): the chunk's symbol is the one
     b = line - int(getattr(hit, "start_line", 1))

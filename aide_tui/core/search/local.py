@@ -134,6 +134,7 @@ class LocalGraph:
         g = ix.graph
         self.definitions = g.definitions
         self.references = g.references
+        self.has_references = g.has_references
         self.definitions_in = g.definitions_in
         self.references_in = g.references_in
         self.imports_of = g.imports_of

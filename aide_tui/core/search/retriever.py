@@ -151,6 +151,10 @@ class SymbolGraph(Protocol):
         """(path, reference) of every reference to ``name`` (any case when not ``exact``)."""
         ...
 
+    def has_references(self, name: str, exact: bool = True) -> bool:
+        """Whether :meth:`references` would list anything (without listing it)."""
+        ...
+
     def definitions_in(self, path: str) -> list[Definition]:
         """A file's definitions, in line order."""
         ...

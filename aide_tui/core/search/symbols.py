@@ -248,5 +248,5 @@ def find_line_symbols(g: SymbolGraph | None, path: str, line: int, names: Iterab
         other = [] if exact else g.definitions(norm, False)
         spelled = name if exact else (other[0][1].name if other else None)
         used = norm if exact or not other else other[0][1].name  # find_references goes by their spelling
-        out.facts[name] = NameFacts(spelled, bool(g.references(used, True)))
+        out.facts[name] = NameFacts(spelled, g.has_references(used, True))
     return out

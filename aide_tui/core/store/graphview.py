@@ -6,7 +6,7 @@ lookup goes straight to that segment for a file, and checks liveness per row for
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,22 @@ class GraphView:
     def references(self, name: str, exact: bool = True) -> list[tuple[str, Reference]]:
         """Live references to ``name`` (any case when not ``exact``), by path and line."""
         out: list[tuple[str, Reference]] = []
+        for t, n, rows in self._live_reference_rows(name, exact):
+            term = t.names.term(n) if len(rows) else ""
+            for row in rows:
+                p, r = t.reference(row, term)
+                out.append((t.paths[p], r))
+        out.sort(key=lambda pr: (pr[0], pr[1].line, pr[1].col))
+        return out
+
+    def has_references(self, name: str, exact: bool = True) -> bool:
+        """Whether ``name`` has a live reference (what :meth:`references` would list, without listing
+        it: a name used 20,000 times answers as fast as one used once)."""
+        return any(len(rows) for _, _, rows in self._live_reference_rows(name, exact))
+
+    def _live_reference_rows(self, name: str, exact: bool) -> Iterator[tuple[MappedGraph, int, np.ndarray]]:
+        """(table, name id, its live reference rows) of each segment's names matching ``name``, the rows
+        checked."""
         for k, t in enumerate(self.tables):
             if not t.paths:
                 continue
@@ -75,12 +91,7 @@ class GraphView:
                     if (rows[:, 1] != n).any():
                         raise t._bad("reference names")
                     rows = rows[live[rows[:, 0]]]
-                term = t.names.term(n) if len(rows) else ""
-                for row in rows:
-                    p, r = t.reference(row, term)
-                    out.append((t.paths[p], r))
-        out.sort(key=lambda pr: (pr[0], pr[1].line, pr[1].col))
-        return out
+                yield t, n, rows
 
     def definition_paths(self, names: Sequence[str]) -> dict[str, set[str]]:
         """For each of ``names`` that has a live definition (exact case), the files that define it."""

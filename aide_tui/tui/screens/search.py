@@ -48,6 +48,8 @@ from aide_tui.tui.widgets import HelpScreen, IndexBar, PreviewBody, QueryInput, 
 from aide_tui.tui.widgets.browser import Browser, empty_note, focus_zone
 from aide_tui.tui.widgets.footer import LookupFooter
 
+LABELS_AFTER_PAINT = 0.5  # seconds the rows' labelling waits for their paint, at most
+
 
 class SearchScreen(Screen[None]):
     """Query, results beside (or above) the preview, index line, status line, footer."""
@@ -94,7 +96,7 @@ class SearchScreen(Screen[None]):
         def deliver(answer: SearchAnswer) -> None:  # from its thread: to the UI thread as a message
             self.post_message(SearchDone(answer))
 
-        self.loop = SearchLoop(search, deliver, limit)
+        self.loop = SearchLoop(search, deliver, limit, paint_wait=LABELS_AFTER_PAINT)
         self.query_box = QueryInput(
             self.memory,
             placeholder='Search code…  (path:GLOB lang:NAME "phrase"; ↑ previous queries)',
@@ -195,6 +197,8 @@ class SearchScreen(Screen[None]):
         answer = message.answer
         if answer.request.key == (self.query_box.value, self.mode, self.everywhere):
             self.browser.take_answer(answer, empty_note(answer, self.settings.embedding.backend))
+            if answer.labels is None:  # its rows are labelled once they are on screen
+                self.call_after_refresh(self.loop.painted, answer.request.seq)
 
     @on(IndexOpened)
     @on(IndexReloaded)
