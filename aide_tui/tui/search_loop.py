@@ -182,24 +182,21 @@ class SearchLoop:
 
     def _idle(self, request: SearchRequest) -> bool:
         """No newer request (other than one asking the same) was made since ``request``."""
-        with self._cond:
-            return self._idle_locked(request)
-
-    def _idle_locked(self, request: SearchRequest) -> bool:
-        newer = self._wanted is not None or self._stopped
-        return not newer and (request.seq == self._seq or self._newest_key == request.key)
+        with self._cond:  # reentrant: also asked with the lock held (_shown)
+            newer = self._wanted is not None or self._stopped
+            return not newer and (request.seq == self._seq or self._newest_key == request.key)
 
     def _shown(self, request: SearchRequest) -> bool:
         """Wait (up to ``paint_wait`` seconds) until the answer to ``request`` is painted; whether no newer
         request was made meanwhile."""
         deadline = time.monotonic() + self.paint_wait
         with self._cond:
-            while self._painted < request.seq and self._idle_locked(request):
+            while self._painted < request.seq and self._idle(request):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
                 self._cond.wait(left)
-            return self._idle_locked(request)
+            return self._idle(request)
 
     def _loop(self) -> None:
         while (request := self._next()) is not None:

@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from aide_tui.core.textsafe import printable
 from aide_tui.core.tokens import CAMEL_PARTS, IDENTIFIER, fold
@@ -228,7 +229,7 @@ def symbol_at_best_line(hit: object) -> str | None:
     preview lands). A chunk with one definition or none is labelled by its symbol without looking for
     that line (most rows: the app labels each answer's rows)."""
     found = _definitions_of(hit)
-    if len(found[2]) < 2:
+    if len(found.defined) < 2:
         return getattr(hit, "symbol", None)
     return _symbol_in(hit, found, hit_best_line(hit).line)
 
@@ -242,15 +243,20 @@ def symbol_at_line(hit: object, line: int) -> str | None:
     return _symbol_in(hit, _definitions_of(hit), line)
 
 
-_Definitions = tuple[list[str], set[int], set[str], list[re.Match[str] | None]]
+class _Definitions(NamedTuple):
+    """A chunk's lines, its prose lines, the names it defines and each line's definition match."""
+
+    lines: list[str]
+    prose: set[int]
+    defined: set[str]
+    named: list[re.Match[str] | None]
 
 
 def _definitions_of(hit: object) -> _Definitions:
-    """A chunk's lines, its prose lines, the names it defines and each line's definition match."""
     lines = str(getattr(hit, "text", "")).split("\n")
     prose = prose_lines(lines, str(getattr(hit, "language", "") or ""))
     named = [None if i in prose else _holding(NAMED_DEFINITION.match(t), t) for i, t in enumerate(lines)]
-    return lines, prose, {m.group(2) for m in named if m}, named
+    return _Definitions(lines, prose, {m.group(2) for m in named if m}, named)
 
 
 def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
