@@ -5,6 +5,7 @@ never cuts a key's label."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,22 @@ async def test_with_an_embedder_each_count_has_its_own_unit(workspace: Path) -> 
         assert counts and all(
             re.fullmatch(r"\d+ (files|chunks|vectors to go)|\d+\.\d [KMG]B", c) for c in counts
         )
+
+
+@pytest.mark.parametrize(("backend", "named"), [("static", "static:minilm-256"), ("none", "none")])
+async def test_the_embedder_named_is_the_one_this_app_searches_with(
+    workspace: Path, backend: str, named: str
+) -> None:
+    """An index that also holds the transformer's vectors, opened with the static tier alone (or none):
+    the line names what the queries use, not what the index was once embedded with."""
+    settings = load_settings(workspace, {"embedding": {"backend": backend}})
+    app = make_app(workspace, settings, start_index=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: app.main_screen.ready, "the index opened")
+        status(app).show_index(replace(BUSY, static="static:minilm-256", static_missing=0))
+        await pilot.pause()
+        line = status(app).plain
+        assert f"embedder {named}" in line and "builtin-minilm" not in line, line
 
 
 @pytest.mark.parametrize("width", [120, 80, 60, 40])

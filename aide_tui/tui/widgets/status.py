@@ -86,9 +86,19 @@ class StatusLine(Widget):
         self.size_bytes = st.size_bytes
         self.last_indexed = str(st.last_indexed)[11:19] if st.last_indexed else None
         if self._embedder_id is None:
-            self.embedder = st.embedder if st.embedder != "none" else self.configured_embedder
+            self.embedder = self._embedder_of(st)
         self._index_degraded = st.degraded_reason
         self._update_degraded()
+
+    def _embedder_of(self, st: IndexStatus) -> str:
+        """The encoder this app's queries use: the configured one when it is ``none`` or the static
+        tier (an index may also hold another encoder's vectors, which this app leaves unread),
+        otherwise the one the index was embedded with."""
+        if self.configured_embedder == "static":
+            return st.static or "static"
+        if self.configured_embedder == "none" or st.embedder == "none":
+            return self.configured_embedder
+        return st.embedder
 
     def show_response(self, resp: SearchResponse | None) -> None:
         """The answer on screen (None: the query is empty)."""
