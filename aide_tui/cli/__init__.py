@@ -25,11 +25,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> NoReturn:
     """Entry point of the ``aide-tui`` console script and ``python -m aide_tui``.
 
-    A read-only one-shot command (``search``, ``defs``, ``refs``, ``status``) whose work is all done
+    A one-shot command (``index``, ``search``, ``defs``, ``refs``, ``status``) whose work is all done
     ends the process without tearing the interpreter down: its output is flushed and the exit
     functions run, then its objects and mapped index go with the process (the teardown was 70-120 ms of
-    a one-shot search on a monorepo). Anything still running (a thread that is not a daemon) gets the
-    ordinary exit, which waits for it.
+    a one-shot search on a monorepo, 40-60 ms of a cold ``index`` of textual). Every index write is
+    already on disk by then (written whole, then renamed into place). Anything still running (a thread
+    that is not a daemon) gets the ordinary exit, which waits for it.
     """
     code, quick = _run_command(None)
     run_exit_functions = getattr(atexit, "_run_exitfuncs", None)

@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("index", help="build or incrementally update ROOT's index")
-    p.set_defaults(handler=_handler("index"), subparser=p)
+    p.set_defaults(handler=_handler("index"), subparser=p, quick_exit=True)
     _root_args(p)
     p.add_argument("--json", action="store_true", help="print a JSON summary as the last line")
     p.add_argument("--rebuild", action="store_true", help="ignore the existing index (config is kept)")

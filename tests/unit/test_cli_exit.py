@@ -1,4 +1,4 @@
-"""A read-only one-shot command ends without the interpreter's teardown (``aide_tui.cli.run``): its
+"""A one-shot command ends without the interpreter's teardown (``aide_tui.cli.run``): its
 whole output still arrives, its exit code is kept, and anything still running gets the ordinary exit.
 Real processes on a real index."""
 
@@ -33,7 +33,12 @@ def test_a_big_answer_arrives_whole_and_exit_codes_are_kept(tmp_path: Path) -> N
         calls = "".join(f"    total += needle({j})\n" for j in range(100))
         head = f"from lib import needle\n\n\ndef use_{i}():\n    total = 0\n"
         (ws / f"mod{i:03}.py").write_text(head + calls)
-    assert _cli("index", str(ws), "--embedder", "none", cwd=tmp_path).returncode == 0
+    built = _cli("index", str(ws), "--embedder", "none", "--json", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    summary = json.loads(built.stdout.splitlines()[-1])  # the last line, whole
+    assert summary["files"] == 151 and summary["chunks"] > 0
+    status = json.loads(_cli("status", str(ws), "--json", "--no-server", cwd=tmp_path).stdout)
+    assert (status["files"], status["chunks"]) == (151, summary["chunks"])  # the version it wrote
     out = _cli("refs", "needle", "--path", str(ws), "--no-server", "--limit", "99999", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()

@@ -10,7 +10,15 @@ import threading
 from pathlib import Path
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.index.parallel import Backlog, Cursor, _claimed, helper_context
+from aide_tui.core.index.parallel import (
+    MAX_BATCH_BYTES,
+    PARALLEL_MIN_BYTES,
+    Backlog,
+    Cursor,
+    _claimed,
+    batch_bytes,
+    helper_context,
+)
 from aide_tui.core.index.scan import FileEntry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,6 +60,28 @@ def test_helpers_reading_side_by_side_share_the_end_of_the_backlog(tmp_path: Pat
     # each job reached a batch (30 files) with less than a job left, so both read on to the end
     assert len(got_a) >= 30 and len(got_b) >= 30
     assert abs(len(got_a) - len(got_b)) <= 6  # a claim is at most 64 KiB: 6 of these files
+
+
+def test_every_backlog_built_in_parallel_gives_each_helper_a_job_and_a_big_one_bounded_jobs(
+    tmp_path: Path,
+) -> None:
+    """From the size a build goes parallel at, a job is at most half the backlog (both cores read: a
+    job as big as the backlog is built in the indexer's own process); a small backlog is one job per
+    helper, a big one several of at most ``MAX_BATCH_BYTES`` (a helper's memory)."""
+    for total in (PARALLEL_MIN_BYTES, 3 << 20, 5_035_583, 40 << 20, 400 << 20):
+        target = batch_bytes(total, 2)
+        assert 0 < target <= total // 2 and target <= MAX_BATCH_BYTES, (total, target)
+        sizes = [64 << 10] * (total // (64 << 10))
+        backlog = _backlog(tmp_path, sizes)
+        cursor = Cursor(len(backlog.entries))
+        a, b = _claimed(backlog, cursor, target), _claimed(backlog, cursor, target)
+        jobs = [0, 0]
+        for x, y in zip(a, b, strict=False):  # two helpers claiming in turn
+            jobs[0] += x.size
+            jobs[1] += y.size
+        assert jobs[0] > 0 and jobs[1] > 0, (total, jobs)
+    assert batch_bytes(5_035_583, 2) == 5_035_583 // 2  # textual: one job each, not three in all
+    assert batch_bytes(400 << 20, 2) == MAX_BATCH_BYTES
 
 
 def test_a_job_stops_at_the_files_a_segment_may_hold_and_when_halted(tmp_path: Path) -> None:
