@@ -1,6 +1,7 @@
-"""The mapped term dictionary: prefix ranges bisect an in-memory sample first, batches decode in place,
-and the static tier's packed vectors multiply without a scaled copy; each checked against the plain
-computation on real files."""
+"""The mapped term dictionary: exact lookups by hash (a query's few words, or a file's many called
+names), prefix ranges bisect an in-memory sample first, batches decode in place, and the static tier's
+packed vectors multiply without a scaled copy; each checked against the plain computation on real
+files."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from hypothesis import strategies as st
 
 from aide_tui.core.store.mapped import FileSum, MappedArray, MappedFile
 from aide_tui.core.store.quantize import BUFFER_BYTES, pack, pack_bytes, unpack, unpacked_matmul, width
-from aide_tui.core.store.terms import SAMPLE_EVERY, TermDict, encode_terms, sort_terms, term_bytes
+from aide_tui.core.store.terms import (
+    FEW_TERMS,
+    SAMPLE_EVERY,
+    TermDict,
+    encode_terms,
+    sort_terms,
+    term_bytes,
+)
 
 
 def _open(folder: Path, terms: list[str]) -> TermDict:
@@ -61,6 +69,23 @@ def test_prefix_range_matches_a_scan_of_every_term(
         else:
             assert (lo, hi) == want, prefix
         assert d.terms_at(np.arange(lo, hi)) == terms[lo:hi]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(WORDS, min_size=1, max_size=200), st.lists(WORDS, max_size=3 * FEW_TERMS))
+def test_ids_are_a_plain_lookups_few_or_many_crc_collisions_too(
+    tmp_path_factory, words: list[str], asked: list[str]
+) -> None:
+    """``plumless`` and ``buckeroo`` share a CRC-32: each finds itself, and one asked for while only
+    the other is held finds nothing, whether the terms are read one by one or all at once."""
+    terms = sort_terms([*words, "plumless"])
+    d = _open(tmp_path_factory.mktemp("ids"), terms)
+    where = {t: i for i, t in enumerate(terms)}
+    for query in (asked, [*asked, *terms], ["buckeroo", *asked], ["plumless", "buckeroo", *terms]):
+        assert d.ids(query).tolist() == [where.get(t, -1) for t in query]
+    both = _open(tmp_path_factory.mktemp("both"), sort_terms(["buckeroo", "plumless"]))
+    assert both.ids(["plumless", "buckeroo"]).tolist() == [1, 0]
+    assert both.ids(["buckeroo", "plumless"] * (FEW_TERMS + 1)).tolist() == [0, 1] * (FEW_TERMS + 1)
 
 
 def test_prefix_range_at_every_sample_boundary(tmp_path: Path) -> None:

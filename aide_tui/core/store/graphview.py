@@ -106,9 +106,10 @@ class GraphView:
             for name, pids in t.definition_path_ids(names).items():
                 if len(pids) and (int(pids.max()) >= len(live) or int(pids.min()) < 0):
                     raise t._bad("definition paths")
-                got = {t.paths[int(p)] for p in pids if live[int(p)]}
-                if got:
-                    out.setdefault(name, set()).update(got)
+                kept = pids[live[pids]].tolist()
+                if kept:
+                    paths = t.paths
+                    out.setdefault(name, set()).update([paths[p] for p in kept])
         return out
 
     def call_edges(

@@ -48,6 +48,7 @@ def encode_terms(terms: Sequence[str]) -> dict[str, bytes | np.ndarray]:
     }
 
 
+FEW_TERMS = 6  # up to this many terms found by hash are read one by one (less numpy set-up)
 SAMPLE_EVERY = 64  # terms per in-memory sample entry of a dictionary (prefix lookups bisect it first)
 
 
@@ -98,14 +99,46 @@ class TermDict:
         raw = [term_bytes(t) for t in terms]
         want = np.fromiter((zlib.crc32(b) for b in raw), np.uint32, len(raw))
         hashes, hid = self._hashes.all(), self._hid.all()
-        lo = np.searchsorted(hashes, want, "left")
-        hi = np.searchsorted(hashes, want, "right")
-        for k in np.flatnonzero(hi > lo).tolist():
-            for j in range(int(lo[k]), int(hi[k])):
-                tid = int(hid[j])
-                if 0 <= tid < self.n and self.term_at(tid) == raw[k]:
-                    out[k] = tid
-                    break
+        lo = hashes.searchsorted(want, "left")
+        hi = hashes.searchsorted(want, "right")
+        asked = np.flatnonzero(hi > lo)
+        if len(asked) <= FEW_TERMS:  # a query's few words: a verified read of each candidate
+            for k in asked.tolist():
+                for j in range(int(lo[k]), int(hi[k])):
+                    tid = int(hid[j])
+                    if 0 <= tid < self.n and self.term_at(tid) == raw[k]:
+                        out[k] = tid
+                        break
+            return out
+        # many (the names a file calls): every candidate (nearly always one a term), the offsets of all
+        # read in one call, then each candidate's bytes compared
+        per = (hi - lo)[asked]
+        which = np.repeat(asked, per)
+        slots = np.repeat(lo[asked] - per.cumsum() + per, per) + np.arange(int(per.sum()), dtype=np.int64)
+        tids = hid[slots].astype(np.int64)
+        sane = (tids >= 0) & (tids < self.n)
+        which, tids = which[sane], tids[sane]
+        starts, ends = self.off.take(tids).tolist(), self.off.take(tids + 1).tolist()
+        view = self.blob.view
+        for k, tid, a, b in zip(which.tolist(), tids.tolist(), starts, ends, strict=True):
+            term = raw[k]
+            if out[k] < 0 and b - a == len(term) and view(a, b) == term:
+                out[k] = tid
+        return out
+        # every candidate (a term and a term id of its hash: nearly always one), then their bytes
+        # compared; the offsets read in one call, not two verified reads per candidate
+        per = per[asked]
+        which = np.repeat(asked, per)
+        slots = np.repeat(lo[asked] - np.cumsum(per) + per, per) + np.arange(int(per.sum()), dtype=np.int64)
+        tids = hid[slots].astype(np.int64)
+        sane = (tids >= 0) & (tids < self.n)
+        which, tids = which[sane], tids[sane]
+        starts, ends = self.off.take(tids).tolist(), self.off.take(tids + 1).tolist()
+        view = self.blob.view
+        for k, tid, a, b in zip(which.tolist(), tids.tolist(), starts, ends, strict=True):
+            term = raw[k]
+            if out[k] < 0 and b - a == len(term) and view(a, b) == term:
+                out[k] = tid
         return out
 
     def prefix_range(self, prefix: str) -> tuple[int, int]:
