@@ -265,7 +265,7 @@ class MappedArray:
         idx = np.asarray(idx, np.int64)
         if idx.size == 0:
             return self.raw[:0].copy()
-        if self.file.sums.blocks:
+        if self.file.sums.blocks and self.file.unchecked_bytes:
             starts = self.offset + idx * self.row_bytes
             # a set, not np.unique: that imports numpy.ma (9 ms of a one-shot search)
             blocks = set((starts // BLOCK).tolist()) | set(((starts + self.row_bytes - 1) // BLOCK).tolist())

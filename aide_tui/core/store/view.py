@@ -444,12 +444,17 @@ class IndexView:
         found: set[str] = set()
         for part in self.parts:
             found.update(part.names_from(prefix))
+        ordered = sorted(found, key=lambda n: (len(n), n))
         out: list[str] = []
-        for name in sorted(found, key=lambda n: (len(n), n)):
-            if len(out) >= cap:
-                break
-            if self.symbol_rows(name):
-                out.append(name)
+        # asked ``cap`` names at a time (one lookup per segment for each batch, not for each name)
+        for i in range(0, len(ordered) if cap > 0 else 0, cap):
+            batch = ordered[i : i + cap]
+            rows = self.symbols_rows(batch)
+            for name in batch:
+                if rows[name.lower()]:
+                    out.append(name)
+                    if len(out) >= cap:
+                        return out
         return out
 
     def letter_trigrams(self) -> frozenset[str]:
