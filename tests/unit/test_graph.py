@@ -255,6 +255,34 @@ def test_has_references_says_what_references_would_list(tmp_path: Path) -> None:
     assert not g.has_references(used.upper()) and g.has_references(used.upper(), False)  # any case
 
 
+def test_definition_paths_kept_for_the_version_answer_as_a_fresh_look(tmp_path: Path, monkeypatch) -> None:
+    """A version keeps each name's definition files once asked (a file's links ask for hundreds): asked
+    again in other company, in another order, or after the memo was full and started again, the answer
+    and its order are a fresh view's; a file deleted since is in neither."""
+    from aide_tui.core.store import graphview
+
+    root = write_workspace(tmp_path / "ws")
+    index(root)
+    (root / "src/httpclient/extra.py").write_text("def backoff_delays(n):\n    return n\n")
+    index(root)
+    (root / "src/httpclient/extra.py").unlink()
+    (root / "src/httpclient/more.py").write_text("def backoff_delays(n):\n    return [n]\n")
+    index(root)
+    idx = index_dir_for(root)
+    assert len(read_manifest(idx).segments) >= 2
+    g = load_view(idx).graph
+    names = sorted({d.name for p in g.paths() for d in g.definitions_in(p)} | {"nothing_at_all"})
+    assert len(names) > 10 and "backoff_delays" in names
+    monkeypatch.setattr(graphview, "DEFINED_MEMO", 7)
+    for asked in (names[:5], names[3:], names[::-1], ["nothing_at_all", *names[::2]], names):
+        got = g.definition_paths(asked)
+        fresh = load_view(idx).graph.definition_paths(asked)
+        assert got == fresh and list(got) == list(fresh), asked
+    where = g.definition_paths(["backoff_delays"])["backoff_delays"]
+    assert "src/httpclient/more.py" in where and "src/httpclient/extra.py" not in where
+    assert "nothing_at_all" not in g.definition_paths(names)
+
+
 @pytest.mark.skipif(shutil.which("rg") is None, reason="needs ripgrep")
 def test_references_name_only_lines_that_hold_the_name_as_rg_does(tmp_path: Path) -> None:
     """On a real tree (this project's own core), every reference line is a line ``rg -w NAME`` finds,

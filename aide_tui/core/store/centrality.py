@@ -157,8 +157,10 @@ def links(g: Graph, files: FileIndex, src: str) -> dict[str, float]:
 
 def _links(g: Graph, files: FileIndex, src: str) -> dict[str, float]:
     out: dict[str, float] = {}
+    resolved: dict[tuple[str, str, str], list[str]] = g.memo.setdefault("resolved", {})
+    folder = posixpath.dirname(src), detect_language(src)
     for module in g.imports_of(src):
-        for p in resolve_import(module, src, files):
+        for p in _resolved(resolved, module, src, folder, files):
             out[p] = out.get(p, 0.0) + 1.0
     defined = g.definition_paths(g.called_names(src)[:MAX_CALLS])
     for where in defined.values():
@@ -168,6 +170,22 @@ def _links(g: Graph, files: FileIndex, src: str) -> dict[str, float]:
             out[p] = out.get(p, 0.0) + 1.0 / len(where)
     out.pop(src, None)
     return out
+
+
+def _resolved(
+    memo: dict[tuple[str, str, str], list[str]],
+    module: str,
+    importer: str,
+    where: tuple[str, str],
+    files: FileIndex,
+) -> list[str]:
+    """:func:`resolve_import`, kept in ``memo`` by module and the importer's folder and language
+    (``where``): all an import's target depends on."""
+    key = (module, *where)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = resolve_import(module, importer, files)
+    return found
 
 
 # -- centrality -------------------------------------------------------------------------------------
@@ -193,15 +211,12 @@ def file_rank(g: Graph, files: FileIndex, memo: dict[str, Any]) -> dict[str, flo
     if call_edges is not None:  # every file's call links at once (the local store's graph)
         for (a, b), w in call_edges(index, MAX_CALLS, MAX_CALL_DEFS).items():
             edges[(a, b)] = w
-        resolved: dict[tuple[str, str, str], list[str]] = {}  # an import leads where its folder says
+        resolved: dict[tuple[str, str, str], list[str]] = {}
         for p in paths:
             i = index[p]
-            folder, lang = posixpath.dirname(p), detect_language(p)
+            where = posixpath.dirname(p), detect_language(p)
             for module in g.imports_of(p):
-                found = resolved.get((module, folder, lang))
-                if found is None:
-                    found = resolved[(module, folder, lang)] = resolve_import(module, p, files)
-                for q in found:
+                for q in _resolved(resolved, module, p, where, files):
                     j = index.get(q)
                     if j is not None and j != i:
                         edges[(i, j)] = edges.get((i, j), 0.0) + 1.0

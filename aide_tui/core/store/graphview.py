@@ -15,6 +15,11 @@ from aide_tui.core.model import Definition, Reference
 from aide_tui.core.store.filetable import segment_of, segments_of
 from aide_tui.core.store.graphfiles import MappedGraph
 
+DEFINED_MEMO = (
+    200_000  # names whose definition files a version keeps (then forgets them all, and starts again)
+)
+_UNDEFINED: tuple[int, frozenset[str]] = (-1, frozenset())
+
 
 class GraphView:
     """Definitions, references and imports of the live files of one version."""
@@ -24,6 +29,7 @@ class GraphView:
         self.files = files
         self._live: list[np.ndarray | None] = [None] * len(tables)
         self.memo: dict[str, Any] = {}  # what search derives from this version's graph
+        self._defined: dict[str, tuple[int, frozenset[str]]] = {}  # definition_paths' answers
 
     def live_paths(self, k: int) -> np.ndarray:
         """(paths,) bool: which of segment ``k``'s files are live in this version."""
@@ -94,11 +100,27 @@ class GraphView:
                 yield t, n, rows
 
     def definition_paths(self, names: Sequence[str]) -> dict[str, set[str]]:
-        """For each of ``names`` that has a live definition (exact case), the files that define it."""
-        out: dict[str, set[str]] = {}
+        """For each of ``names`` that has a live definition (exact case), the files that define it (in
+        the order of the first segment defining each, then of ``names``). Each name's answer is kept
+        for this version: a file's links ask for hundreds of names, and the files at the top of one
+        typed query and the next call many of the same."""
         names = list(dict.fromkeys(names))
-        if not names:
-            return out
+        known = self._defined
+        answers = {n: known[n] for n in names if n in known}
+        todo = [n for n in names if n not in answers]
+        if todo:
+            found = self._scan_definition_paths(todo)
+            if len(known) + len(todo) > DEFINED_MEMO:
+                known.clear()
+            for n in todo:
+                answers[n] = known[n] = found.get(n, _UNDEFINED)
+        got = [(k, i, n, where) for i, n in enumerate(names) for k, where in [answers[n]] if where]
+        got.sort(key=lambda g: (g[0], g[1]))
+        return {n: set(where) for _, _, n, where in got}
+
+    def _scan_definition_paths(self, names: list[str]) -> dict[str, tuple[int, frozenset[str]]]:
+        """(first segment defining it, its live files) of each of ``names`` with a live definition."""
+        out: dict[str, tuple[int, set[str]]] = {}
         for k, t in enumerate(self.tables):
             if not t.paths:
                 continue
@@ -109,8 +131,8 @@ class GraphView:
                 kept = pids[live[pids]].tolist()
                 if kept:
                     paths = t.paths
-                    out.setdefault(name, set()).update([paths[p] for p in kept])
-        return out
+                    out.setdefault(name, (k, set()))[1].update([paths[p] for p in kept])
+        return {n: (k, frozenset(where)) for n, (k, where) in out.items()}
 
     def call_edges(
         self, index: Mapping[str, int], max_calls: int, max_defs: int
