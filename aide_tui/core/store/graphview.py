@@ -106,7 +106,7 @@ class GraphView:
         typed query and the next call many of the same."""
         names = list(dict.fromkeys(names))
         known = self._defined
-        answers = {n: known[n] for n in names if n in known}
+        answers = {n: had for n in names if (had := known.get(n)) is not None}  # (another thread may clear)
         todo = [n for n in names if n not in answers]
         if todo:
             found = self._scan_definition_paths(todo)
