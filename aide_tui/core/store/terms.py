@@ -125,21 +125,6 @@ class TermDict:
             if out[k] < 0 and b - a == len(term) and view(a, b) == term:
                 out[k] = tid
         return out
-        # every candidate (a term and a term id of its hash: nearly always one), then their bytes
-        # compared; the offsets read in one call, not two verified reads per candidate
-        per = per[asked]
-        which = np.repeat(asked, per)
-        slots = np.repeat(lo[asked] - np.cumsum(per) + per, per) + np.arange(int(per.sum()), dtype=np.int64)
-        tids = hid[slots].astype(np.int64)
-        sane = (tids >= 0) & (tids < self.n)
-        which, tids = which[sane], tids[sane]
-        starts, ends = self.off.take(tids).tolist(), self.off.take(tids + 1).tolist()
-        view = self.blob.view
-        for k, tid, a, b in zip(which.tolist(), tids.tolist(), starts, ends, strict=True):
-            term = raw[k]
-            if out[k] < 0 and b - a == len(term) and view(a, b) == term:
-                out[k] = tid
-        return out
 
     def prefix_range(self, prefix: str) -> tuple[int, int]:
         """Ids [lo, hi) of the terms that start with ``prefix``."""
