@@ -128,6 +128,7 @@ def test_completions_weigh_less_than_exact_terms(searcher: Searcher) -> None:
     # the definitions a half-typed name may mean: the shortest names it begins
     assert stats.defined_names("cook", 3) == ["cookies", "cookietypes", "cookieconflict"]
     assert stats.defined_names("timeou", 1) == ["timeout"]
+    assert stats.defined_names("cook", 0) == []  # none asked for: none given (a batch of 0 names failed)
 
 
 def test_completions_follow_a_delta(tmp_path: Path) -> None:

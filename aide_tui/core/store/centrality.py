@@ -158,9 +158,9 @@ def links(g: Graph, files: FileIndex, src: str) -> dict[str, float]:
 def _links(g: Graph, files: FileIndex, src: str) -> dict[str, float]:
     out: dict[str, float] = {}
     resolved: dict[tuple[str, str, str], list[str]] = g.memo.setdefault("resolved", {})
-    folder = posixpath.dirname(src), detect_language(src)
+    place = posixpath.dirname(src), detect_language(src)
     for module in g.imports_of(src):
-        for p in _resolved(resolved, module, src, folder, files):
+        for p in _resolved(resolved, module, src, place, files):
             out[p] = out.get(p, 0.0) + 1.0
     defined = g.definition_paths(g.called_names(src)[:MAX_CALLS])
     for where in defined.values():

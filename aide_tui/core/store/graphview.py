@@ -15,9 +15,8 @@ from aide_tui.core.model import Definition, Reference
 from aide_tui.core.store.filetable import segment_of, segments_of
 from aide_tui.core.store.graphfiles import MappedGraph
 
-DEFINED_MEMO = (
-    200_000  # names whose definition files a version keeps (then forgets them all, and starts again)
-)
+# names whose definition files a version keeps (then it forgets them all, and starts again)
+DEFINED_MEMO = 200_000
 _UNDEFINED: tuple[int, frozenset[str]] = (-1, frozenset())
 
 
@@ -114,9 +113,8 @@ class GraphView:
                 known.clear()
             for n in todo:
                 answers[n] = known[n] = found.get(n, _UNDEFINED)
-        got = [(k, i, n, where) for i, n in enumerate(names) for k, where in [answers[n]] if where]
-        got.sort(key=lambda g: (g[0], g[1]))
-        return {n: set(where) for _, _, n, where in got}
+        order = sorted((answers[n][0], i, n) for i, n in enumerate(names) if answers[n][1])
+        return {n: set(answers[n][1]) for _, _, n in order}
 
     def _scan_definition_paths(self, names: list[str]) -> dict[str, tuple[int, frozenset[str]]]:
         """(first segment defining it, its live files) of each of ``names`` with a live definition."""

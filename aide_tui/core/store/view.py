@@ -441,13 +441,15 @@ class IndexView:
     def defined_names(self, prefix: str, cap: int) -> list[str]:
         """Up to ``cap`` lower-cased names that a live chunk defines and that start with ``prefix``, the
         shortest first (the closest to what is typed; ties by name)."""
+        if cap <= 0:
+            return []
         found: set[str] = set()
         for part in self.parts:
             found.update(part.names_from(prefix))
         ordered = sorted(found, key=lambda n: (len(n), n))
         out: list[str] = []
         # asked ``cap`` names at a time (one lookup per segment for each batch, not for each name)
-        for i in range(0, len(ordered) if cap > 0 else 0, cap):
+        for i in range(0, len(ordered), cap):
             batch = ordered[i : i + cap]
             rows = self.symbols_rows(batch)
             for name in batch:
