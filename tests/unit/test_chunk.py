@@ -741,3 +741,16 @@ def test_a_lua_require_in_a_comment_or_a_string_imports_nothing() -> None:
     graph: list[FileGraph] = []
     chunk_file_multi("m.lua", text, (1500,), graph=graph)
     assert graph[0].imports == ["after_comment", "real"]
+
+
+def test_every_languages_patterns_compile() -> None:
+    """The anchor and tokenizing patterns are compiled when a language is first met: each must still be
+    a valid regex (a broken one would only show on a file of its language)."""
+    from aide_tui.core.chunk.code import LANGS, TOKENS, tokens_rx
+
+    for name, lang in LANGS.items():
+        for pat in lang.pats:
+            assert pat.rx.match("x") is None or pat.rx.match("x") is not None, name
+            assert pat.rx.match is not pat.rx._compile_and_match, name  # compiled now
+    for family in TOKENS:
+        assert tokens_rx(family).pattern, family

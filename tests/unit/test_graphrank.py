@@ -91,6 +91,65 @@ def test_imports_resolve_to_indexed_files(tmp_path: Path) -> None:
     assert G.links(graph, files, "cmd/run.go") == {"internal/store/store.go": 2.0}
 
 
+def test_a_relative_import_leads_into_its_own_folder_an_absolute_one_anywhere_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """Resolved imports are kept by module, language and (for a relative import only) the importer's
+    folder: ``from .util import f`` in two packages leads each to its own ``util.py``, whichever is
+    followed first."""
+    root = tmp_path / "ws"
+    for pkg in ("alpha", "beta"):
+        (root / pkg).mkdir(parents=True)
+        (root / pkg / "util.py").write_text("def f():\n    return 1\n")
+        (root / pkg / "main.py").write_text("from .util import f\nimport gamma.tools\n")
+    (root / "gamma").mkdir()
+    (root / "gamma" / "tools.py").write_text("def tool():\n    return 2\n")
+    s = searcher(root)
+    graph, files = s.retriever.graph, s.retriever.path_parts
+    for first, second in (("alpha", "beta"), ("beta", "alpha")):
+        graph.memo.clear()
+        for pkg in (first, second):
+            assert set(G.links(graph, files, f"{pkg}/main.py")) == {f"{pkg}/util.py", "gamma/tools.py"}
+    ranks = G.file_rank(graph, files, {})
+    assert ranks["alpha/util.py"] == ranks["beta/util.py"] > ranks["alpha/main.py"]
+
+
+def test_every_files_call_links_at_once_are_each_files_links_one_by_one(tmp_path: Path) -> None:
+    """``call_edges`` (the indexer's way to draw every file's call links) gives, for any cap on the
+    names followed and on their definitions, the links read one file at a time: a file's first called
+    names, each defined in 1 to ``max_defs`` other files, 1 split over those files."""
+    root = tmp_path / "ws"
+    (root / "pkg").mkdir(parents=True)
+    defs = {"one": ["a"], "two": ["a", "b"], "three": ["a", "b", "c"], "own": ["d"]}
+    for f in "abcd":
+        names = [n for n, where in defs.items() if f in where]
+        (root / "pkg" / f"{f}.py").write_text("".join(f"def {n}():\n    return 0\n\n" for n in names))
+    for i, calls in enumerate(["one two three", "three two one own", "own one", "two", "nothing one"]):
+        body = "".join(f"    {c}()\n" for c in calls.split())
+        (root / "pkg" / f"caller{i}.py").write_text(f"def run{i}():\n{body}")
+    (root / "pkg" / "d.py").write_text("def own():\n    one()\n    own()\n    return 0\n")
+    s = searcher(root)
+    view = s.retriever.view
+    assert view is not None
+    graph = view.graph
+    paths = sorted(graph.paths())
+    index = {p: i for i, p in enumerate(paths)}
+    for max_calls in (1, 2, 400):
+        for max_defs in (1, 2, 3):
+            src, dst, w = graph.call_edges(index, max_calls, max_defs)
+            got: dict[tuple[str, str], float] = {}
+            for a, b, x in zip(src.tolist(), dst.tolist(), w.tolist(), strict=True):
+                got[(paths[a], paths[b])] = got.get((paths[a], paths[b]), 0.0) + x
+            want: dict[tuple[str, str], float] = {}
+            for p in paths:
+                for where in graph.definition_paths(graph.called_names(p)[:max_calls]).values():
+                    if p not in where and 0 < len(where) <= max_defs:
+                        for q in where:
+                            want[(p, q)] = want.get((p, q), 0.0) + 1.0 / len(where)
+            assert got == want, (max_calls, max_defs)
+    assert graph.call_edges(index, 400, 3)[0].size  # the workspace draws links at all
+
+
 def test_hops_bring_in_the_files_the_best_files_use(tmp_path: Path) -> None:
     root = workspace(tmp_path / "ws")
     query = "accept an uploaded payload from the web form, to disk"

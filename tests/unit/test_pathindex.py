@@ -38,3 +38,15 @@ def test_folder_file_and_stem() -> None:
     assert index["src"] == {"src/Utils/io.py", "src/utils.py"}
     assert index["makefile"] == {"Makefile"} and "Makefile" not in index
     assert index.get("nothing") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PATH, max_size=30, unique=True), st.lists(PATH, max_size=10))
+def test_a_suffix_lookup_finds_every_file_ending_so(files: list[str], probes: list[str]) -> None:
+    """``with_suffix`` (how an import finds its file) answers as a scan of every path would: the
+    files equal to the tail or ending in ``/`` and the tail, exact case, sorted."""
+    index = PathIndex(files)
+    tails = [*probes, *files, *(p.split("/", 1)[-1] for p in files), *(p.rsplit("/", 2)[-1] for p in files)]
+    for tail in tails:
+        want = sorted(p for p in files if p == tail or p.endswith("/" + tail))
+        assert index.with_suffix(tail) == want, tail

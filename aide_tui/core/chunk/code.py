@@ -9,6 +9,7 @@ matching ``}`` of a body are reliable. Block ends come from brace matching ("bra
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
@@ -32,11 +33,18 @@ _JS_REGEX = (
 _BRK_NOSEMI = r"[{}()\[\]]|\n"
 
 
-def _tok(*alts: str, flags: int = 0) -> re.Pattern[str]:
-    return re.compile("|".join(alts), flags)
+def _tok(*alts: str, flags: int = 0) -> tuple[str, int]:
+    return "|".join(alts), flags
 
 
-TOKENS: dict[str, re.Pattern[str]] = {
+@functools.cache
+def tokens_rx(family: str) -> re.Pattern[str]:
+    """The tokenizing regex of a language family (``TOKENS``), compiled when the family is first met."""
+    pattern, flags = TOKENS[family]
+    return re.compile(pattern, flags)
+
+
+TOKENS: dict[str, tuple[str, int]] = {
     "c": _tok(_C_COMMENTS, _DQ, _CHAR, _BRK),
     "cpp": _tok(_C_COMMENTS, r'R"([^(\s"\\]{0,16})\([\s\S]*?\)\1"', _DQ, _CHAR, _BRK),
     "java": _tok(_C_COMMENTS, r'"""[\s\S]*?"""', _DQ, _CHAR, _BRK),
@@ -141,11 +149,26 @@ class Scan:
 # --------------------------------------------------------------------------------------------- languages
 
 
+class LazyRegex:
+    """A regex compiled on its first match: a run meets few of the languages whose patterns this module
+    holds (compiling them all took 15-23 ms of every build helper's start)."""
+
+    __slots__ = ("pattern", "match")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.match: Callable[[str], re.Match[str] | None] = self._compile_and_match
+
+    def _compile_and_match(self, text: str) -> re.Match[str] | None:
+        self.match = re.compile(self.pattern).match
+        return self.match(text)
+
+
 @dataclass(frozen=True, slots=True)
 class Pat:
     """One anchor regex; groups ``kind`` (optional), ``name`` and ``name2``/``recv``/``type`` (optional)."""
 
-    rx: re.Pattern[str]
+    rx: LazyRegex
     kind: str = ""
     member: bool = False  # only accepted directly inside a container
     group: bool = False  # the body is a ``( ... )`` group (Go const/var/type blocks)
@@ -168,7 +191,7 @@ class Lang:
 
 
 def _p(rx: str, kind: str = "", **kw: bool) -> Pat:
-    return Pat(re.compile(rx), kind, **kw)
+    return Pat(LazyRegex(rx), kind, **kw)
 
 
 _KEYWORDS = frozenset(
@@ -698,7 +721,7 @@ def anchor_units(
     """Units of a non-Python file (or Python that does not parse) found with anchors + bracket structure.
     ``keep`` receives the bracket scan (``"scan"``: its literal spans feed the symbol graph)."""
     lang = LANGS[FAMILY.get(language, language)]
-    sc = Scan(src.text, src.n, TOKENS[lang.tokens])
+    sc = Scan(src.text, src.n, tokens_rx(lang.tokens))
     if keep is not None:
         keep["scan"] = sc
     cands, extras = _anchor_candidates(src, sc, lang, language)

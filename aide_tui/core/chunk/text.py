@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 
 from aide_tui.core.chunk.base import Src, Unit
-from aide_tui.core.chunk.code import TOKENS, Scan, build_tree
+from aide_tui.core.chunk.code import Scan, build_tree, tokens_rx
 
 Found = tuple[list[Unit], list[tuple[int, str]], Callable[[int], bool]]
 
@@ -138,7 +138,7 @@ _TOML_KEY = re.compile(
 
 def toml_units(src: Src) -> Found:
     """Tables / arrays of tables, plus root keys before the first table."""
-    sc = Scan(src.text, src.n, TOKENS["toml"])
+    sc = Scan(src.text, src.n, tokens_rx("toml"))
     lines, blank, n = src.lines, src.blank, src.n
     is_comment = _hash_comment(src)
     tables: list[tuple[int, str, str]] = []
@@ -178,7 +178,7 @@ _JSON_KEY = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*:')
 
 def json_units(src: Src) -> Found:
     """Keys of the root object (defined), with the keys of their object values as members for splitting."""
-    sc = Scan(src.text, src.n, TOKENS["json"])
+    sc = Scan(src.text, src.n, tokens_rx("json"))
     lines, blank, n = src.lines, src.blank, src.n
     first = next((ln.lstrip() for ln in lines if ln.strip()), "")
     if not first.startswith("{"):

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from aide_tui.core.languages import detect_language
+from aide_tui.core.store.pathindex import PathIndex
 
 MAX_CALL_DEFS = 2  # a called name defined in more files than this says little about where it leads
 MAX_CALLS = 400  # distinct called names followed per file
@@ -58,7 +59,9 @@ def _as_set(paths: Iterable[str]) -> set[str] | frozenset[str]:
 def _with_suffix(files: FileIndex, tail: str) -> list[str]:
     """Indexed files whose path ends with ``tail`` (whole components). A tail with a folder looks only
     at the files both named like its file and under a folder named like its last folder (``__init__.py``
-    alone is thousands of files in a big tree)."""
+    alone is thousands of files in a big tree); a :class:`PathIndex` looks among the folders only."""
+    if isinstance(files, PathIndex):
+        return files.with_suffix(tail)
     comps = tail.lower().rsplit("/", 2)
     cands: Iterable[str] = files.get(comps[-1], ())
     if len(comps) > 1:
@@ -70,6 +73,8 @@ def _with_suffix(files: FileIndex, tail: str) -> list[str]:
 def _python(module: str, importer: str, files: FileIndex) -> list[str]:
     dots = len(module) - len(module.lstrip("."))
     parts = [p for p in module.lstrip(".").split(".") if p]
+    if not dots and parts and isinstance(files, PathIndex) and parts[0].lower() not in files:
+        return []  # every tail starts with a folder or a file named like the first part: none is indexed
     for n in range(len(parts), 0, -1):
         rel = "/".join(parts[:n])
         for tail in (f"{rel}.py", f"{rel}/__init__.py"):
@@ -180,8 +185,9 @@ def _resolved(
     files: FileIndex,
 ) -> list[str]:
     """:func:`resolve_import`, kept in ``memo`` by module and the importer's folder and language
-    (``where``): all an import's target depends on."""
-    key = (module, *where)
+    (``where``): all an import's target depends on (the folder only for a relative import, or C's)."""
+    folder, lang = where
+    key = (module, folder if module.startswith(".") or lang in ("c", "cpp") else "", lang)
     found = memo.get(key)
     if found is None:
         found = memo[key] = resolve_import(module, importer, files)
@@ -206,12 +212,11 @@ def file_rank(g: Graph, files: FileIndex, memo: dict[str, Any]) -> dict[str, flo
         memo["file_rank"] = {}
         return {}
     index = {p: i for i, p in enumerate(paths)}
-    edges: dict[tuple[int, int], float] = {}
     call_edges = getattr(g, "call_edges", None)
     if call_edges is not None:  # every file's call links at once (the local store's graph)
-        for (a, b), w in call_edges(index, MAX_CALLS, MAX_CALL_DEFS).items():
-            edges[(a, b)] = w
+        src, dst, wts = call_edges(index, MAX_CALLS, MAX_CALL_DEFS)
         resolved: dict[tuple[str, str, str], list[str]] = {}
+        imported: list[tuple[int, int]] = []
         for p in paths:
             i = index[p]
             where = posixpath.dirname(p), detect_language(p)
@@ -219,16 +224,24 @@ def file_rank(g: Graph, files: FileIndex, memo: dict[str, Any]) -> dict[str, flo
                 for q in _resolved(resolved, module, p, where, files):
                     j = index.get(q)
                     if j is not None and j != i:
-                        edges[(i, j)] = edges.get((i, j), 0.0) + 1.0
+                        imported.append((i, j))
+        if imported:
+            pairs = np.asarray(imported, np.int64)
+            src, dst = np.concatenate([src, pairs[:, 0]]), np.concatenate([dst, pairs[:, 1]])
+            wts = np.concatenate([wts, np.ones(len(pairs))])
+        n = max(len(paths), 1)  # each link once, its weights summed in the order they were drawn
+        keys, at = np.unique(src * n + dst, return_inverse=True)
+        src, dst, wts = keys // n, keys % n, np.bincount(at.ravel(), weights=wts, minlength=len(keys))
     else:
+        edges: dict[tuple[int, int], float] = {}
         for p in paths:
             for q, w in links(g, files, p).items():
                 if q in index:
                     edges[(index[p], index[q])] = w
-    keys = sorted(edges)
-    src = np.asarray([a for a, _ in keys], np.int64)
-    dst = np.asarray([b for _, b in keys], np.int64)
-    wts = np.asarray([edges[k] for k in keys], np.float64)
+        ordered = sorted(edges)
+        src = np.asarray([a for a, _ in ordered], np.int64)
+        dst = np.asarray([b for _, b in ordered], np.int64)
+        wts = np.asarray([edges[k] for k in ordered], np.float64)
     rank = _pagerank(len(paths), src, dst, wts)
     top = float(rank.max()) if rank.size else 0.0
     got = {p: float(rank[i]) / top for i, p in enumerate(paths)} if top > 0 else {}

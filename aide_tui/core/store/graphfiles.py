@@ -283,8 +283,11 @@ class MappedGraph:
             len(order) and (int(order.min()) < 0 or int(order.max()) >= len(self._refs))
         ):
             raise self._bad("references by path")
-        rows = self._ref_rows(order)
-        rows = rows[rows[:, 2] == REF_KINDS.index("call")] if len(rows) else rows
+        if not len(order):
+            return np.empty((0, 5), np.int32)
+        refs = self._refs.all()
+        kind = 1 if refs.shape[1] == 4 else 2  # (a row without its name column: its name is in g_ref_ptr)
+        rows = self._ref_rows(order[refs[order, kind] == REF_KINDS.index("call")])
         if len(rows) and (int(rows[:, 0].max()) >= len(self.paths) or int(rows[:, 1].max()) >= self.names.n
                           or int(rows[:, :2].min()) < 0):  # fmt: skip
             raise self._bad("reference rows")

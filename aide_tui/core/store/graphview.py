@@ -134,48 +134,55 @@ class GraphView:
 
     def call_edges(
         self, index: Mapping[str, int], max_calls: int, max_defs: int
-    ) -> dict[tuple[int, int], float]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every live file's call links at once, as :func:`~aide_tui.core.store.centrality.links` draws
         them one file at a time: for each of a file's first ``max_calls`` called names (in order of
         their first call) defined in 1 to ``max_defs`` files not including it, a link to each of those
-        files weighing 1 / their number. Keys are (caller, callee) positions in ``index``."""
+        files weighing 1 / their number. (caller, callee, weight) arrays, callers and callees as
+        positions in ``index``, a link once per name that draws it (in the order of the file's calls)."""
         names: dict[str, int] = {}
-        local_to_global: list[np.ndarray] = []
-        for t in self.tables:
-            n = t.names.n if t.paths else 0
-            terms = t.names.terms(0, n) if n else []
-            local_to_global.append(
-                np.asarray([names.setdefault(x, len(names)) for x in terms] or [0], np.int64)
-            )
-        where: dict[int, set[int]] = {}  # global name -> files defining it
-        calls: dict[int, list[int]] = {}  # file -> called names, first call first
+        def_p: list[np.ndarray] = []
+        def_n: list[np.ndarray] = []
+        call_p: list[np.ndarray] = []
+        call_n: list[np.ndarray] = []
         for k, t in enumerate(self.tables):
             if not t.paths:
                 continue
+            terms = t.names.terms(0, t.names.n) if t.names.n else []
+            to_name = np.asarray([names.setdefault(x, len(names)) for x in terms] or [0], np.int64)
             live = self.live_paths(k)
             to_index = np.asarray(
                 [index.get(p, -1) if live[i] else -1 for i, p in enumerate(t.paths)], np.int64
             )
-            g = local_to_global[k]
-            defs = t.all_definitions()
-            for p, n in zip(to_index[defs[:, 0]].tolist(), g[defs[:, 1]].tolist(), strict=True):
-                if p >= 0:
-                    where.setdefault(n, set()).add(p)
-            refs = t.calls_by_path()
-            seen: set[tuple[int, int]] = set()
-            for p, n in zip(to_index[refs[:, 0]].tolist(), g[refs[:, 1]].tolist(), strict=True):
-                if p >= 0 and (p, n) not in seen:
-                    seen.add((p, n))
-                    calls.setdefault(p, []).append(n)
-        out: dict[tuple[int, int], float] = {}
-        for src, called in calls.items():
-            for n in called[:max_calls]:
-                files = where.get(n)
-                if not files or src in files or len(files) > max_defs:
-                    continue
-                for dst in files:
-                    out[(src, dst)] = out.get((src, dst), 0.0) + 1.0 / len(files)
-        return out
+            for rows, ps, ns in ((t.all_definitions(), def_p, def_n), (t.calls_by_path(), call_p, call_n)):
+                p = to_index[rows[:, 0]]
+                ps.append(p[p >= 0])
+                ns.append(to_name[rows[:, 1]][p >= 0])
+        files, width = max(len(index), 1), max(len(names), 1)
+        empty = np.zeros(0, np.int64)
+        dp, dn = np.concatenate(def_p or [empty]), np.concatenate(def_n or [empty])
+        cp, cn = np.concatenate(call_p or [empty]), np.concatenate(call_n or [empty])
+        first = np.sort(np.unique(cp * width + cn, return_index=True)[1])  # each (file, name) once
+        cp, cn = cp[first], cn[first]
+        by_file = np.argsort(cp, kind="stable")  # a file's names in order of their first call
+        sp = cp[by_file]
+        starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]]) if len(sp) else empty
+        nth = np.arange(len(sp)) - np.repeat(starts, np.diff(np.r_[starts, len(sp)]))
+        keep = np.zeros(len(cp), bool)
+        keep[by_file[nth < max_calls]] = True
+        cp, cn = cp[keep], cn[keep]
+        defined = np.unique(dn * files + dp)  # (name, file) pairs, by name
+        dn, dp = defined // files, defined % files
+        count = np.bincount(dn, minlength=width)
+        begin = np.r_[0, np.cumsum(count)[:-1]]
+        c = count[cn]
+        own = np.isin(cn * files + cp, defined)
+        take = (c > 0) & (c <= max_defs) & ~own
+        cp, cn, c = cp[take], cn[take], c[take]
+        links = np.repeat(np.arange(len(cp)), c)
+        nth = np.arange(len(links)) - np.repeat(np.cumsum(c) - c, c)
+        dst = dp[begin[cn[links]] + nth]
+        return cp[links], dst, 1.0 / c[links]
 
     def definition_count(self, name: str) -> int:
         """How many live definitions ``name`` has (exact case)."""

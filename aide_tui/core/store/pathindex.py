@@ -41,6 +41,8 @@ class PathIndex(Mapping[str, set[str]]):
         self._names = names
         self._under = under
         self._memo: dict[str, set[str]] = {}
+        self._all: set[str] = set()  # every file, and the folders by their last name (lower case):
+        self._ending: dict[str, list[str]] = {}  # made on the first suffix lookup
 
     def __getitem__(self, key: str) -> set[str]:
         got = self._memo.get(key)
@@ -62,3 +64,23 @@ class PathIndex(Mapping[str, set[str]]):
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and (key in self._names or key in self._under)
+
+    def with_suffix(self, tail: str) -> list[str]:
+        """The files whose path is ``tail`` or ends with ``/`` and ``tail`` (exact case), sorted: looked
+        for in the folders that end like ``tail``'s folder (not among every file under a folder of that
+        name, nor every ``__init__.py``)."""
+        folder, _, name = tail.rpartition("/")
+        if not folder:
+            named = self._names.get(name.lower(), ())
+            return sorted(p for p in ((named,) if isinstance(named, str) else named)
+                          if p == tail or p.endswith("/" + tail))  # fmt: skip
+        if not self._ending:
+            self._all = {p for here in self._by_dir.values() for p in here}
+            for f in self._by_dir:
+                self._ending.setdefault(f.rpartition("/")[2].lower(), []).append(f)
+        every = self._all
+        return sorted(
+            f"{f}/{name}"
+            for f in self._ending.get(folder.rpartition("/")[2].lower(), ())
+            if (f == folder or f.endswith("/" + folder)) and f"{f}/{name}" in every
+        )
