@@ -171,7 +171,8 @@ class GraphView:
         keep = np.zeros(len(cp), bool)
         keep[by_file[nth < max_calls]] = True
         cp, cn = cp[keep], cn[keep]
-        defined = np.unique(dn * files + dp)  # (name, file) pairs, by name
+        defined = np.sort(dn * files + dp)  # (name, file) pairs, by name, each once (np.unique: numpy.ma)
+        defined = defined[np.r_[True, defined[1:] != defined[:-1]]] if len(defined) else defined
         dn, dp = defined // files, defined % files
         count = np.bincount(dn, minlength=width)
         begin = np.r_[0, np.cumsum(count)[:-1]]
