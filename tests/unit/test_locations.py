@@ -48,13 +48,18 @@ def _hits(root: Path, query: str, **search: object) -> list[tuple[str, int, int,
         ("pkg/geometry.py:75", False),
         ("geometry.py:75:12", False),  # a bare file name is enough when it names one file
         ('File "/usr/lib/python3.11/site-packages/pkg/geometry.py", line 75, in mirror', True),
+        ("https://github.com/someone/project/blob/main/pkg/geometry.py#L75-L80", True),  # a link
+        ("pkg/geometry.py#L75", False),
+        ("pkg/geometry.py line 75", False),  # as a person writes it
+        ("line 75 of geometry.py", False),
     ],
 )
 def test_the_chunk_at_the_named_line_comes_first(root: Path, query: str, named_function: bool) -> None:
     assert _geometry().splitlines()[74].strip().startswith("v1 = mirror_step")
     path, start, end, ranks = _hits(root, query)[0]
     assert path == "pkg/geometry.py" and start <= 75 <= end and ranks.get("line") == 1
-    if not named_function:  # (a frame's function name alone finds its definition through the symbol list)
+    if not named_function:  # (a frame's function name alone finds its definition through the symbol list;
+        # a link's words, its chunk by BM25 within the file)
         first_off = _hits(root, query, line_weight=0)[0]
         assert not first_off[1] <= 75 <= first_off[2]  # the file alone would lead with another chunk
 
@@ -71,6 +76,13 @@ def test_a_frame_past_the_end_of_a_changed_file_finds_its_function(root: Path) -
     assert path == "pkg/geometry.py" and start <= 75 <= end and ranks.get("line") == 1
 
 
+def test_a_link_to_a_file_names_the_file(root: Path) -> None:
+    """A repository link's path is the file's path under the host's prefix (github.com/o/r/blob/main/):
+    the file is named, as a path written in full would name it."""
+    hits = _hits(root, "https://github.com/someone/project/blob/main/pkg/other.py")
+    assert hits[0][0] == "pkg/other.py" and hits[0][3].get("path") == 1
+
+
 def test_a_path_no_file_matches_adds_nothing(root: Path) -> None:
     assert all("line" not in r for *_, r in _hits(root, "src/elsewhere/nothing.py:12 rotate"))
 
@@ -85,5 +97,19 @@ def test_which_places_a_query_names() -> None:
         Frame("./src/app.ts", 40, None),
         Frame("lib/x.go", 12, None),
     ]
+    assert locations("https://github.com/o/r/blob/v2/src/App.tsx#L40C3-L52 and a.rs#lines-9") == [
+        Frame("github.com/o/r/blob/v2/src/App.tsx", 40, None),
+        Frame("a.rs", 9, None),
+    ]
+    assert locations("src/App.tsx(40,7): error TS2322 in config.yml:3") == [
+        Frame("src/App.tsx", 40, None),
+        Frame("config.yml", 3, None),
+    ]
+    assert locations("see mod.py, at line 12, then line 3 in lib/x.go") == [
+        Frame("mod.py", 12, None),
+        Frame("lib/x.go", 3, None),
+    ]
+    for prose in ("example.com:8080", "the line 5 of x", "a py line 3", "docs#L12", "line 4 of the file"):
+        assert locations(prose) == [], prose
     for garbage in ("abcdefghij" * 3200, "a/" * 16000, "src/" * 8000 + "x"):
         assert locations(garbage) == []  # and at once: a path is tried only where a word starts

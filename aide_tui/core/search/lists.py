@@ -215,11 +215,16 @@ def named_files(
         if len(word) < 3 or word in STOPWORDS:
             continue
         if "/" in word or _FILE_NAME.fullmatch(word):
-            for p in path_parts.get(word.rsplit("/", 1)[-1], ()):  # files named, or under, the last part
-                low = p.lower()
-                if low == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}":
-                    hits[p] = hits.get(p, 0) + 2
-                    explicit = True
+            named = [
+                p  # files named, or under, the last part
+                for p in path_parts.get(word.rsplit("/", 1)[-1], ())
+                if (low := p.lower()) == word or low.endswith("/" + word) or f"/{word}/" in f"/{low}"
+            ]
+            if not named and word.count("/") >= 2:  # a longer path than the workspace's: a link's
+                named = resolve_path(path_parts, word)  # (github.com/o/r/blob/main/pkg/mod.py), an install's
+            for p in named:
+                hits[p] = hits.get(p, 0) + 2
+                explicit = True
             continue
         if bare_words:  # ``compat`` names ``_compat.py`` (a private module), ``version`` ``__version__.py``
             named = [*path_parts.get(word, ())]

@@ -19,9 +19,19 @@ LONG_QUERY_TERMS = 24  # distinct terms above which a query is read as a pasted 
 _FENCE = re.compile(r"```[\w+-]*\s?(.*?)(?:```|$)", re.S)
 _INLINE = re.compile(r"`([^`\n]{1,200})`")
 _FRAME = re.compile(r"""File "([^"]{1,400})", line (\d+)(?:, in ([\w.<>]+))?""")
-_PATH_LINE = re.compile(
-    r"(?<![\w.-])((?:[\w.-]{1,200}/){0,40}[\w.-]{1,200}\.(?:py|pyx|pyi|js|ts|go|rs|java|rb|c|h|cpp|cc|php|cs|kt))"
-    r"[:(](\d+)"
+_PLACE_PATH = (  # a written file path, its extension one a compiler, a linter or a stack trace names
+    r"((?:[\w.-]{1,200}/){0,40}[\w.-]{1,200}\.(?:py|pyx|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|go|rs|java|kt|kts|scala"
+    r"|swift|rb|c|h|cpp|cc|cxx|hpp|hh|hxx|m|mm|php|cs|lua|dart|ex|exs|zig|sh|vue|svelte|ya?ml|toml|json|md|rst))"
+)
+_PATH_LINE = re.compile(rf"(?<![\w.-]){_PLACE_PATH}[:(](\d+)")
+# a link's line anchor (``path#L12``, ``#L12-L20``, ``#L12C5``; Bitbucket's ``#lines-12``), a URL's path
+# being the file's path under a repository's (github.com/o/r/blob/main/pkg/mod.py), or the words a person
+# writes (``pkg/mod.py line 12``, ``mod.py, at line 12``, ``line 12 of mod.py``)
+_ANCHOR_LINE = re.compile(rf"(?<![\w.-]){_PLACE_PATH}#(?:L|lines-)(\d+)(?!\d)")
+_WORDED_LINE = re.compile(
+    rf"(?<![\w.-]){_PLACE_PATH},?\s+(?:(?:at|on|near)\s+)?line\s+(\d+)\b"
+    rf"|\bline\s+(\d+)\s+(?:of|in)\s+{_PLACE_PATH}(?![\w-])",
+    re.I,
 )
 _WRITTEN_PATH = re.compile(
     r"(?<![\w@])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,5}|[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|pyx|js|jsx|ts|tsx|go|rs|java|rb|c|h|cpp|cc|hpp|php|cs|kt|swift|scala|toml|cfg|ini|yml|yaml))\b"
@@ -407,11 +417,17 @@ def without_timestamp(text: str) -> str:
 
 def locations(text: str) -> list[Frame]:
     """The places a short query points at: a traceback frame (``File "pkg/mod.py", line 12, in run``), a
-    ``path:line`` as compilers, linters and JS stack traces print it (``src/app.ts:40:7``), in the order
+    ``path:line`` as compilers, linters and JS stack traces print it (``src/app.ts:40:7``), a link's line
+    anchor (``https://github.com/o/r/blob/main/pkg/mod.py#L12``), ``mod.py line 12``: in the order
     written."""
     found = [Frame(p, int(n), f) for p, n, f in _FRAME.findall(text)]
     rest = _FRAME.sub(" ", text)
-    found.extend(Frame(m.group(1), int(m.group(2)), None) for m in _PATH_LINE.finditer(rest))
+    written = [*_PATH_LINE.finditer(rest), *_ANCHOR_LINE.finditer(rest)]
+    places = [(m.start(), m.group(1), m.group(2)) for m in written]
+    for m in _WORDED_LINE.finditer(rest):  # "mod.py line 12" or "line 12 of mod.py"
+        path, line = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        places.append((m.start(), path, line))
+    found.extend(Frame(path, int(line), None) for _, path, line in sorted(places))
     return found[:MAX_LOCATIONS]
 
 
