@@ -50,3 +50,20 @@ def test_a_suffix_lookup_finds_every_file_ending_so(files: list[str], probes: li
     for tail in tails:
         want = sorted(p for p in files if p == tail or p.endswith("/" + tail))
         assert index.with_suffix(tail) == want, tail
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(PATH, max_size=30, unique=True), st.lists(PATH, max_size=10))
+def test_the_folders_ending_like_a_tail_hold_every_file_under_it(files: list[str], probes: list[str]) -> None:
+    """``folders_ending`` and ``files_in`` (a Go package's files) find the files whose folder is the tail
+    or ends with ``/`` and the tail, exact case, as a scan of every path would."""
+    index = PathIndex(files)
+    folders = [p.rsplit("/", 1)[0] for p in files if "/" in p]
+    for tail in [*probes, *folders, *(f.split("/", 1)[-1] for f in folders)]:
+        want = sorted(
+            p
+            for p in files
+            if "/" in p and (p.rsplit("/", 1)[0] == tail or p.rsplit("/", 1)[0].endswith("/" + tail))
+        )
+        got = sorted(p for f in index.folders_ending(tail) for p in index.files_in(f))
+        assert got == want, tail

@@ -107,8 +107,12 @@ def _go(module: str, files: FileIndex) -> list[str]:
     parts = module.split("/")
     for n in range(len(parts), 0, -1):
         tail = "/".join(parts[-n:])
+        if isinstance(files, PathIndex):  # the package's folders, not every file under a folder so named
+            cands: Iterable[str] = [p for f in files.folders_ending(tail) for p in files.files_in(f)]
+        else:
+            cands = files.get(parts[-1].lower(), ())
         found = sorted(
-            p for p in files.get(parts[-1].lower(), ())
+            p for p in cands
             if p.endswith(".go") and not p.endswith("_test.go")
             and (posixpath.dirname(p) == tail or posixpath.dirname(p).endswith("/" + tail))
         )  # fmt: skip

@@ -74,13 +74,26 @@ class PathIndex(Mapping[str, set[str]]):
             named = self._names.get(name.lower(), ())
             return sorted(p for p in ((named,) if isinstance(named, str) else named)
                           if p == tail or p.endswith("/" + tail))  # fmt: skip
+        every = self._every()
+        return sorted(f"{f}/{name}" for f in self.folders_ending(folder) if f"{f}/{name}" in every)
+
+    def folders_ending(self, tail: str) -> list[str]:
+        """The folders holding files whose path is ``tail`` or ends with ``/`` and ``tail`` (exact case)."""
+        self._every()
+        return [
+            f
+            for f in self._ending.get(tail.rpartition("/")[2].lower(), ())
+            if f == tail or f.endswith("/" + tail)
+        ]
+
+    def files_in(self, folder: str) -> list[str]:
+        """The files directly in ``folder`` (exact case), in the order indexed."""
+        return self._by_dir.get(folder, [])
+
+    def _every(self) -> set[str]:
+        """Every file; made with the folders by their last name on the first suffix lookup."""
         if not self._ending:
             self._all = {p for here in self._by_dir.values() for p in here}
             for f in self._by_dir:
                 self._ending.setdefault(f.rpartition("/")[2].lower(), []).append(f)
-        every = self._all
-        return sorted(
-            f"{f}/{name}"
-            for f in self._ending.get(folder.rpartition("/")[2].lower(), ())
-            if (f == folder or f.endswith("/" + folder)) and f"{f}/{name}" in every
-        )
+        return self._all
