@@ -81,8 +81,15 @@ def encode_graph(table: GraphTable, path_ids: Sequence[int], n_paths: int) -> di
     out["g_lower_hash.npy"], out["g_lower_ids.npy"] = lower[order], order.astype(np.int32)
     kinds = sorted({d[2] for d in t.defs})
     kind_id = {k: i for i, k in enumerate(kinds)}
-    defs = np.asarray([[d[0], remap[d[1]], kind_id[d[2]], d[4], d[5], d[6]] for d in t.defs], np.int64)
-    defs = defs.reshape(-1, 6)
+    defs = np.zeros((len(t.defs), 6), np.int64)
+    if t.defs:  # a column at a time (a row of numpy scalars per definition was most of this function)
+        path, name, kind, _, line, col, end = zip(*t.defs, strict=True)
+        defs[:, 0], defs[:, 1], defs[:, 2] = (
+            path,
+            remap[np.asarray(name, np.int64)],
+            [kind_id[k] for k in kind],
+        )
+        defs[:, 3], defs[:, 4], defs[:, 5] = line, col, end
     quals = [d[3] for d in t.defs]
     by_name = np.lexsort((defs[:, 4], defs[:, 3], defs[:, 0], defs[:, 1])) if len(defs) else np.zeros(0, int)
     defs, quals = defs[by_name], [quals[i] for i in by_name.tolist()]

@@ -38,22 +38,29 @@ class GraphTable:
 
     @classmethod
     def from_files(cls, files: Mapping[str, FileGraph]) -> GraphTable:
-        """The table of these files' graphs (files in the mapping's order)."""
+        """The table of these files' graphs (files in the mapping's order); the references' columns are
+        filled a column at a time (a tuple per reference was a cold build's 2 %)."""
         names: dict[str, int] = {}
+        intern = names.setdefault
         paths = list(files)
         defs: list[list[Any]] = []
-        rows: list[tuple[int, int, int, int, int]] = []
+        counts: list[int] = []
         imports: list[list[Any]] = []
-        for p, (path, g) in enumerate(files.items()):
-            del path
+        for p, g in enumerate(files.values()):
             for d in g.defs:
-                n = names.setdefault(d.name, len(names))
-                defs.append([p, n, d.kind, d.qualname, d.line, d.col, d.end_line])
-            for r in g.refs:
-                n = names.setdefault(r.name, len(names))
-                rows.append((p, n, _KIND_ID.get(r.kind, len(REF_KINDS) - 1), r.line, r.col))
+                defs.append([p, intern(d.name, len(names)), d.kind, d.qualname, d.line, d.col, d.end_line])
+            counts.append(len(g.refs))
             imports.extend([p, m] for m in g.imports)
-        refs = np.asarray(rows, np.int32).reshape(-1, REF_COLS) if rows else _empty_refs()
+        every = [r for g in files.values() for r in g.refs]
+        if not every:
+            return cls(paths, list(names), defs, _empty_refs(), imports)
+        other = len(REF_KINDS) - 1
+        refs = np.empty((len(every), REF_COLS), np.int32)
+        refs[:, 0] = np.repeat(np.arange(len(paths), dtype=np.int32), counts)
+        refs[:, 1] = [intern(r.name, len(names)) for r in every]
+        refs[:, 2] = [_KIND_ID.get(r.kind, other) for r in every]
+        refs[:, 3] = [r.line for r in every]
+        refs[:, 4] = [r.col for r in every]
         return cls(paths, list(names), defs, refs, imports)
 
     def take(self, keep: Callable[[str], bool]) -> GraphTable:

@@ -183,8 +183,17 @@ def postings(docs: DocTerms, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.n
     return ptr, doc_of[order], docs.tfs[order].astype(np.float32), dl
 
 
+_SAME_AS_CHUNK = [0, 0]  # a piece whose symbol and header are its chunk's (most pieces)
+_SAME_AS_CHUNK_JSON = b"[0,0]"
+
+
 def _json_rows(rows: Sequence[object]) -> tuple[bytes, np.ndarray]:
-    blobs = [json.dumps(r, ensure_ascii=True, separators=(",", ":")).encode() for r in rows]
+    blobs = [
+        _SAME_AS_CHUNK_JSON
+        if r == _SAME_AS_CHUNK
+        else json.dumps(r, ensure_ascii=True, separators=(",", ":")).encode()
+        for r in rows
+    ]
     off = np.zeros(len(blobs) + 1, np.int64)
     np.cumsum([len(b) for b in blobs], out=off[1:])
     return b"".join(blobs), off
