@@ -149,3 +149,46 @@ def test_a_how_question_about_testing_finds_the_helpers_not_the_tests(tmp_path: 
     assert first.results[0].path == "pkg/testing.py"
     asked = searcher.search("test the cli output and exit code", mode="bm25")  # tests rank as they are
     assert asked.results[0].path.startswith("tests/")
+
+
+def test_a_name_asked_without_its_underscore_is_the_private_one_the_code_has(tmp_path: Path) -> None:
+    """``who calls post_entry`` when the code only has ``_post_entry``: its callers, and the answer says
+    whose; a name the code has as written (even never called) keeps it."""
+    root = Path(
+        indexed_bm25(
+            tmp_path / "ws",
+            {
+                "pkg/book.py": """
+                    def _post_entry(book, entry):
+                        return book.append(entry)
+
+
+                    def record(book, entry):
+                        # every record goes through the poster
+                        return _post_entry(book, entry)
+
+
+                    def _unused():
+                        return None
+
+
+                    def unused():
+                        return None
+                """,
+                "pkg/guide.py": '''
+                    def post_entry_guide():
+                        """Post entry: how to post an entry, the post entry way (post, entry)."""
+                        return "post entry"
+                ''',
+            },
+        )
+    )
+    searcher = Searcher(root, load_settings(root, {"embedding": {"backend": "none"}}))
+    found = searcher.search("who calls post_entry", mode="bm25")
+    assert found.to_json().get("read_as") == "uses of _post_entry"
+    top = found.results[0]
+    assert (top.path, top.ranks.get("uses")) == ("pkg/book.py", 1)
+    assert (root / top.path).read_text().splitlines()[hit_best_line(top).line - 1].strip() == (
+        "return _post_entry(book, entry)"
+    )
+    assert searcher.search("who calls unused", mode="bm25").to_json().get("read_as") == "uses of unused"

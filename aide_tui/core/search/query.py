@@ -117,7 +117,7 @@ _NOT_A_NAME = frozenset(
 )  # fmt: skip
 
 
-def _reads_as_code(word: str) -> bool:
+def reads_as_code(word: str) -> bool:
     """A word that is a name in code, not prose: ``get_config``, ``Client.send``, ``Headers``, ``echo()``."""
     return bool(CODE_LIKE.search(word)) or word[:1].isupper() or word.endswith("()")
 
@@ -155,7 +155,7 @@ def asked_name(text: str) -> str | None:
     # "echo function": a name and its kind
     sentence = len(words) >= 4 and any(w.lower() in _CUES for w in words)
     sentence = sentence or (len(words) == 2 and words[1].lower() in _KINDS and words[1].lower() != "type")
-    return found.removesuffix("()") if strong or sentence or _reads_as_code(found) else None
+    return found.removesuffix("()") if strong or sentence or reads_as_code(found) else None
 
 
 _MEMBER_OF = re.compile(
@@ -261,7 +261,7 @@ def asked_uses(text: str) -> UsesAsked | None:
     tests = any(w in _TEST_CUES for w in low)
     if not (tests or any(w in _USE_CUES for w in low)):
         return None
-    if not _reads_as_code(found):
+    if not reads_as_code(found):
         if len(words) < 3:
             return None
         # "tests for echo", "callers of echo": a plain word is a name when the question points at it

@@ -39,6 +39,7 @@ from aide_tui.core.search.query import (
     locations,
     member_words,
     pasted_code,
+    reads_as_code,
     verbatim_words,
     without_frames,
     without_timestamp,
@@ -638,6 +639,7 @@ def _asked_about_a_name(
     any other query as it is. With what the question was read as, for the front ends to say."""
     uses = asked_uses(parsed.text)
     if uses is not None:
+        uses = _as_the_code_names_it(uses, retriever)
         said = (
             f"tests using {uses.name}" if uses.tests
             else f"where {uses.name} is raised" if uses.raises
@@ -655,6 +657,22 @@ def _asked_about_a_name(
         found, member = _member_in_words(parsed, retriever)
         return found, None, member
     return replace(parsed, text=name), None, f"the definition of {name}"
+
+
+def _as_the_code_names_it(uses: UsesAsked, retriever: Retriever | None) -> UsesAsked:
+    """The name a question about uses means: as written, or its private form when only that is in the
+    code (``who calls send_single_request`` when the code has ``_send_single_request``). A plain word
+    stays a word (``tests for headers`` is not about a ``_headers`` attribute)."""
+    graph = retriever.graph if retriever is not None else None
+    last = uses.name.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
+    if graph is None or not last or last.startswith("_") or not reads_as_code(last):
+        return uses
+    if graph.has_references(last, False) or graph.definitions(last, False):
+        return uses
+    for private in ("_" + last, "__" + last):
+        if graph.has_references(private) or graph.definitions(private):
+            return replace(uses, name=uses.name[: len(uses.name) - len(last)] + private)
+    return uses
 
 
 def _has_subtypes(graph: SymbolGraph, name: str) -> bool:
