@@ -230,3 +230,27 @@ def test_generated_source_code_is_searched_and_its_names_defined(tmp_path: Path)
     hits = Searcher(root, settings).search("http2Framer", limit=5).results
     assert (hits[0].path, hits[0].start_line) == ("net/http/h2_bundle.go", 1)
     assert "api/openapi.json" not in [h.path for h in hits]
+
+
+def _report(drawn: int, prose: int) -> str:
+    svg = '<svg class="terminal" viewBox="0 0 994 635">' + '<text class="r1" x="0" y="20">row</text>' * drawn
+    body = "<p>a test ran.</p>" * prose
+    return f"<html><head><title>Snapshot Report</title></head><body>{body}{svg}</svg></body></html>"
+
+
+def test_an_html_page_of_drawings_is_left_out_as_an_svg_file_is(tmp_path: Path) -> None:
+    """A page that is mostly inline SVG (a snapshot test's report: the screens it drew) is drawings, as
+    an ``.svg`` file is; a page with a few icons, and a small page of drawings (an icon sheet), stay."""
+    report = _report(drawn=2000, prose=500)
+    assert content_reason("tests/output/snapshot_report.html", report) == (
+        "generated: an HTML page of drawings (89 % inline SVG)"
+    )
+    assert content_reason("docs/index.htm", _report(drawn=200, prose=4000)) is None  # prose with a drawing
+    assert content_reason("icons.html", _report(drawn=100, prose=10)) is None  # under 32 KB
+    root = tmp_path / "ws"
+    _w(root, "src/main.py")
+    _w(root, "tests/output/snapshot_report.html", report)
+    _w(root, "docs/index.html", _report(drawn=200, prose=4000))
+    report_of_run = Indexer(root, load_settings(root, {"embedding": {"backend": "none"}})).run()
+    assert "drawings" in report_of_run.skipped_files["tests/output/snapshot_report.html"]
+    assert "docs/index.html" not in report_of_run.skipped_files and report_of_run.files == 2

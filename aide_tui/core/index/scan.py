@@ -511,7 +511,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getatt
 
 
 # bump when decode_text or generated.content_reason judge differently: stored verdicts are taken again
-VERDICT_RULES = "3"  # 3: generated source code is indexed, unless it is a table of numbers
+VERDICT_RULES = "4"  # 3: generated source code is indexed, unless a table of numbers; 4: pages of drawings
 
 
 class ContentVerdict(str):
