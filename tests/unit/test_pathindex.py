@@ -67,3 +67,16 @@ def test_the_folders_ending_like_a_tail_hold_every_file_under_it(files: list[str
         )
         got = sorted(p for f in index.folders_ending(tail) for p in index.files_in(f))
         assert got == want, tail
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(PATH, max_size=30, unique=True), st.lists(st.tuples(COMP, COMP), max_size=10))
+def test_files_by_name_and_folder_name_without_case(files: list[str], probes: list[tuple[str, str]]) -> None:
+    """``named_in_folders_named`` (a written path's last two components) finds the files named so in a
+    folder named so, case aside, as a scan of every path would."""
+    index = PathIndex(files)
+    pairs = [*probes, *((p.split("/")[-1], p.split("/")[-2]) for p in files if "/" in p)]
+    for name, folder in pairs:
+        name, folder = name.lower(), folder.lower()
+        want = sorted(p for p in files if p.lower().split("/")[-2:] == [folder, name])
+        assert sorted(index.named_in_folders_named(name, folder)) == want, (name, folder)

@@ -14,6 +14,7 @@ from aide_tui.core.model import Definition, Reference
 from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts, UsesAsked, declared_name
 from aide_tui.core.search.releases import asked_versions, heading_pattern, version_pattern
 from aide_tui.core.search.retriever import Candidate, K, Retrieval, SymbolGraph
+from aide_tui.core.store.pathindex import PathIndex
 from aide_tui.core.tokens import STOPWORDS, identifiers, span_terms
 
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
@@ -270,14 +271,21 @@ def resolve_path(path_parts: Mapping[str, Iterable[str]], written: str) -> list[
     if not comps:
         return []
     last = comps[-1]
-    named = [
-        (p, low) for p in path_parts.get(last, ()) if (low := p.lower()) == last or low.endswith("/" + last)
-    ]
+    two = "/".join(comps[-2:])
     # only a file in the written path's folder can share two components or more: compare just those
     # (thousands of files share a name such as __init__.py on a big workspace)
-    two = "/".join(comps[-2:])
-    deeper = [(p, low) for p, low in named if low == two or low.endswith("/" + two)] if len(comps) > 1 else []
+    if len(comps) > 1 and isinstance(path_parts, PathIndex):
+        deeper = [(p, p.lower()) for p in path_parts.named_in_folders_named(last, comps[-2])]
+    else:
+        deeper = [
+            (p, low) for p in path_parts.get(last, ()) if (low := p.lower()) == two or low.endswith("/" + two)
+        ] if len(comps) > 1 else []  # fmt: skip
     if not deeper:
+        named = [
+            (p, low)
+            for p in path_parts.get(last, ())
+            if (low := p.lower()) == last or low.endswith("/" + last)
+        ]
         best, best_len = [p for p, _ in named], 1 if named else 0
     else:
         best, best_len = _longest_tails(deeper, comps)

@@ -87,6 +87,18 @@ class PathIndex(Mapping[str, set[str]]):
             if f == tail or f.endswith("/" + tail)
         ]
 
+    def named_in_folders_named(self, name: str, folder: str) -> list[str]:
+        """The files named ``name`` directly in a folder named ``folder`` (both lower case, compared
+        without case): a written path's last two components, found among those folders' files, not
+        among every file of that name (a big tree's ``__init__.py``)."""
+        self.folders_ending("")
+        return [
+            p
+            for f in self._ending.get(folder, ())
+            for p in self._by_dir[f]
+            if p.rpartition("/")[2].lower() == name
+        ]
+
     def files_in(self, folder: str) -> list[str]:
         """The files directly in ``folder`` (exact case), in the order indexed."""
         return self._by_dir.get(folder, [])
