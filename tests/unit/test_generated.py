@@ -15,7 +15,7 @@ import pytest
 
 from aide_tui.core.config import load_settings
 from aide_tui.core.index import parallel
-from aide_tui.core.index.generated import content_reason
+from aide_tui.core.index.generated import content_reason, drawn_chars
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.index.scan import Scanner
 from aide_tui.core.paths import index_dir_for
@@ -247,6 +247,9 @@ def test_an_html_page_of_drawings_is_left_out_as_an_svg_file_is(tmp_path: Path) 
     )
     assert content_reason("docs/index.htm", _report(drawn=200, prose=4000)) is None  # prose with a drawing
     assert content_reason("icons.html", _report(drawn=100, prose=10)) is None  # under 32 KB
+    # opening tags never closed are not drawings (and are counted in one pass: 100,000 of them)
+    assert content_reason("broken.html", "<p>text</p><svg " * 100_000) is None
+    assert drawn_chars("<p>x</p><SVG a>1</svg ><svg>2</SVG>tail<svg>open") == 27
     root = tmp_path / "ws"
     _w(root, "src/main.py")
     _w(root, "tests/output/snapshot_report.html", report)

@@ -85,7 +85,6 @@ _HTML_TOOL = re.compile(
     r"(sphinx|docutils|doxygen|mkdocs|jsdoc|typedoc|pdoc|javadoc|coverage\.py|rustdoc|godoc)\b",
     re.IGNORECASE,
 )
-_SVG_ELEMENT = re.compile(r"<svg\b.*?</svg\s*>", re.IGNORECASE | re.DOTALL)
 DRAWN_PAGE_CHARS = 32 * 1024  # a smaller page with drawings is a page with icons
 DRAWN_SHARE = 0.5  # an HTML page whose characters are this much inline SVG is drawings (a test report)
 _SOURCE_MAP_LINK = re.compile(r"^\s*(?://|/\*)\s*[#@]\s*source(?:Mapping)?URL=", re.MULTILINE)
@@ -117,8 +116,8 @@ def content_reason(rel: str, text: str) -> str | None:
         if m:
             tool = (m.group(1) or m.group(2)).strip()
             return f"generated: an HTML page rendered by {tool}"
-        if len(text) >= DRAWN_PAGE_CHARS and "<svg" in text.lower():
-            drawn = sum(m.end() - m.start() for m in _SVG_ELEMENT.finditer(text))
+        if len(text) >= DRAWN_PAGE_CHARS:
+            drawn = drawn_chars(text)
             if drawn >= DRAWN_SHARE * len(text):  # like an .svg file, drawings, not text
                 return f"generated: an HTML page of drawings ({100 * drawn // len(text)} % inline SVG)"
     elif ext in _SCRIPT_EXT and len(text) >= MINIFIED_MIN_CHARS:
@@ -145,6 +144,22 @@ def content_reason(rel: str, text: str) -> str | None:
             return None
         return "generated: a table of numbers"  # ... but not Unicode tables, lexers' serialized states
     return why
+
+
+def drawn_chars(text: str) -> int:
+    """Characters of a page inside ``<svg ...>`` ... ``</svg>`` elements (outermost, any case), in one
+    pass: an opening tag left unclosed ends the count (a regular expression would scan to the end for
+    each one)."""
+    low = text.lower()
+    drawn = pos = 0
+    while (start := low.find("<svg", pos)) >= 0:
+        end = low.find("</svg", start)
+        if end < 0:
+            break
+        pos = low.find(">", end)
+        pos = len(low) if pos < 0 else pos + 1
+        drawn += pos - start
+    return drawn
 
 
 def numbers_share(text: str) -> float:
