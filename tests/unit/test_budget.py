@@ -123,6 +123,27 @@ def test_hints_name_a_sibling_a_near_miss_and_an_alternate_term(tmp_path: Path) 
     assert len(hints(files, "q", None, None)) <= 3
 
 
+def test_a_name_the_code_has_no_trace_of_is_said_so(tmp_path: Path) -> None:
+    """An identifier nothing in the workspace has (no word of the index, no definition, no use, not
+    with an underscore either) answers with its words' hits at low confidence, the first hint saying
+    the name is not in the code; a name that is, misspelt or written without its underscore, does not."""
+    from conftest import write_workspace
+
+    root = write_workspace(tmp_path / "ws")
+    (root / "src/httpclient/posting.py").write_text(
+        "def _post_entry(book, entry):\n    return book.append(entry)\n\n\npost = _post_entry\n"
+    )
+    s = searcher(root)
+    for query in ("SocketRequestFactory", "Client.reconnect_socket"):
+        resp = s.search(query, mode="bm25")
+        assert resp.results and resp.confidence == "low", query
+        assert resp.hints[0]["kind"] == "absent" and resp.hints[0]["name"] == query.split(".")[-1], query
+    for query in ("Client.send", "follow_redirects", "Client.folow_redirects", "post_entry", "client.py"):
+        resp = s.search(query, mode="bm25")
+        assert all(h["kind"] != "absent" for h in resp.hints), (query, resp.hints)
+    assert s.search("SocketRequestFactory", mode="bm25", hints=False).hints == []  # typing: no hints
+
+
 def sent_tokens(rows: list[dict[str, Any]], ascii: bool = True) -> int:
     """The rows' tokens by the project's rule, as sent: each row's compact JSON (``search --json``
     prints ASCII only), one token per three characters."""

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from aide_tui.core.search.hitlines import hit_best_line
+from aide_tui.core.search.query import CODE_LIKE
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import SymbolGraph, TermStats
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
@@ -123,6 +124,31 @@ def term_hint(hits: Sequence[Hit], query: str, stats: TermStats | None) -> dict[
     if best is None:
         return None
     return {"kind": "term", "term": best[1], "text": f"try also: {best[1]}"}
+
+
+_ONE_NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*")
+_FOUND_BY_NAME = ("symbol", "path", "line", "uses", "phrase")  # lists that find a name or a file as written
+
+
+def absent_name(
+    hits: Sequence[Hit], query: str, graph: SymbolGraph | None, stats: TermStats | None
+) -> str | None:
+    """The name a one-name query asks for when the code has no trace of it: not a word of the index, not
+    defined or used anywhere (any case, nor with a leading underscore), and no hit found by its name or
+    path. Its hits only share its words (``FooBarBaz``: chunks about foo and bar)."""
+    text = query.strip()
+    if graph is None or stats is None or not _ONE_NAME.fullmatch(text) or not CODE_LIKE.search(text):
+        return None
+    if any(h.ranks.get(k) for h in hits[:10] for k in _FOUND_BY_NAME):
+        return None
+    last = re.split(r"\.|::", text)[-1]
+    whole = tokenize(last)[:1]
+    if not whole or whole[0] in stats.vocab:
+        return None
+    for name in (last, "_" + last.lstrip("_")):
+        if graph.definitions(name, False) or graph.has_references(name, False):
+            return None
+    return last
 
 
 def hints(

@@ -21,7 +21,7 @@ from aide_tui.core.embed.base import Embedder
 from aide_tui.core.embed.factory import make_static, static_enabled
 from aide_tui.core.errors import EmbedderError
 from aide_tui.core.search import rerank
-from aide_tui.core.search.confidence import confidence, hints
+from aide_tui.core.search.confidence import MAX_HINTS, absent_name, confidence, hints
 from aide_tui.core.search.filters import parse_query
 from aide_tui.core.search.finder import find_files
 from aide_tui.core.search.rank import QueryEncoder, partial_word, rank
@@ -188,11 +188,21 @@ class Searcher:
         return resp
 
     def _assess(self, resp: SearchResponse, text: str, with_hints: bool) -> None:
-        """The answer's confidence and (``with_hints``) refine hints (see confidence.py)."""
+        """The answer's confidence and (``with_hints``) refine hints (see confidence.py); a name the
+        code has no trace of makes it low, and the first hint says so."""
         resp.confidence = confidence(resp.results)
         if resp.results and with_hints:
-            graph = self.retriever.graph
-            resp.hints = hints(resp.results, text, graph, self.retriever.term_stats)
+            graph, stats = self.retriever.graph, self.retriever.term_stats
+            resp.hints = hints(resp.results, text, graph, stats)
+            absent = absent_name(resp.results, text, graph, stats)
+            if absent is not None:
+                resp.confidence = "low"
+                note: dict[str, object] = {
+                    "kind": "absent",
+                    "name": absent,
+                    "text": f"no {absent} in the code: hits share its words",
+                }
+                resp.hints = [note, *resp.hints][:MAX_HINTS]
 
     def definitions(self, name: str, limit: int = MAX_LOCATIONS) -> SymbolAnswer:
         """Where ``name`` (or ``Class.name``) is defined, from the symbol graph. Raises IndexProblem
