@@ -249,7 +249,16 @@ def test_an_html_page_of_drawings_is_left_out_as_an_svg_file_is(tmp_path: Path) 
     assert content_reason("icons.html", _report(drawn=100, prose=10)) is None  # under 32 KB
     # opening tags never closed are not drawings (and are counted in one pass: 100,000 of them)
     assert content_reason("broken.html", "<p>text</p><svg " * 100_000) is None
-    assert drawn_chars("<p>x</p><SVG a>1</svg ><svg>2</SVG>tail<svg>open") == 27
+    assert drawn_chars("<p>x</p><SVG a>1</svg ><svg>2</SVG>tail") == 27
+    assert drawn_chars("<svg>1</svg><svg>open") == 0  # a tag left open: the tags do not pair up
+    prose = "<p>" + "a paragraph of prose. " * 1600 + "</p>"
+    icon = '<svg viewBox="0 0 8 8"><path d="M0 0h8v8H0z"/></svg>'
+    for page in (  # a page of prose is not drawings, whatever its tags look like
+        f'<html><body><svg class="logo" href="#l"/>{prose}{icon}</body></html>',  # a self-closing tag
+        f"<html><script>const t = '<svg';</script>{prose}{icon}</html>",  # an <svg in a string
+        "İ" * 20_000 + f"<svg>{'x' * 11_000}</svg>",  # lower-casing would lengthen the text
+    ):
+        assert content_reason("page.html", page) is None
     root = tmp_path / "ws"
     _w(root, "src/main.py")
     _w(root, "tests/output/snapshot_report.html", report)

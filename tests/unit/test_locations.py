@@ -14,7 +14,7 @@ from conftest import write_workspace
 from aide_tui.core.config import load_settings
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.search.hitlines import hit_best_line, symbol_at_best_line
-from aide_tui.core.search.query import Frame, locations
+from aide_tui.core.search.query import Frame, analyze, locations
 from aide_tui.core.search.searcher import Searcher
 
 NAMES = ("rotate", "scale", "shear", "mirror", "project", "translate")
@@ -109,7 +109,12 @@ def test_which_places_a_query_names() -> None:
         Frame("mod.py", 12, None),
         Frame("lib/x.go", 3, None),
     ]
-    for prose in ("example.com:8080", "the line 5 of x", "a py line 3", "docs#L12", "line 4 of the file"):
-        assert locations(prose) == [], prose
+    for prose in ("example.com:8080", "the line 5 of x", "a py line 3", "docs#L12", "line 4 of the file",
+                  "line 3 in config.yaml.example", "a.py line " + "1" * 5000, "a.py#L" + "7" * 5000,
+                  'File "a.py", line ' + "9" * 5000, "a.py:" + "3" * 5000):  # fmt: skip
+        assert locations(prose) == [], prose  # (a line number of 4,300 digits made int() raise)
+    pasted = " ".join(f"word{i}" for i in range(40))
+    assert analyze(f'{pasted} File "a.py", line {"9" * 5000}').frames == []
+    assert analyze(pasted + " " + "a/" * 16000).long  # (a written path's pattern is bounded: 40 folders)
     for garbage in ("abcdefghij" * 3200, "a/" * 16000, "src/" * 8000 + "x"):
         assert locations(garbage) == []  # and at once: a path is tried only where a word starts

@@ -146,20 +146,26 @@ def content_reason(rel: str, text: str) -> str | None:
     return why
 
 
+_SVG_TAG = re.compile(r"<(/?)svg\b[^<>]{0,4096}>", re.IGNORECASE)  # bounded: an unclosed tag costs little
+
+
 def drawn_chars(text: str) -> int:
-    """Characters of a page inside ``<svg ...>`` ... ``</svg>`` elements (outermost, any case), in one
-    pass: an opening tag left unclosed ends the count (a regular expression would scan to the end for
-    each one)."""
-    low = text.lower()
-    drawn = pos = 0
-    while (start := low.find("<svg", pos)) >= 0:
-        end = low.find("</svg", start)
-        if end < 0:
-            break
-        pos = low.find(">", end)
-        pos = len(low) if pos < 0 else pos + 1
-        drawn += pos - start
-    return drawn
+    """Characters of a page inside its outermost ``<svg ...>`` ... ``</svg>`` elements, counted from the
+    tags (a self-closing one holds nothing); 0 when the tags do not pair up (an ``<svg`` in a script's
+    string, a tag left open): such a page is not read as drawings."""
+    drawn = depth = start = 0
+    for m in _SVG_TAG.finditer(text):
+        if m.group(1):  # a closing tag
+            depth -= 1
+            if depth < 0:
+                return 0
+            if depth == 0:
+                drawn += m.end() - start
+        elif not m.group(0).endswith("/>"):
+            if depth == 0:
+                start = m.start()
+            depth += 1
+    return drawn if depth == 0 else 0
 
 
 def numbers_share(text: str) -> float:

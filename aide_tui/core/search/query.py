@@ -18,23 +18,24 @@ LONG_QUERY_TERMS = 24  # distinct terms above which a query is read as a pasted 
 
 _FENCE = re.compile(r"```[\w+-]*\s?(.*?)(?:```|$)", re.S)
 _INLINE = re.compile(r"`([^`\n]{1,200})`")
-_FRAME = re.compile(r"""File "([^"]{1,400})", line (\d+)(?:, in ([\w.<>]+))?""")
+_LINE_NO = r"(\d{1,9})(?!\d)"  # a line number (int() of 4,300 digits and more raises)
+_FRAME = re.compile(rf"""File "([^"]{{1,400}})", line {_LINE_NO}(?:, in ([\w.<>]+))?""")
 _PLACE_PATH = (  # a written file path, its extension one a compiler, a linter or a stack trace names
     r"((?:[\w.-]{1,200}/){0,40}[\w.-]{1,200}\.(?:py|pyx|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|go|rs|java|kt|kts|scala"
     r"|swift|rb|c|h|cpp|cc|cxx|hpp|hh|hxx|m|mm|php|cs|lua|dart|ex|exs|zig|sh|vue|svelte|ya?ml|toml|json|md|rst))"
 )
-_PATH_LINE = re.compile(rf"(?<![\w.-]){_PLACE_PATH}[:(](\d+)")
+_PATH_LINE = re.compile(rf"(?<![\w.-]){_PLACE_PATH}[:(]{_LINE_NO}")
 # a link's line anchor (``path#L12``, ``#L12-L20``, ``#L12C5``; Bitbucket's ``#lines-12``), a URL's path
 # being the file's path under a repository's (github.com/o/r/blob/main/pkg/mod.py), or the words a person
 # writes (``pkg/mod.py line 12``, ``mod.py, at line 12``, ``line 12 of mod.py``)
-_ANCHOR_LINE = re.compile(rf"(?<![\w.-]){_PLACE_PATH}#(?:L|lines-)(\d+)(?!\d)")
+_ANCHOR_LINE = re.compile(rf"(?<![\w.-]){_PLACE_PATH}#(?:L|lines-){_LINE_NO}")
 _WORDED_LINE = re.compile(
-    rf"(?<![\w.-]){_PLACE_PATH},?\s+(?:(?:at|on|near)\s+)?line\s+(\d+)\b"
-    rf"|\bline\s+(\d+)\s+(?:of|in)\s+{_PLACE_PATH}(?![\w-])",
+    rf"(?<![\w.-]){_PLACE_PATH},?\s+(?:(?:at|on|near)\s+)?line\s+{_LINE_NO}\b"
+    rf"|\bline\s+{_LINE_NO}\s+(?:of|in)\s+{_PLACE_PATH}(?![\w-]|\.\w)",  # not config.yaml.example
     re.I,
 )
 _WRITTEN_PATH = re.compile(
-    r"(?<![\w@])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,5}|[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|pyx|js|jsx|ts|tsx|go|rs|java|rb|c|h|cpp|cc|hpp|php|cs|kt|swift|scala|toml|cfg|ini|yml|yaml))\b"
+    r"(?<![\w@])((?:[\w.-]{1,200}/){1,40}[\w.-]{1,200}\.[A-Za-z][A-Za-z0-9]{0,5}|[\w-]{1,200}(?:\.[\w-]{1,200}){0,40}\.(?:py|pyi|pyx|js|jsx|ts|tsx|go|rs|java|rb|c|h|cpp|cc|hpp|php|cs|kt|swift|scala|toml|cfg|ini|yml|yaml))\b"
 )
 _HEADING = re.compile(r"(?:^|\s)(?:#{1,6}\s|\*\*[A-Z][^*]{0,60}\*\*|```|Traceback \(most recent)")
 _ERROR_LINE = re.compile(
