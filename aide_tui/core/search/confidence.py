@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from aide_tui.core.search.hitlines import hit_best_line
-from aide_tui.core.search.query import CODE_LIKE
+from aide_tui.core.search.query import CODE_LIKE, asked_name, asked_subclasses, asked_uses
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import SymbolGraph, TermStats
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
@@ -133,11 +133,14 @@ _FOUND_BY_NAME = ("symbol", "path", "line", "uses", "phrase")  # lists that find
 def absent_name(
     hits: Sequence[Hit], query: str, graph: SymbolGraph | None, stats: TermStats | None
 ) -> str | None:
-    """The name a one-name query asks for when the code has no trace of it: not a word of the index, not
-    defined or used anywhere (any case, nor with a leading underscore), and no hit found by its name or
-    path. Its hits only share its words (``FooBarBaz``: chunks about foo and bar)."""
-    text = query.strip()
-    if graph is None or stats is None or not _ONE_NAME.fullmatch(text) or not CODE_LIKE.search(text):
+    """The name a query asks for (the query itself, or the one name of ``who calls X``, ``subclasses of
+    X``, ``where is X defined``) when the code has no trace of it: not a word of the index, not defined
+    or used anywhere (any case, nor with a leading underscore), and no hit found by its name or path.
+    Its hits only share its words (``FooBarBaz``: chunks about foo and bar)."""
+    text = _asked(query.strip())
+    if graph is None or stats is None or text is None or not _ONE_NAME.fullmatch(text):
+        return None
+    if not CODE_LIKE.search(text):
         return None
     if any(h.ranks.get(k) for h in hits[:10] for k in _FOUND_BY_NAME):
         return None
@@ -149,6 +152,14 @@ def absent_name(
         if graph.definitions(name, False) or graph.has_references(name, False):
             return None
     return last
+
+
+def _asked(text: str) -> str | None:
+    """The one name ``text`` is, or a short question about one name asks about."""
+    if _ONE_NAME.fullmatch(text):
+        return text
+    about = asked_uses(text) or asked_subclasses(text)
+    return about.name if about is not None else asked_name(text)
 
 
 def hints(
