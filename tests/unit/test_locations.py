@@ -88,27 +88,31 @@ def test_a_path_no_file_matches_adds_nothing(root: Path) -> None:
 
 
 def test_which_places_a_query_names() -> None:
-    assert locations('File "a/b.py", line 3, in run and c/d.ts:40:7') == [
-        Frame("a/b.py", 3, "run"),
-        Frame("c/d.ts", 40, None),
-    ]
-    assert locations("version 3.12: a line of prose") == []
-    assert locations("at ./src/app.ts:40:7 (see lib/x.go:12)") == [
-        Frame("./src/app.ts", 40, None),
-        Frame("lib/x.go", 12, None),
-    ]
-    assert locations("https://github.com/o/r/blob/v2/src/App.tsx#L40C3-L52 and a.rs#lines-9") == [
-        Frame("github.com/o/r/blob/v2/src/App.tsx", 40, None),
-        Frame("a.rs", 9, None),
-    ]
-    assert locations("src/App.tsx(40,7): error TS2322 in config.yml:3") == [
-        Frame("src/App.tsx", 40, None),
-        Frame("config.yml", 3, None),
-    ]
-    assert locations("see mod.py, at line 12, then line 3 in lib/x.go") == [
-        Frame("mod.py", 12, None),
-        Frame("lib/x.go", 3, None),
-    ]
+    places = {
+        'File "a/b.py", line 3, in run and c/d.ts:40:7': [
+            Frame("a/b.py", 3, "run"),
+            Frame("c/d.ts", 40, None),
+        ],
+        "version 3.12: a line of prose": [],
+        "at ./src/app.ts:40:7 (see lib/x.go:12)": [
+            Frame("./src/app.ts", 40, None),
+            Frame("lib/x.go", 12, None),
+        ],
+        "https://github.com/o/r/blob/v2/src/App.tsx#L40C3-L52 and a.rs#lines-9": [
+            Frame("github.com/o/r/blob/v2/src/App.tsx", 40, None),
+            Frame("a.rs", 9, None),
+        ],
+        "src/App.tsx(40,7): error TS2322 in config.yml:3": [
+            Frame("src/App.tsx", 40, None),
+            Frame("config.yml", 3, None),
+        ],
+        "see mod.py, at line 12, then line 3 in lib/x.go": [
+            Frame("mod.py", 12, None),
+            Frame("lib/x.go", 3, None),
+        ],
+    }
+    for query, want in places.items():
+        assert locations(query) == want, query
     for prose in ("example.com:8080", "the line 5 of x", "a py line 3", "docs#L12", "line 4 of the file",
                   "line 3 in config.yaml.example", "a.py line " + "1" * 5000, "a.py#L" + "7" * 5000,
                   'File "a.py", line ' + "9" * 5000, "a.py:" + "3" * 5000):  # fmt: skip

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from aide_tui.core.search.hitlines import hit_best_line
-from aide_tui.core.search.query import CODE_LIKE, asked_name, asked_subclasses, asked_uses
+from aide_tui.core.search.query import CODE_LIKE, asked_name, asked_subclasses, asked_uses, last_part
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import SymbolGraph, TermStats
 from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
@@ -144,7 +144,7 @@ def absent_name(
         return None
     if any(h.ranks.get(k) for h in hits[:10] for k in _FOUND_BY_NAME):
         return None
-    last = re.split(r"\.|::", text)[-1]
+    last = last_part(text)
     whole = tokenize(last)[:1]
     if not whole or whole[0] in stats.vocab:
         return None

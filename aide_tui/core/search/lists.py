@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from aide_tui.core.filekinds import TEST_PATH
 from aide_tui.core.model import Definition, Reference
-from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts, UsesAsked, declared_name
+from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts, UsesAsked, declared_name, last_part
 from aide_tui.core.search.releases import asked_versions, heading_pattern, version_pattern
 from aide_tui.core.search.retriever import Candidate, K, Retrieval, SymbolGraph
 from aide_tui.core.store.pathindex import PathIndex
@@ -530,7 +530,7 @@ def use_list(
     know receivers' types). With each chunk's first use line (where its preview lands)."""
     if graph is None:
         return [], {}
-    name = asked.name.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
+    name = last_part(asked.name)
     refs = graph.references(name, True) or graph.references(name, False)
     if asked.subclasses:
         refs = subtype_declarations(graph, refs, name)

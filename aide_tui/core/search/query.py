@@ -118,6 +118,11 @@ _NOT_A_NAME = frozenset(
 )  # fmt: skip
 
 
+def last_part(name: str) -> str:
+    """A qualified name's last part (``Client.send``, ``Client::send``, ``Client#send``: ``send``)."""
+    return name.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
+
+
 def reads_as_code(word: str) -> bool:
     """A word that is a name in code, not prose: ``get_config``, ``Client.send``, ``Headers``, ``echo()``."""
     return bool(CODE_LIKE.search(word)) or word[:1].isupper() or word.endswith("()")

@@ -36,6 +36,7 @@ from aide_tui.core.search.query import (
     asked_uses,
     code_line,
     error_message,
+    last_part,
     locations,
     member_words,
     pasted_code,
@@ -664,7 +665,7 @@ def _as_the_code_names_it(uses: UsesAsked, retriever: Retriever | None) -> UsesA
     code (``who calls send_single_request`` when the code has ``_send_single_request``). A plain word
     stays a word (``tests for headers`` is not about a ``_headers`` attribute)."""
     graph = retriever.graph if retriever is not None else None
-    last = uses.name.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
+    last = last_part(uses.name)
     if graph is None or not last or last.startswith("_") or not reads_as_code(last):
         return uses
     if graph.has_references(last, False) or graph.definitions(last, False):
@@ -677,7 +678,7 @@ def _as_the_code_names_it(uses: UsesAsked, retriever: Retriever | None) -> UsesA
 
 def _has_subtypes(graph: SymbolGraph, name: str) -> bool:
     """Whether the graph knows a type declared with ``name`` (its last part) as a base."""
-    last = name.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
+    last = last_part(name)
     refs = graph.references(last, True) or graph.references(last, False)
     return bool(L.subtype_declarations(graph, refs, last, most=1))
 

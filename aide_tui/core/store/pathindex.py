@@ -44,14 +44,13 @@ class PathIndex(Mapping[str, set[str]]):
         # made on first use (2,476 folders of a 28,734-file workspace: about 1 ms), each assigned whole
         # once built, so a thread never sees one half made: the folders by their last name (lower case),
         # and a folder's file names
-        self._ending: dict[str, list[str]] | None = None
+        self._by_folder_name: dict[str, list[str]] | None = None
         self._names_in: dict[str, frozenset[str]] = {}
 
     def __getitem__(self, key: str) -> set[str]:
         got = self._memo.get(key)
         if got is None:
-            named = self._names.get(key, ())
-            got = {named} if isinstance(named, str) else set(named)
+            got = set(self._named(key))
             for folder in self._under.get(key, ()):
                 got.update(self._by_dir[folder])
             if not got:
@@ -74,9 +73,7 @@ class PathIndex(Mapping[str, set[str]]):
         name, nor every ``__init__.py``)."""
         folder, _, name = tail.rpartition("/")
         if not folder:
-            named = self._names.get(name.lower(), ())
-            return sorted(p for p in ((named,) if isinstance(named, str) else named)
-                          if p == tail or p.endswith("/" + tail))  # fmt: skip
+            return sorted(p for p in self._named(name.lower()) if p == tail or p.endswith("/" + tail))
         return sorted(f"{f}/{name}" for f in self.folders_ending(folder) if name in self._file_names(f))
 
     def folders_ending(self, tail: str) -> list[str]:
@@ -92,23 +89,27 @@ class PathIndex(Mapping[str, set[str]]):
         without case): a written path's last two components, read from the shorter of the files so
         named and the files of those folders (a big tree's ``__init__.py``; a folder of 15,000 files)."""
         folders = self._folders_named().get(folder, [])
-        got = self._names.get(name, ())
-        named: Sequence[str] = (got,) if isinstance(got, str) else got
+        named = self._named(name)
         if len(named) <= sum(len(self._by_dir[f]) for f in folders):
             return [
                 p
                 for p in named
-                if _named(p, name) and p.rpartition("/")[0].rpartition("/")[2].lower() == folder
+                if _is_named(p, name) and p.rpartition("/")[0].rpartition("/")[2].lower() == folder
             ]
-        return [p for f in folders for p in self._by_dir[f] if _named(p, name)]
+        return [p for f in folders for p in self._by_dir[f] if _is_named(p, name)]
+
+    def _named(self, key: str) -> Sequence[str]:
+        """The files named ``key`` or with ``key`` as their stem (lower case)."""
+        got = self._names.get(key, ())
+        return (got,) if isinstance(got, str) else got
 
     def _folders_named(self) -> dict[str, list[str]]:
-        got = self._ending
+        got = self._by_folder_name
         if got is None:
             got = {}
             for f in self._by_dir:
                 got.setdefault(f.rpartition("/")[2].lower(), []).append(f)
-            self._ending = got
+            self._by_folder_name = got
         return got
 
     def _file_names(self, folder: str) -> frozenset[str]:
@@ -122,6 +123,6 @@ class PathIndex(Mapping[str, set[str]]):
         return self._by_dir.get(folder, [])
 
 
-def _named(path: str, name: str) -> bool:
+def _is_named(path: str, name: str) -> bool:
     """Whether ``path``'s file name is ``name`` (lower case), case aside."""
     return path.rpartition("/")[2].lower() == name
