@@ -96,3 +96,25 @@ def test_ranges_read_several_row_spans_end_to_end_and_check_only_their_blocks(tm
     np.testing.assert_array_equal(damaged.ranges([0], [10]), packed[:10])  # a span away from the damage
     with pytest.raises(IndexCorrupt, match="damaged"):
         damaged.ranges([0, 11_990], [10, 12_010])
+
+
+def test_check_spans_verifies_the_blocks_of_many_short_spans_at_once(tmp_path: Path) -> None:
+    """The blocks a set of short spans fall in (one straddling two blocks) are checked, the others are
+    not; a span past the end checks nothing; a long span checks every block it covers; a damaged block
+    that a span touches fails, one no span touches does not."""
+    raw = bytes(np.random.default_rng(3).integers(0, 256, 8 * BLOCK, dtype=np.uint8))
+    sums = FileSum.of(raw)
+    (tmp_path / "ok.bin").write_bytes(raw)
+    f = MappedFile(tmp_path / "ok.bin", sums, "s1/ok.bin")
+    lo, hi = [10, 2 * BLOCK - 3, 8 * BLOCK + 5], [20, 2 * BLOCK + 4, 8 * BLOCK + 9]
+    f.check_spans(np.asarray(lo), np.asarray(hi))
+    assert f._checked.tolist() == [True, True, True, False, False, False, False, False]
+    f.check_spans(np.asarray([3 * BLOCK]), np.asarray([6 * BLOCK + 1]))
+    assert f._checked.tolist() == [True] * 7 + [False]
+    damaged = bytearray(raw)
+    damaged[5 * BLOCK + 7] ^= 0x40
+    (tmp_path / "bad.bin").write_bytes(bytes(damaged))
+    bad = MappedFile(tmp_path / "bad.bin", sums, "s1/bad.bin")
+    bad.check_spans(np.asarray([0, 4 * BLOCK]), np.asarray([9, 4 * BLOCK + 9]))  # away from the damage
+    with pytest.raises(IndexCorrupt, match="damaged"):
+        bad.check_spans(np.asarray([0, 5 * BLOCK + 2]), np.asarray([9, 5 * BLOCK + 9]))

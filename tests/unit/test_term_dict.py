@@ -14,11 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.store.mapped import FileSum, MappedArray, MappedFile
 from aide_tui.core.store.quantize import BUFFER_BYTES, pack, pack_bytes, unpack, unpacked_matmul, width
 from aide_tui.core.store.terms import (
     FEW_TERMS,
     SAMPLE_EVERY,
+    HashedTerms,
     TermDict,
     encode_terms,
     sort_terms,
@@ -83,9 +85,29 @@ def test_ids_are_a_plain_lookups_few_or_many_crc_collisions_too(
     where = {t: i for i, t in enumerate(terms)}
     for query in (asked, [*asked, *terms], ["buckeroo", *asked], ["plumless", "buckeroo", *terms]):
         assert d.ids(query).tolist() == [where.get(t, -1) for t in query]
+        assert d.ids(HashedTerms.of(query)).tolist() == [where.get(t, -1) for t in query]
     both = _open(tmp_path_factory.mktemp("both"), sort_terms(["buckeroo", "plumless"]))
     assert both.ids(["plumless", "buckeroo"]).tolist() == [1, 0]
     assert both.ids(["buckeroo", "plumless"] * (FEW_TERMS + 1)).tolist() == [0, 1] * (FEW_TERMS + 1)
+
+
+def test_many_ids_check_the_blocks_they_compare_and_only_those(tmp_path: Path) -> None:
+    """A dictionary of several blocks damaged in one: a lookup of many terms stored elsewhere answers,
+    one that compares a term stored in the damaged block fails (never a silent wrong answer)."""
+    terms = sort_terms(f"name_{i:06d}" for i in range(30_000))  # 330 KB of terms: six blocks
+    d = _open(tmp_path, terms)
+    offsets = d.off.all()
+    at = int(offsets[20_000])  # a byte of term 20,000
+    raw = bytearray((tmp_path / "terms.bin").read_bytes())
+    raw[at] ^= 0x01
+    (tmp_path / "terms.bin").write_bytes(bytes(raw))
+    damaged = TermDict(
+        MappedFile(tmp_path / "terms.bin", d.blob.sums, "s1/terms.bin"), d.off, d._hashes, d._hid
+    )
+    far = [f"name_{i:06d}" for i in range(0, 40 * FEW_TERMS, 5)]  # all in the first block
+    assert damaged.ids(far).tolist() == [terms.index(t) for t in far]
+    with pytest.raises(IndexCorrupt, match="damaged"):
+        damaged.ids([*far, "name_020000"])
 
 
 def test_prefix_range_at_every_sample_boundary(tmp_path: Path) -> None:

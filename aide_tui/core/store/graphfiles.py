@@ -37,7 +37,7 @@ from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.model import REF_KINDS, Definition, Reference
 from aide_tui.core.store.graphtable import GraphTable
 from aide_tui.core.store.mapped import MappedArray, MappedFile
-from aide_tui.core.store.terms import TermDict, encode_terms, sort_terms
+from aide_tui.core.store.terms import HashedTerms, TermDict, encode_terms, sort_terms
 
 TEXTS_AT_ONCE = 1 << 16  # strings read in one piece when they lie this close together
 
@@ -254,26 +254,25 @@ class MappedGraph:
         rows = self._defs.rows(lo, hi)
         return self._definitions(rows, self._quals(range(lo, hi)))
 
-    def definition_path_ids(self, names: Sequence[str]) -> dict[str, np.ndarray]:
-        """For each name this segment defines (exact case), the path ids of its definitions."""
-        ids = self.names.ids(list(names))
-        out: dict[str, np.ndarray] = {}
+    def definition_pairs(self, names: HashedTerms) -> tuple[np.ndarray, np.ndarray]:
+        """(position in ``names``, path id) of every definition this segment has of the names (exact
+        case), by name then by path and line; pointers checked."""
+        ids = self.names.ids(names)
         found = np.flatnonzero(ids >= 0)
         if not found.size:
-            return out
+            return found, found
         ptr = self._array("g_def_ptr.npy")
         if len(ptr) != self.names.n + 1:
             raise self._bad("g_def_ptr.npy")
         ptr_all = ptr.all()
         defs = self._defs.all()
-        for k in found.tolist():
-            n = int(ids[k])
-            lo, hi = int(ptr_all[n]), int(ptr_all[n + 1])
-            if not 0 <= lo <= hi <= len(defs):
-                raise self._bad("definition pointers")
-            if hi > lo:
-                out[names[k]] = defs[lo:hi, 0]
-        return out
+        tid = ids[found]
+        lo, hi = ptr_all[tid].astype(np.int64), ptr_all[tid + 1].astype(np.int64)
+        if bool((lo < 0).any()) or bool((hi < lo).any()) or bool((hi > len(defs)).any()):
+            raise self._bad("definition pointers")
+        per = hi - lo
+        rows = np.repeat(lo - per.cumsum() + per, per) + np.arange(int(per.sum()), dtype=np.int64)
+        return np.repeat(found, per), defs[rows, 0].astype(np.int64)
 
     def all_definitions(self) -> np.ndarray:
         """(d, 6) definition rows (path, name, kind, line, col, end_line), checked."""
@@ -312,7 +311,7 @@ class MappedGraph:
         order = uniq[np.argsort(first, kind="stable")]
         if int(order.max()) >= self.names.n or int(order.min()) < 0:
             raise self._bad("reference names")
-        return [self.names.term(int(n)) for n in order]
+        return self.names.terms_of(order)
 
     def reference_rows(self, name_id: int) -> np.ndarray:
         """(k, 5) reference rows of a name, by path, line and column."""

@@ -14,6 +14,7 @@ import numpy as np
 from aide_tui.core.model import Definition, Reference
 from aide_tui.core.store.filetable import segment_of, segments_of
 from aide_tui.core.store.graphfiles import MappedGraph
+from aide_tui.core.store.terms import HashedTerms
 
 # names whose definition files a version keeps (then it forgets them all, and starts again)
 DEFINED_MEMO = 200_000
@@ -119,17 +120,21 @@ class GraphView:
     def _scan_definition_paths(self, names: list[str]) -> dict[str, tuple[int, frozenset[str]]]:
         """(first segment defining it, its live files) of each of ``names`` with a live definition."""
         out: dict[str, tuple[int, set[str]]] = {}
+        asked = HashedTerms.of(names)  # once for every segment
         for k, t in enumerate(self.tables):
             if not t.paths:
                 continue
             live = self.live_paths(k)
-            for name, pids in t.definition_path_ids(names).items():
-                if len(pids) and (int(pids.max()) >= len(live) or int(pids.min()) < 0):
-                    raise t._bad("definition paths")
-                kept = pids[live[pids]].tolist()
-                if kept:
-                    paths = t.paths
-                    out.setdefault(name, (k, set()))[1].update([paths[p] for p in kept])
+            which, pids = t.definition_pairs(asked)
+            if len(pids) and (int(pids.max()) >= len(live) or int(pids.min()) < 0):
+                raise t._bad("definition paths")
+            kept = live[pids]
+            paths = t.paths
+            for i, p in zip(which[kept].tolist(), pids[kept].tolist(), strict=True):
+                got = out.get(names[i])
+                if got is None:
+                    got = out[names[i]] = (k, set())
+                got[1].add(paths[p])
         return {n: (k, frozenset(where)) for n, (k, where) in out.items()}
 
     def call_edges(

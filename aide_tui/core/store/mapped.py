@@ -126,6 +126,26 @@ class MappedFile:
         if long_pass:
             self.release(lo, hi)
 
+    def check_spans(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Verify the blocks holding the bytes of every span [lo[i], hi[i]) (many short spans at once: the
+        terms a lookup compares), each block once; what lies outside the file is not checked (a reader
+        must not read it)."""
+        if self._all_checked or not len(lo):
+            return
+        size = self.sums.size
+        lo = np.clip(np.asarray(lo, np.int64), 0, size)
+        hi = np.clip(np.asarray(hi, np.int64), lo, size)
+        todo = np.zeros(len(self._checked), bool)
+        short = hi - lo <= BLOCK  # a span no longer than a block lies in at most two
+        some = short & (hi > lo)
+        todo[lo[some] // BLOCK] = True
+        todo[(hi[some] - 1) // BLOCK] = True
+        for a, b in zip(lo[~short].tolist(), hi[~short].tolist(), strict=True):
+            self.check(a, b)
+        todo &= ~self._checked
+        if todo.any():
+            self._check_blocks(np.flatnonzero(todo).tolist(), False)
+
     def _check_blocks(self, todo: list[int], long_pass: bool) -> None:
         for b in todo:
             if self._checked[b]:  # another reader checked it meanwhile

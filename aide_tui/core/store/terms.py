@@ -52,6 +52,22 @@ FEW_TERMS = 6  # up to this many terms found by hash are read one by one (less n
 SAMPLE_EVERY = 64  # terms per in-memory sample entry of a dictionary (prefix lookups bisect it first)
 
 
+class HashedTerms:
+    """Terms as a dictionary looks them up (their UTF-8 bytes and CRC-32s), made once for every segment
+    asked (a file's called names are looked up in each segment of a version)."""
+
+    __slots__ = ("raw", "crc")
+
+    def __init__(self, raw: list[bytes], crc: np.ndarray) -> None:
+        self.raw = raw
+        self.crc = crc
+
+    @classmethod
+    def of(cls, terms: Sequence[str]) -> HashedTerms:
+        raw = [term_bytes(t) for t in terms]
+        return cls(raw, np.fromiter((zlib.crc32(b) for b in raw), np.uint32, len(raw)))
+
+
 class TermDict:
     """The mapped dictionary of one segment."""
 
@@ -91,19 +107,29 @@ class TermDict:
         spans = zip(off[ids].tolist(), off[ids + 1].tolist(), strict=True)
         return [bytes(blob[lo:hi]).decode("utf-8", "surrogatepass") for lo, hi in spans]
 
-    def ids(self, terms: Sequence[str]) -> np.ndarray:
-        """The id of each term (-1 when this segment does not hold it)."""
-        out = np.full(len(terms), -1, np.int64)
-        if not self.n or not terms:
+    def terms_of(self, ids: np.ndarray) -> list[str]:
+        """The terms of ``ids`` (valid ids), decoded; only the blocks holding them are checked."""
+        ids = np.asarray(ids, np.int64)
+        starts, ends = self.off.take(ids), self.off.take(ids + 1)
+        self.blob.check_spans(starts, ends)
+        buf = self.blob.buffer
+        spans = zip(starts.tolist(), ends.tolist(), strict=True)
+        return [bytes(buf[lo:hi]).decode("utf-8", "surrogatepass") for lo, hi in spans]
+
+    def ids(self, terms: Sequence[str] | HashedTerms) -> np.ndarray:
+        """The id of each term (-1 when this segment does not hold it); ``terms`` may come hashed
+        (:class:`HashedTerms`: one hashing for every segment asked)."""
+        asked = terms if isinstance(terms, HashedTerms) else HashedTerms.of(terms)
+        raw = asked.raw
+        out = np.full(len(raw), -1, np.int64)
+        if not self.n or not raw:
             return out
-        raw = [term_bytes(t) for t in terms]
-        want = np.fromiter((zlib.crc32(b) for b in raw), np.uint32, len(raw))
         hashes, hid = self._hashes.all(), self._hid.all()
-        lo = hashes.searchsorted(want, "left")
-        hi = hashes.searchsorted(want, "right")
-        asked = np.flatnonzero(hi > lo)
-        if len(asked) <= FEW_TERMS:  # a query's few words: a verified read of each candidate
-            for k in asked.tolist():
+        lo = hashes.searchsorted(asked.crc, "left")
+        hi = hashes.searchsorted(asked.crc, "right")
+        found = np.flatnonzero(hi > lo)
+        if len(found) <= FEW_TERMS:  # a query's few words: a verified read of each candidate
+            for k in found.tolist():
                 for j in range(int(lo[k]), int(hi[k])):
                     tid = int(hid[j])
                     if 0 <= tid < self.n and self.term_at(tid) == raw[k]:
@@ -111,18 +137,19 @@ class TermDict:
                         break
             return out
         # many (the names a file calls): every candidate (nearly always one a term), the offsets of all
-        # read in one call, then each candidate's bytes compared
-        per = (hi - lo)[asked]
-        which = np.repeat(asked, per)
-        slots = np.repeat(lo[asked] - per.cumsum() + per, per) + np.arange(int(per.sum()), dtype=np.int64)
+        # read in one call, the blocks holding their bytes checked at once, then each one compared
+        per = (hi - lo)[found]
+        which = np.repeat(found, per)
+        slots = np.repeat(lo[found] - per.cumsum() + per, per) + np.arange(int(per.sum()), dtype=np.int64)
         tids = hid[slots].astype(np.int64)
         sane = (tids >= 0) & (tids < self.n)
         which, tids = which[sane], tids[sane]
-        starts, ends = self.off.take(tids).tolist(), self.off.take(tids + 1).tolist()
-        view = self.blob.view
-        for k, tid, a, b in zip(which.tolist(), tids.tolist(), starts, ends, strict=True):
+        starts, ends = self.off.take(tids), self.off.take(tids + 1)
+        self.blob.check_spans(starts, ends)
+        buf, size = self.blob.buffer, len(self.blob)
+        for k, tid, a, b in zip(which.tolist(), tids.tolist(), starts.tolist(), ends.tolist(), strict=True):
             term = raw[k]
-            if out[k] < 0 and b - a == len(term) and view(a, b) == term:
+            if out[k] < 0 and b - a == len(term) and 0 <= a <= b <= size and buf[a:b] == term:
                 out[k] = tid
         return out
 
