@@ -101,3 +101,38 @@ def test_scores_over_dead_rows_equal_a_rebuilt_indexs(tmp_path: Path) -> None:
     got, want = by_place(view), by_place(rebuilt)
     assert got.keys() == want.keys()
     assert np.allclose([got[k] for k in want], list(want.values()), rtol=1e-5, atol=0)
+
+
+def test_after_warming_the_first_queries_open_no_file_and_build_no_table(tmp_path: Path, monkeypatch) -> None:
+    """A long-lived reader warms a loaded version off the query path; the first typed prefix, the first
+    words and the first prose question (graph hops) then find every file open and every table built:
+    on the monorepo the first typed query had paid 25-30 ms for them."""
+    import functools
+
+    from aide_tui.core.store.mapped import MappedFile
+
+    root = tmp_path / "ws"
+    write_workspace(root)
+    settings = load_settings(root, NO_EMBED)
+    Indexer(root, settings).run()
+    s = Searcher(root, settings)
+    s.refresh()
+    s.warm()
+    opened: list[str] = []
+    built: list[str] = []
+    real_init, real_get = MappedFile.__init__, functools.cached_property.__get__
+
+    def init(self, path, expect, where):  # the real open, counted
+        opened.append(where)
+        real_init(self, path, expect, where)
+
+    def get(self, inst, owner=None):  # the real property, counted when it builds
+        if inst is not None and self.attrname not in inst.__dict__:
+            built.append(f"{type(inst).__name__}.{self.attrname}")
+        return real_get(self, inst, owner)
+
+    monkeypatch.setattr(MappedFile, "__init__", init)
+    monkeypatch.setattr(functools.cached_property, "__get__", get)
+    for query in ("retr", "retry backoff", "how are failed requests retried"):
+        assert s.search(query, limit=20, mode="bm25", prefix=True, hints=False).results, query
+        assert (opened, built) == ([], []), query

@@ -134,8 +134,13 @@ class MappedGraph:
 
     def warm(self) -> None:
         """Open and check what following a query's names reads first (a long-lived reader, off the query
-        path): the name dictionary, the imports, the definition and reference tables."""
+        path): the name dictionary, the imports, the definition and reference tables, and open the
+        tables that lead to a name's definitions and a file's references (checked as they are read)."""
         _ = self.names, self._meta, self._defs.all(), self._refs
+        for name in ("g_def_ptr.npy", "g_ref_path_ptr.npy", "g_ref_bypath.npy"):
+            self._array(name)
+        if self._refs.raw.shape[1] == 4:  # rows without their name: found in g_ref_ptr
+            _ = self._ref_ptr
 
     @cached_property
     def names(self) -> TermDict:

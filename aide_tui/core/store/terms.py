@@ -158,6 +158,11 @@ class TermDict:
         p = term_bytes(prefix)
         return self._bisect(p), self._bisect(p + b"\xff")
 
+    @property
+    def sample_ready(self) -> bool:
+        """Builds the in-memory sample prefix lookups bisect first (what a warm-up asks for)."""
+        return bool(self._sample) or self.n == 0
+
     @cached_property
     def _sample(self) -> list[bytes]:
         """Every ``SAMPLE_EVERY``-th term (what a prefix lookup bisects first, in memory)."""

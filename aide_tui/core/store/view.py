@@ -159,12 +159,13 @@ class IndexView:
     def warm_tables(self) -> None:
         """Build what a version's first queries derive from it (a long-lived reader calls it after
         loading, off the query path): the tie order, the path index, each segment's graph tables and
-        which of their files are live."""
-        _ = self.row_order, self.path_parts
+        which of their files are live, and the tables a chunk's row reads (:meth:`Part.warm_rows`)."""
+        _ = self.row_order, self.path_parts, self.owners
         graph = self.graph
         for k, part in enumerate(self.parts):
             part.graph.warm()
             graph.live_paths(k)
+            part.warm_rows()
 
     # -- rows --------------------------------------------------------------------------------------
 
