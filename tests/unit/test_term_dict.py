@@ -110,6 +110,44 @@ def test_many_ids_check_the_blocks_they_compare_and_only_those(tmp_path: Path) -
         damaged.ids([*far, "name_020000"])
 
 
+def _mapped(folder: Path, name: str, data: bytes | np.ndarray) -> MappedFile:
+    """``data`` written as a segment file (an array as ``.npy``), sums taken from what is written."""
+    if isinstance(data, np.ndarray):
+        buf = io.BytesIO()
+        np.save(buf, data)
+        data = buf.getvalue()
+    (folder / name).write_bytes(data)
+    return MappedFile(folder / name, FileSum.of(data), name)
+
+
+def test_terms_of_decodes_as_terms_at_and_refuses_offsets_outside_the_file(tmp_path: Path) -> None:
+    """``terms_of`` answers as ``terms_at``; an offsets table whose sums match but whose offsets lie
+    outside the terms file (negative in an int64 table, past the end, decreasing) is damage, never a
+    read of bytes no check covered."""
+    terms = sort_terms(f"w{i:05d}" for i in range(20_000))  # 120 KB of terms: two blocks
+    d = _open(tmp_path, terms)
+    ids = np.asarray([0, 7, 19_999, 12_345, 7])
+    assert d.terms_of(ids) == d.terms_at(ids) == [terms[i] for i in ids.tolist()]
+    assert d.terms_of(np.zeros(0, np.int64)) == []
+    off = d.off.all().astype(np.int64)
+    for bad in ([-7, -1], [len(d.blob) - 2, len(d.blob) + 4], [40, 30]):
+        crafted = off.copy()
+        crafted[5:7] = bad
+        folder = tmp_path / f"bad{bad[0]}"
+        folder.mkdir()
+        damaged = TermDict(d.blob, MappedArray(_mapped(folder, "term_off.npy", crafted)), d._hashes, d._hid)
+        with pytest.raises(IndexCorrupt, match="outside"):
+            damaged.terms_of(np.asarray([3, 5]))
+
+
+def test_a_dictionary_table_of_the_wrong_shape_is_damage(tmp_path: Path) -> None:
+    d = _open(tmp_path, sort_terms(["alpha", "beta", "gamma", "delta"]))
+    flat = d.off.all()
+    square = MappedArray(_mapped(tmp_path, "off2.npy", np.stack([flat, flat])))
+    with pytest.raises(IndexCorrupt, match="shape"):
+        TermDict(d.blob, square, d._hashes, d._hid)
+
+
 def test_prefix_range_at_every_sample_boundary(tmp_path: Path) -> None:
     """Terms exactly at, before and after each sampled id: the bisect must not skip a block."""
     terms = sort_terms(f"t{i:05d}" for i in range(4 * SAMPLE_EVERY + 3))

@@ -267,7 +267,7 @@ class MappedGraph:
         if not found.size:
             return found, found
         ptr = self._array("g_def_ptr.npy")
-        if len(ptr) != self.names.n + 1:
+        if len(ptr.shape) != 1 or len(ptr) != self.names.n + 1:
             raise self._bad("g_def_ptr.npy")
         ptr_all = ptr.all()
         defs = self._defs.all()

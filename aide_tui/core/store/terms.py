@@ -21,6 +21,7 @@ from functools import cached_property
 
 import numpy as np
 
+from aide_tui.core.errors import IndexCorrupt
 from aide_tui.core.store.mapped import MappedArray, MappedFile
 
 
@@ -77,9 +78,9 @@ class TermDict:
         self.n = len(off) - 1
         self._hashes = hashes
         self._hid = hid
+        if any(len(a.shape) != 1 for a in (off, hashes, hid)):
+            raise IndexCorrupt(f"index file {blob.where} has tables of the wrong shape; rebuilding")
         if len(hashes) != self.n or len(hid) != self.n:
-            from aide_tui.core.errors import IndexCorrupt
-
             raise IndexCorrupt(f"index file {blob.where} disagrees with its hash index; rebuilding")
 
     def term_at(self, i: int) -> bytes:
@@ -111,6 +112,10 @@ class TermDict:
         """The terms of ``ids`` (valid ids), decoded; only the blocks holding them are checked."""
         ids = np.asarray(ids, np.int64)
         starts, ends = self.off.take(ids), self.off.take(ids + 1)
+        if not ids.size:
+            return []
+        if int(starts.min()) < 0 or bool((ends < starts).any()) or int(ends.max()) > len(self.blob):
+            raise IndexCorrupt(f"index file {self.blob.where}: a term's offsets lie outside it; rebuilding")
         self.blob.check_spans(starts, ends)
         buf = self.blob.buffer
         spans = zip(starts.tolist(), ends.tolist(), strict=True)
