@@ -110,6 +110,7 @@ def test_which_places_a_query_names() -> None:
             Frame("mod.py", 12, None),
             Frame("lib/x.go", 3, None),
         ],
+        "SEE LIB/MOD.PY LINE 7": [Frame("LIB/MOD.PY", 7, None)],  # words in any case
     }
     for query, want in places.items():
         assert locations(query) == want, query

@@ -34,6 +34,8 @@ _WORDED_LINE = re.compile(
     rf"|\bline\s+{_LINE_NO}\s+(?:of|in)\s+{_PLACE_PATH}(?![\w-]|\.\w)",  # not config.yaml.example
     re.I,
 )
+_EXTENSION_LINE = re.compile(r"\.[A-Za-z]{1,6}[:(]\d")  # what every _PATH_LINE holds
+_LINE_WORD = re.compile(r"\bline\s+\d", re.I)  # ... and every _WORDED_LINE
 _WRITTEN_PATH = re.compile(
     r"(?<![\w@])((?:[\w.-]{1,200}/){1,40}[\w.-]{1,200}\.[A-Za-z][A-Za-z0-9]{0,5}|[\w-]{1,200}(?:\.[\w-]{1,200}){0,40}\.(?:py|pyi|pyx|js|jsx|ts|tsx|go|rs|java|rb|c|h|cpp|cc|hpp|php|cs|kt|swift|scala|toml|cfg|ini|yml|yaml))\b"
 )
@@ -428,9 +430,13 @@ def locations(text: str) -> list[Frame]:
     written."""
     found = [Frame(p, int(n), f) for p, n, f in _FRAME.findall(text)]
     rest = _FRAME.sub(" ", text)
-    written = [*_PATH_LINE.finditer(rest), *_ANCHOR_LINE.finditer(rest)]
+    # each place pattern tries up to 40 folders from every start: only a text with its mark is scanned
+    written = [*_PATH_LINE.finditer(rest)] if _EXTENSION_LINE.search(rest) else []
+    if "#L" in rest or "#lines-" in rest:
+        written += _ANCHOR_LINE.finditer(rest)
     places = [(m.start(), m.group(1), m.group(2)) for m in written]
-    for m in _WORDED_LINE.finditer(rest):  # "mod.py line 12" or "line 12 of mod.py"
+    worded = _WORDED_LINE.finditer(rest) if _LINE_WORD.search(rest) else ()
+    for m in worded:  # "mod.py line 12" or "line 12 of mod.py"
         path, line = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         places.append((m.start(), path, line))
     found.extend(Frame(path, int(line), None) for _, path, line in sorted(places))
