@@ -441,7 +441,8 @@ class Part:
         defined names and their prefix sample, the pieces' lines, the files of a chunk's row (its
         metadata, text and language) and the rows of each path. Measured on the monorepo: the first
         typed query after a load paid 25-30 ms for these."""
-        _ = self.symbols[0].sample_ready, self.p_lines, self.languages, self.path_rows, self.path_ids_of
+        self.symbols[0].warm()
+        _ = self.p_lines, self.languages, self.path_rows, self.path_ids_of
         for name in ("c_meta_off.npy", "text_off.npy", "c_lang.npy"):
             self.array(name).all()
         for name in ("c_meta.bin", "texts.bin"):

@@ -163,10 +163,9 @@ class TermDict:
         p = term_bytes(prefix)
         return self._bisect(p), self._bisect(p + b"\xff")
 
-    @property
-    def sample_ready(self) -> bool:
-        """Builds the in-memory sample prefix lookups bisect first (what a warm-up asks for)."""
-        return bool(self._sample) or self.n == 0
+    def warm(self) -> None:
+        """Build the in-memory sample that prefix lookups bisect first (a long-lived reader's warm-up)."""
+        _ = self._sample
 
     @cached_property
     def _sample(self) -> list[bytes]:
