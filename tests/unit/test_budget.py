@@ -131,8 +131,11 @@ def test_a_name_the_code_has_no_trace_of_is_said_so(tmp_path: Path) -> None:
 
     root = write_workspace(tmp_path / "ws")
     (root / "src/httpclient/posting.py").write_text(
-        "def _post_entry(book, entry):\n    return book.append(entry)\n\n\npost = _post_entry\n"
+        "def _post_entry(book, entry):\n    return book.append(entry)\n\n\npost = _post_entry\n\n\n"
+        "class EntryBook:\n    pass\n\n\ndef http_status_text(code):\n    return str(code)\n"
     )
+    (root / "tests").mkdir(exist_ok=True)  # "tests for X" finds this file by its word "tests"
+    (root / "tests/test_posting.py").write_text("def test_post():\n    assert post([], 1) is None\n")
     s = searcher(root)
     asked = {
         "SocketRequestFactory": "SocketRequestFactory",
@@ -140,13 +143,16 @@ def test_a_name_the_code_has_no_trace_of_is_said_so(tmp_path: Path) -> None:
         "who calls reconnect_socket": "reconnect_socket",
         "where is SocketRequestFactory defined": "SocketRequestFactory",
         "subclasses of SocketRequestFactory": "SocketRequestFactory",
+        "tests for reconnect_socket": "reconnect_socket",  # (the path list finds tests/ by its word)
     }
     for query, name in asked.items():
         resp = s.search(query, mode="bm25")
         assert resp.results and resp.confidence == "low", query
         assert resp.hints[0]["kind"] == "absent" and resp.hints[0]["name"] == name, query
     for query in ("Client.send", "follow_redirects", "Client.folow_redirects", "post_entry", "client.py",
-                  "who calls post_entry", "where is Client defined", "who calls socket"):  # fmt: skip
+                  "who calls post_entry", "where is Client defined", "who calls socket",
+                  "tests for post_entry", "tests for Client.send", "tests for entry_book",  # EntryBook's
+                  "HttpStatusText", "who calls HTTPStatusText"):  # http_status_text's  # fmt: skip
         resp = s.search(query, mode="bm25")
         assert all(h["kind"] != "absent" for h in resp.hints), (query, resp.hints)
     assert s.search("SocketRequestFactory", mode="bm25", hints=False).hints == []  # typing: no hints

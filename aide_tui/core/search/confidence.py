@@ -20,7 +20,7 @@ from aide_tui.core.search.hitlines import hit_best_line
 from aide_tui.core.search.query import CODE_LIKE, asked_name, asked_subclasses, asked_uses, last_part
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import SymbolGraph, TermStats
-from aide_tui.core.tokens import STOPWORDS, identifiers, tokenize
+from aide_tui.core.tokens import CAMEL_PARTS, STOPWORDS, identifiers, tokenize
 
 HIGH_MARGIN = 0.5  # the first file leads the next by half its score: high
 AGREE_LISTS, AGREE_MARGIN = 3, 0.1  # or three lists rank the first hit first and it leads by a tenth
@@ -128,30 +128,51 @@ def term_hint(hits: Sequence[Hit], query: str, stats: TermStats | None) -> dict[
 
 _ONE_NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)*")
 _FOUND_BY_NAME = ("symbol", "path", "line", "uses", "phrase")  # lists that find a name or a file as written
+# ``tests for X``: the path list finds the test files by the word "tests" (a path holding X holds a word
+# of the index, which rules the name out before)
+_FOUND_BY_NAME_IN_TESTS = ("symbol", "line", "uses", "phrase")
 
 
 def absent_name(
     hits: Sequence[Hit], query: str, graph: SymbolGraph | None, stats: TermStats | None
 ) -> str | None:
-    """The name a query asks for (the query itself, or the one name of ``who calls X``, ``subclasses of
-    X``, ``where is X defined``) when the code has no trace of it: not a word of the index, not defined
-    or used anywhere (any case, nor with a leading underscore), and no hit found by its name or path.
-    Its hits only share its words (``FooBarBaz``: chunks about foo and bar)."""
+    """The name a query asks for (the query itself, or the one name of ``who calls X``, ``tests for X``,
+    ``subclasses of X``, ``where is X defined``) when the code has no trace of it in any spelling (as
+    written, without its underscores, in snake case): not a word of the index, not defined or used
+    anywhere (any case, nor with a leading underscore), and no hit found by its name or path. Its hits
+    only share its words (``FooBarBaz``: chunks about foo and bar)."""
     text = _asked(query.strip())
     if graph is None or stats is None or text is None or not _ONE_NAME.fullmatch(text):
         return None
     if not CODE_LIKE.search(text):
         return None
-    if any(h.ranks.get(k) for h in hits[:10] for k in _FOUND_BY_NAME):
+    uses = asked_uses(query.strip())
+    by_name = _FOUND_BY_NAME if uses is None or not uses.tests else _FOUND_BY_NAME_IN_TESTS
+    if any(h.ranks.get(k) for h in hits[:10] for k in by_name):
         return None
     last = last_part(text)
-    whole = tokenize(last)[:1]
-    if not whole or whole[0] in stats.vocab:
+    if not tokenize(last):
         return None
-    for name in (last, "_" + last.lstrip("_")):
-        if graph.definitions(name, False) or graph.has_references(name, False):
+    for spelled in _spellings(last):  # digest_auth is DigestAuth's, HTTPStatusError http_status_error's
+        whole = tokenize(spelled)[:1]
+        if whole and whole[0] in stats.vocab:
             return None
+        for name in (spelled, "_" + spelled.lstrip("_")):
+            if graph.definitions(name, False) or graph.has_references(name, False):
+                return None
     return last
+
+
+def _spellings(name: str) -> list[str]:
+    """``name`` as written, without its underscores (``digest_auth`` → ``digestauth``: definitions are
+    looked up in any case) and in snake case (``HTTPStatusError`` → ``http_status_error``)."""
+    out = [name]
+    if "_" in name.strip("_"):
+        out.append(name.replace("_", ""))
+    parts = CAMEL_PARTS.findall(name)
+    if len(parts) > 1:
+        out.append("_".join(p.lower() for p in parts))
+    return list(dict.fromkeys(out))
 
 
 def _asked(text: str) -> str | None:
