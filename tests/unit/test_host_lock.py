@@ -128,8 +128,12 @@ def test_the_app_gives_hosting_up_to_the_process_that_took_its_lock_and_takes_it
             until(lambda: not ws.hosting and ws.index_ready.is_set(), "the app to read the index on disk")
             assert ws.search("parse_header", mode="bm25").results
             assert host_pid(lock.parent) == other.pid
-        until(lambda: ws.hosting, "the app to host again once the other process let go")
-        assert sum(isinstance(e, Hosting) for e in events) == 2 and host_pid(lock.parent) == os.getpid()
+        # (its role turns to hosting before it says so: wait for both, not the flag alone)
+        until(
+            lambda: ws.hosting and sum(isinstance(e, Hosting) for e in events) == 2,
+            "the app to host again once the other process let go, and say so",
+        )
+        assert host_pid(lock.parent) == os.getpid()
         (root / "src" / "later.py").write_text("def hosted_again():\n    return 1\n")
         until(lambda: ws.search("hosted_again", mode="bm25").results, "indexing here again")
     finally:
