@@ -141,13 +141,13 @@ def absent_name(
     written, without its underscores, in snake case): not a word of the index, not defined or used
     anywhere (any case, nor with a leading underscore), and no hit found by its name or path. Its hits
     only share its words (``FooBarBaz``: chunks about foo and bar)."""
-    text = _asked(query.strip())
-    if graph is None or stats is None or text is None or not _ONE_NAME.fullmatch(text):
+    asked = _asked(query.strip())
+    if graph is None or stats is None or asked is None:
         return None
-    if not CODE_LIKE.search(text):
+    text, tests = asked
+    if not _ONE_NAME.fullmatch(text) or not CODE_LIKE.search(text):
         return None
-    uses = asked_uses(query.strip())
-    by_name = _FOUND_BY_NAME if uses is None or not uses.tests else _FOUND_BY_NAME_IN_TESTS
+    by_name = _FOUND_BY_NAME_IN_TESTS if tests else _FOUND_BY_NAME
     if any(h.ranks.get(k) for h in hits[:10] for k in by_name):
         return None
     last = last_part(text)
@@ -165,7 +165,9 @@ def absent_name(
 
 def _spellings(name: str) -> list[str]:
     """``name`` as written, without its underscores (``digest_auth`` → ``digestauth``: definitions are
-    looked up in any case) and in snake case (``HTTPStatusError`` → ``http_status_error``)."""
+    looked up in any case) and in snake case (``HTTPStatusError`` → ``http_status_error``). Unlike
+    ``lists.other_spellings`` (what the symbol list also looks up, ranking), a Pascal-case name's snake
+    form too: here a spelling only keeps a name from being called absent."""
     out = [name]
     if "_" in name.strip("_"):
         out.append(name.replace("_", ""))
@@ -175,12 +177,16 @@ def _spellings(name: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _asked(text: str) -> str | None:
-    """The one name ``text`` is, or a short question about one name asks about."""
+def _asked(text: str) -> tuple[str, bool] | None:
+    """The one name ``text`` is, or a short question about one name asks about, and whether it asks for
+    that name's tests."""
     if _ONE_NAME.fullmatch(text):
-        return text
+        return text, False
     about = asked_uses(text) or asked_subclasses(text)
-    return about.name if about is not None else asked_name(text)
+    if about is not None:
+        return about.name, about.tests
+    name = asked_name(text)
+    return (name, False) if name is not None else None
 
 
 def hints(
