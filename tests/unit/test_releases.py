@@ -112,3 +112,19 @@ def test_release_note_files_by_name(root: Path) -> None:
 )
 def test_what_heads_a_releases_notes(text: str, number: str, heads: bool) -> None:
     assert bool(heading_pattern(number).search(text)) == heads
+
+
+def test_a_release_no_hit_holds_is_said_so(root: Path) -> None:
+    """A release number the code has nowhere answers low, the first hint naming it (the hits only share
+    the question's other words: "changed" is in pkg/client.py); a number the notes hold does not, nor
+    one that only a longer number or a pre-release holds (``2.3.10``, ``0.13.0.dev2``) is found in."""
+    searcher = Searcher(root, load_settings(root, {"embedding": {"backend": "none"}}))
+    for query, number in (("what changed in 4.5.6", "4.5.6"), ("changelog v2.3", "2.3"),
+                          ("what changed in 0.13.0.dev3", "0.13.0.dev3")):  # fmt: skip
+        resp = searcher.search(query, limit=10, mode="bm25")
+        assert resp.results and resp.confidence == "low", query
+        assert resp.hints[0]["kind"] == "absent" and resp.hints[0]["name"] == number, (query, resp.hints)
+    for query in ("what changed in 2.3.1", "changes in v2.3.10", "release 0.13.0.dev2", "what changed"):
+        resp = searcher.search(query, limit=10, mode="bm25")
+        assert all(h["kind"] != "absent" for h in resp.hints), (query, resp.hints)
+    assert searcher.search("what changed in 4.5.6", mode="bm25", hints=False).hints == []

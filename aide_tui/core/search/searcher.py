@@ -21,7 +21,7 @@ from aide_tui.core.embed.base import Embedder
 from aide_tui.core.embed.factory import make_static, static_enabled
 from aide_tui.core.errors import EmbedderError
 from aide_tui.core.search import rerank
-from aide_tui.core.search.confidence import MAX_HINTS, absent_name, confidence, hints
+from aide_tui.core.search.confidence import MAX_HINTS, absent_name, absent_release, confidence, hints
 from aide_tui.core.search.filters import parse_query
 from aide_tui.core.search.finder import find_files
 from aide_tui.core.search.rank import QueryEncoder, partial_word, rank
@@ -194,13 +194,17 @@ class Searcher:
         if resp.results and with_hints:
             graph, stats = self.retriever.graph, self.retriever.term_stats
             resp.hints = hints(resp.results, text, graph, stats)
-            absent = absent_name(resp.results, text, graph, stats)
-            if absent is not None:
+            name = absent_name(resp.results, text, graph, stats)
+            release = None if name is not None else absent_release(resp.results, text)
+            if name is not None or release is not None:
+                absent = name or release
                 resp.confidence = "low"
                 note: dict[str, object] = {
                     "kind": "absent",
                     "name": absent,
-                    "text": f"no {absent} in the code: hits share its words",
+                    "text": f"no {absent} in the code: hits share its words"
+                    if name is not None
+                    else f"no hit holds release {release}: they share the question's other words",
                 }
                 resp.hints = [note, *resp.hints][:MAX_HINTS]
 
