@@ -25,6 +25,7 @@ from aide_tui.core.search import graphrank as G
 from aide_tui.core.search import lists as L
 from aide_tui.core.search.filters import ParsedQuery
 from aide_tui.core.search.fuse import Fused, rrf
+from aide_tui.core.search.nameglob import NameGlob, glob_list, name_glob
 from aide_tui.core.search.query import (
     CODE_LIKE,
     LONG_QUERY_TERMS,
@@ -53,6 +54,7 @@ from aide_tui.core.tokens import identifiers, prefix_forms, tokenize
 from aide_tui.core.wordshape import NONSENSE_CEILING, reads_as_nonsense
 
 T = TypeVar("T")
+PATTERN_OTHER_LISTS = 0.1  # a name pattern's other lists (its words) order what it matches
 PROSE_SYMBOL_FACTOR = 0.15  # prose mentioning a name usually asks about code using it, not its definition
 PROSE_PATH_FACTOR = 0.0
 LIST_ORDER = (
@@ -214,10 +216,12 @@ def list_weights(
     explicit_path: bool,
     copied: bool = False,
     uses: bool = False,
+    pattern: bool = False,
 ) -> dict[str, float]:
     """RRF weight of each ranked list for this kind of query. No symbol list for ``copied`` code (found
     where it was copied from: its names are uses, not definitions asked for) nor when a name's ``uses``
-    are asked for (the places the graph knows weigh as a place the query names)."""
+    are asked for (the places the graph knows weigh as a place the query names). A name ``pattern``'s
+    matches (the symbol list) come before what the other lists find by its words."""
     w = {"bm25": s.bm25_weight, "dense": s.dense_weight, "symbol": s.symbol_weight,
          "path": s.path_weight, "piece": s.piece_weight, "phrase": s.phrase_weight,
          "message": s.message_weight, "verbatim": s.verbatim_weight, "line": s.line_weight,
@@ -231,6 +235,8 @@ def list_weights(
             w["path"] *= PROSE_PATH_FACTOR
     if copied or uses:
         w["symbol"] = 0.0
+    if pattern:
+        w = {name: weight * (1.0 if name == "symbol" else PATTERN_OTHER_LISTS) for name, weight in w.items()}
     return w
 
 
@@ -256,7 +262,8 @@ def rank(
     parsed, uses, read_as = _asked_about_a_name(parsed, retriever if mode != "dense" else None)
     as_typed = parsed.text
     parts = analyze(parsed.text)
-    typed = completions(retriever.term_stats, partial) if partial and not parts.long else {}
+    glob = name_glob(as_typed, typing=partial is not None) if mode != "dense" else None
+    typed = completions(retriever.term_stats, partial) if partial and not parts.long and not glob else {}
     # typos in a short query's names; the word being typed only once nothing in the index begins so
     lexical = not parts.long and message is None and mode != "dense"
     parsed, parts, fixed = _typos_fixed(parsed, parts, retriever.term_stats, bool(typed), lexical)
@@ -271,7 +278,9 @@ def rank(
     explicit_path = False
     piece_spans: dict[Key, tuple[int, int]] = {}
     if mode in ("hybrid", "bm25"):
-        explicit_path = _lexical_lists(q, retriever, parsed.text, parts, s.top_n, found, piece_spans, uses)
+        explicit_path = _lexical_lists(
+            q, retriever, parsed.text, parts, s.top_n, found, piece_spans, uses, glob
+        )
         stats = retriever.term_stats
         if partial and typed and stats is not None:
             found["symbol"] = completed_definitions(q, stats, found["symbol"], partial, s.top_n)
@@ -311,7 +320,10 @@ def rank(
             return Ranked([], degraded, no_results=why)
     graph = retriever.graph if mode in ("hybrid", "bm25") and not code_like else None
     copied = _copied_code(found, parsed.text, parts)
-    list_w = list_weights(s, parts.long, code_like, explicit_path, copied, uses is not None)
+    pattern = _read_as_pattern(glob, found.get("symbol"))
+    read_as = read_as or pattern
+    asked = (copied, uses is not None, pattern is not None)
+    list_w = list_weights(s, parts.long, code_like, explicit_path, *asked)
     if complete and "static" in found:
         list_w["static"] *= s.static_with_dense
     lists = {name: found[name] for name in LIST_ORDER if name in found}
@@ -579,6 +591,11 @@ def _source_list(
     return G.hop_list(q, described, s.top_n)
 
 
+def _read_as_pattern(glob: NameGlob | None, symbol: list[Key] | None) -> str | None:
+    """What a name pattern was read as, when the symbol list holds the definitions it matched."""
+    return f"the definitions named like {glob.text}" if glob is not None and symbol else None
+
+
 def _lexical_lists(
     q: Retrieval[Any],
     retriever: Retriever,
@@ -588,15 +605,20 @@ def _lexical_lists(
     found: dict[str, list[Key]],
     piece_spans: dict[Key, tuple[int, int]],
     uses: UsesAsked | None = None,
+    glob: NameGlob | None = None,
 ) -> bool:
-    """Add the keyword-side lists but phrases to ``found``; True when the query names a path outright."""
+    """Add the keyword-side lists but phrases to ``found``; True when the query names a path outright.
+    A name pattern (``glob``) lists the definitions of the names it matches as the symbol list."""
     found["bm25"] = q.bm25(n)
     found["piece"], spans = q.piece_bm25(n)
     piece_spans.update(spans)
     if uses is not None:  # who calls a name, its tests: where the graph says it is used
         found["uses"], lines = L.use_list(q, retriever.graph, uses, n)
         piece_spans.update(lines)
-    found["symbol"] = L.symbol_list(q, text, parts, n)
+    stats = retriever.term_stats
+    named, lines = glob_list(q, stats, retriever.graph, glob, n) if glob and stats else ([], {})
+    piece_spans.update(lines)
+    found["symbol"] = named or L.symbol_list(q, text, parts, n)
     if parts.long:
         found["path"] = L.mention_list(q, parts, retriever.path_parts, n)
         return False

@@ -13,6 +13,7 @@ A candidate is named by a key (a row number, a row id) that is only meaningful t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Container, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -201,6 +202,11 @@ class TermStats(Protocol):
 
     def defined_names(self, prefix: str, cap: int) -> list[str]:
         """Up to ``cap`` lower-cased names live chunks define that start with ``prefix``, shortest first."""
+        ...
+
+    def names_matching(self, prefix: str, needle: str, pattern: re.Pattern[str], cap: int) -> list[str]:
+        """Up to ``cap`` lower-cased names live chunks define that start with ``prefix``, hold ``needle``
+        and that ``pattern`` matches whole, shortest first."""
         ...
 
     def letter_trigrams(self) -> frozenset[str]:

@@ -555,6 +555,22 @@ class Part:
         lo, hi = d.prefix_range(prefix)
         return d.terms(lo, hi)
 
+    def names_holding(self, needle: str) -> list[str]:
+        """The (lower-cased) defined names that hold ``needle`` (lower case), found in all the names one
+        per line (read once, kept with the immutable segment)."""
+        every: str | None = self.__dict__.get("_all_names")
+        if every is None:
+            every = self.__dict__["_all_names"] = "\n".join(self.names_from(""))
+        out: list[str] = []
+        at = every.find(needle) if needle else -1
+        while at >= 0:
+            start = every.rfind("\n", 0, at) + 1
+            end = every.find("\n", at)
+            end = len(every) if end < 0 else end
+            out.append(every[start:end])
+            at = every.find(needle, end)
+        return out
+
     def defines(self, i: int) -> tuple[str, ...]:
         return self.chunk_meta(i)[2]
 

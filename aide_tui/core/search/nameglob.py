@@ -1,0 +1,98 @@
+"""A name pattern asked for: ``*Transport``, ``test_*redirect*``, ``g?t_*``, ``Async*Client``.
+
+A query of one word with ``*`` (any run of name characters) or ``?`` (one) lists the definitions whose
+names match it, as ``fd`` and ``rg -g`` users write a name they half remember. Without it the wildcard
+was dropped and ``*Transport`` searched for the word ``transport``. Smart case, as ripgrep's: a
+pattern with an upper-case letter matches in that case first (``*Transport`` ranks ``HTTPTransport``
+before ``_init_transport``), one in lower case matches any case alike. A word being typed matches as if
+it ended with ``*``. A Python star argument (``*args``, ``**kwargs``) is not a pattern, nor is a word
+with a question mark at its end (``timeout?``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TypeVar
+
+from aide_tui.core.search.retriever import Candidate, Retrieval, SymbolGraph, TermStats
+
+_GLOB = re.compile(r"[\w*?]{2,200}")  # one word of name characters and wildcards
+_STAR_ARGUMENT = re.compile(r"\*{1,2}[a-z][a-z0-9]*")  # f(*args, **kwargs)
+MIN_LITERAL = 2  # name characters a pattern needs (``*`` alone, or ``a*``, asks for nothing)
+MIN_INNER_LITERAL = 3  # ... one that starts with a wildcard (every name is searched for them)
+MAX_GLOB_NAMES = 200  # matching names whose definitions are looked up, the shortest first
+
+K = TypeVar("K")
+
+
+@dataclass(frozen=True)
+class NameGlob:
+    """A name pattern: what was written, its literal start (lower case: where the names' dictionary is
+    read from) and the pattern in any case and in the case written (any case for one in lower case)."""
+
+    text: str
+    prefix: str
+    needle: str  # its longest run of name characters, lower case: what every name it matches holds
+    any_case: re.Pattern[str]
+    as_written: re.Pattern[str]
+
+
+def name_glob(text: str, typing: bool = False) -> NameGlob | None:
+    """The name pattern ``text`` is (None for any other query); ``typing``: its last word is still being
+    typed, so it matches as if it ended with ``*``."""
+    word = text.strip()
+    wild = "*" in word or "?" in word.rstrip("?")  # a word's last ``?`` asks a question (``timeout?``)
+    if not _GLOB.fullmatch(word) or not wild or _STAR_ARGUMENT.fullmatch(word):
+        return None
+    if sum(c not in "*?" for c in word) < (MIN_LITERAL if word[0] not in "*?" else MIN_INNER_LITERAL):
+        return None
+    if typing and not word.endswith("*"):
+        word += "*"
+    body = "".join(r"\w*" if c == "*" else r"\w" if c == "?" else re.escape(c) for c in word)
+    literal = re.split(r"[*?]", word.lower())
+    any_case = re.compile(body, re.IGNORECASE)
+    written = re.compile(body) if word != word.lower() else any_case
+    return NameGlob(word, literal[0], max(literal, key=len), any_case, written)
+
+
+def glob_list(
+    r: Retrieval[K], stats: TermStats, graph: SymbolGraph | None, glob: NameGlob, limit: int
+) -> tuple[list[K], dict[K, tuple[int, int]]]:
+    """Chunks defining a name ``glob`` matches: a name in the case written first, then the shorter
+    names (the closest to what is asked), then by BM25; with the lines of the definition each was
+    found by (a chunk is labelled by its first definition, and may hold several), from ``graph``."""
+    names = stats.names_matching(glob.prefix, glob.needle, glob.any_case, MAX_GLOB_NAMES)
+    ranked: dict[K, tuple[int, int, str]] = {}
+    written_keys = 0
+    for name in names:  # the shortest first: once ``limit`` chunks define one as written, none can pass
+        keys = r.defining([name]).get(name, [])
+        for k in keys:
+            written = any(glob.as_written.fullmatch(d.rsplit(".", 1)[-1]) for d in r.defines(k))
+            key = (0 if written else 1, len(name), name)
+            if k not in ranked or key < ranked[k]:
+                written_keys += written and k not in ranked
+                ranked[k] = key
+        if written_keys >= limit:
+            break
+    keys = sorted(ranked, key=lambda k: (ranked[k], -r.score(k), r.order(k)))[:limit]
+    lines: dict[K, tuple[int, int]] = {}
+    if graph is not None:
+        for k in keys:
+            found = _defined_at(r.chunk(k), graph, glob, ranked[k][2])
+            if found is not None:
+                lines[k] = found
+    return keys, lines
+
+
+def _defined_at(c: Candidate, graph: SymbolGraph, glob: NameGlob, name: str) -> tuple[int, int] | None:
+    """The lines of the definition of ``name`` (lower case) in chunk ``c``, the one in the case
+    ``glob`` is written in first (None when the graph has none there)."""
+    inside = [
+        d for path, d in graph.definitions(name, False)
+        if path == c.path and c.start_line <= d.line <= c.end_line
+    ]  # fmt: skip
+    if not inside:
+        return None
+    d = min(inside, key=lambda d: (not glob.as_written.fullmatch(d.name), d.line))
+    return d.line, min(max(d.end_line, d.line), c.end_line)

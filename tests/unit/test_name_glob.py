@@ -1,0 +1,116 @@
+"""A name pattern (``*Transport``, ``test_*redirect*``, ``g?t_*``) lists the definitions whose names match
+it, those in the case written first, each hit's best line in the definition it was found by. Real
+files, indexed; the searches are the CLI's."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import indexed_bm25
+
+from aide_tui.core.config import load_settings
+from aide_tui.core.search.hitlines import hit_best_line
+from aide_tui.core.search.nameglob import name_glob
+from aide_tui.core.search.searcher import Searcher
+
+FILES = {
+    "pkg/base.py": """
+        class BaseTransport:
+            def handle_request(self, request):
+                raise NotImplementedError
+    """,
+    "pkg/http.py": """
+        class HTTPTransport(BaseTransport):
+            def handle_request(self, request):
+                return request.send()
+    """,
+    "pkg/async_http.py": """
+        class AsyncHTTPTransport(BaseTransport):
+            async def handle_async_request(self, request):
+                return await request.send()
+    """,
+    "pkg/streams.py": """
+        class SyncStream:
+            def read(self):
+                return b""
+
+
+        class MockTransport:
+            def read(self):
+                return b"mock"
+    """,
+    "pkg/client.py": """
+        class Client:
+            def _init_transport(self, transport=None):
+                # the transport a client sends through; a transport per proxy
+                self.transport = transport or HTTPTransport()
+                return self.transport
+
+            def get_headers(self):
+                return {}
+
+            def get_url(self):
+                return "/"
+    """,
+    "tests/test_redirects.py": """
+        def test_redirect_301():
+            assert True
+
+
+        def test_multiple_redirects():
+            assert True
+
+
+        def test_cookies():
+            assert True
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def searcher(tmp_path_factory: pytest.TempPathFactory) -> Searcher:
+    root = indexed_bm25(tmp_path_factory.mktemp("glob") / "ws", FILES)
+    return Searcher(root, load_settings(root, {"embedding": {"backend": "none"}}))
+
+
+def _names(searcher: Searcher, query: str, prefix: bool = False) -> list[str]:
+    """The definition each hit's best line is on (``class X`` / ``def x`` reduced to the name)."""
+    resp = searcher.search(query, limit=10, mode="bm25", prefix=prefix)
+    out = []
+    for h in resp.results:
+        line = h.text.split("\n")[hit_best_line(h).line - h.start_line].strip()
+        out.append(line.split()[1].split("(")[0].rstrip(":") if line.startswith(("class ", "def ")) else line)
+    return out
+
+
+def test_the_names_a_pattern_matches_come_first_those_in_the_case_written_before_the_others(
+    searcher: Searcher,
+) -> None:
+    resp = searcher.search("*Transport", limit=10, mode="bm25")
+    assert resp.read_as == "the definitions named like *Transport"
+    names = _names(searcher, "*Transport")
+    # the shortest names first; MockTransport's chunk is labelled SyncStream, its best line is the class
+    assert names[:4] == ["BaseTransport", "HTTPTransport", "MockTransport", "AsyncHTTPTransport"], names
+    assert resp.results[2].symbol == "class SyncStream" and all(
+        h.ranks.get("symbol") for h in resp.results[:4]
+    )
+    assert "_init_transport" in names[4:]  # any case, after those written so
+    assert _names(searcher, "*transport*")[:5] == ["BaseTransport", "HTTPTransport", "MockTransport",
+                                                   "_init_transport", "AsyncHTTPTransport"]  # fmt: skip
+    assert _names(searcher, "test_*redirect*")[:1] == ["test_redirect_301"]  # one chunk holds both tests
+    assert _names(searcher, "get_*")[:1] in (["get_url"], ["get_headers"])
+    assert _names(searcher, "Async*Transport")[:1] == ["AsyncHTTPTransport"]
+
+
+def test_a_pattern_being_typed_matches_as_if_it_ended_with_a_star(searcher: Searcher) -> None:
+    assert _names(searcher, "*HTTPTrans", prefix=True)[:2] == ["HTTPTransport", "AsyncHTTPTransport"]
+
+
+def test_what_is_not_a_name_pattern(searcher: Searcher) -> None:
+    for text in ("Transport", "*args", "**kwargs", "a*", "*", "?", "two *words", "x * y", "*.py", "timeout?",
+                 "*Tr"):  # fmt: skip
+        assert name_glob(text) is None, text
+    assert name_glob("g?t_u*") is not None and name_glob("g?t_u*").any_case.fullmatch("get_url")  # type: ignore[union-attr]
+    # a word the code does not match keeps the usual lists (and says nothing of a pattern)
+    resp = searcher.search("*Nowhere", limit=10, mode="bm25")
+    assert resp.read_as is None
+    assert searcher.search("Transport", limit=10, mode="bm25").read_as is None
