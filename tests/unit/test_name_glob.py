@@ -114,3 +114,11 @@ def test_what_is_not_a_name_pattern(searcher: Searcher) -> None:
     resp = searcher.search("*Nowhere", limit=10, mode="bm25")
     assert resp.read_as is None
     assert searcher.search("Transport", limit=10, mode="bm25").read_as is None
+
+
+def test_a_pattern_of_many_stars_matches_in_linear_time() -> None:
+    """``*a*a*...*b`` against a long name that almost matches: a regex of ``\\w*`` runs backtracks
+    exponentially (24 letters: 0.5 s, each one more doubling it); fnmatch's atomic groups do not."""
+    glob = name_glob("*a" * 12 + "*b")
+    assert glob is not None
+    assert glob.any_case.fullmatch("a" * 40 + "c") is None and glob.any_case.fullmatch("xa" * 12 + "b")

@@ -1,6 +1,6 @@
 """A name pattern asked for: ``*Transport``, ``test_*redirect*``, ``g?t_*``, ``Async*Client``.
 
-A query of one word with ``*`` (any run of name characters) or ``?`` (one) lists the definitions whose
+A query of one word with ``*`` (any run of characters of a name) or ``?`` (one) lists the definitions whose
 names match it, as ``fd`` and ``rg -g`` users write a name they half remember. Without it the wildcard
 was dropped and ``*Transport`` searched for the word ``transport``. Smart case, as ripgrep's: a
 pattern with an upper-case letter matches in that case first (``*Transport`` ranks ``HTTPTransport``
@@ -11,6 +11,7 @@ with a question mark at its end (``timeout?``).
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 from typing import TypeVar
@@ -49,7 +50,7 @@ def name_glob(text: str, typing: bool = False) -> NameGlob | None:
         return None
     if typing and not word.endswith("*"):
         word += "*"
-    body = "".join(r"\w*" if c == "*" else r"\w" if c == "?" else re.escape(c) for c in word)
+    body = fnmatch.translate(word)  # atomic groups: no backtracking blow-up on ``*a*a*a*a*b``
     literal = re.split(r"[*?]", word.lower())
     any_case = re.compile(body, re.IGNORECASE)
     written = re.compile(body) if word != word.lower() else any_case
