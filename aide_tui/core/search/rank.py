@@ -25,6 +25,7 @@ from aide_tui.core.search import graphrank as G
 from aide_tui.core.search import lists as L
 from aide_tui.core.search.filters import ParsedQuery
 from aide_tui.core.search.fuse import Fused, rrf
+from aide_tui.core.search.hitlines import symbol_at_line
 from aide_tui.core.search.nameglob import NameGlob, glob_list, name_glob
 from aide_tui.core.search.query import (
     CODE_LIKE,
@@ -336,9 +337,8 @@ def rank(
     q.fetch(f.doc for f in top)
     if s.best_piece == "piece":  # a hit's best line follows its best BM25 piece, else its dense one
         spans = {**spans, **{f.doc: piece_spans[f.doc] for f in top if f.doc in piece_spans}}
-    return Ranked(
-        [_hit(q, f, terms, spans.get(f.doc)) for f in top], degraded, corrected=fixed, read_as=read_as
-    )
+    hits = _labelled_by_pattern([_hit(q, f, terms, spans.get(f.doc)) for f in top], pattern)
+    return Ranked(hits, degraded, corrected=fixed, read_as=read_as)
 
 
 def _fuse(
@@ -589,6 +589,17 @@ def _source_list(
         return []
     described = G.described_files(graph, retriever.path_parts, pointers, is_source)
     return G.hop_list(q, described, s.top_n)
+
+
+def _labelled_by_pattern(hits: list[Hit], pattern: str | None) -> list[Hit]:
+    """A name pattern's hits labelled by the definition it matched (a chunk is labelled by its first
+    definition: ``MockTransport`` sits in the chunk of ``class SyncStream``); others as they are."""
+    if pattern is None:
+        return hits
+    return [
+        replace(h, symbol=symbol_at_line(h, h.best_piece[0])) if h.ranks.get("symbol") and h.best_piece else h
+        for h in hits
+    ]
 
 
 def _read_as_pattern(glob: NameGlob | None, symbol: list[Key] | None) -> str | None:
