@@ -51,6 +51,13 @@ FILES = {
             def get_url(self):
                 return "/"
     """,
+    "tests/test_client.py": """
+        def test_mount():
+            class Transport:
+                pass
+
+            assert Transport
+    """,
     "tests/test_redirects.py": """
         def test_redirect_301():
             assert True
@@ -86,13 +93,14 @@ def test_the_names_a_pattern_matches_come_first_those_in_the_case_written_before
     searcher: Searcher,
 ) -> None:
     resp = searcher.search("*Transport", limit=10, mode="bm25")
-    assert resp.read_as == "the definitions named like *Transport"
+    assert resp.read_as == "the definitions named like *Transport" and resp.confidence == "high"
     names = _names(searcher, "*Transport")
     # the shortest names first; MockTransport's chunk starts with SyncStream: its row is labelled by the match
     assert names[:4] == ["BaseTransport", "HTTPTransport", "MockTransport", "AsyncHTTPTransport"], names
     assert resp.results[2].symbol == "class MockTransport"  # not its chunk's first, SyncStream
     assert all(h.ranks.get("symbol") for h in resp.results[:4])
-    assert "_init_transport" in names[4:]  # any case, after those written so
+    assert names[4] == "Transport"  # as written, but a test's: after the source
+    assert "_init_transport" in names[5:]  # any case, after those written so
     assert _names(searcher, "*transport*")[:5] == ["BaseTransport", "HTTPTransport", "MockTransport",
                                                    "_init_transport", "AsyncHTTPTransport"]  # fmt: skip
     assert _names(searcher, "test_*redirect*")[:1] == ["test_redirect_301"]  # one chunk holds both tests
@@ -105,13 +113,15 @@ def test_a_pattern_being_typed_matches_as_if_it_ended_with_a_star(searcher: Sear
 
 
 def test_what_is_not_a_name_pattern(searcher: Searcher) -> None:
-    for text in ("Transport", "*args", "**kwargs", "a*", "*", "?", "two *words", "x * y", "*.py", "timeout?",
-                 "*Tr"):  # fmt: skip
+    for text in ("Transport", "*args", "**kwargs", "**opts", "a*", "*", "?", "two *words", "x * y", "*.py",
+                 "timeout?", "*Tr", "char*", "int*", "void**"):  # fmt: skip
         assert name_glob(text) is None, text
     assert name_glob("g?t_u*") is not None and name_glob("g?t_u*").any_case.fullmatch("get_url")  # type: ignore[union-attr]
     # a word the code does not match keeps the usual lists (and says nothing of a pattern)
-    resp = searcher.search("*Nowhere", limit=10, mode="bm25")
-    assert resp.read_as is None
+    assert name_glob("*transport") is not None  # a lower-case word is a pattern, not a star argument
+    for text in ("*Nowhere", "Client*Transport"):
+        resp = searcher.search(text, limit=10, mode="bm25")
+        assert resp.read_as is None, text  # (the usual symbol list: Client's definition)
     assert searcher.search("Transport", limit=10, mode="bm25").read_as is None
 
 

@@ -42,6 +42,10 @@ FILES = {
             # what changed: the request is sent again after a redirect
             return request.follow(timeout)
     """,
+    "pkg/version.py": """
+        __version__ = "7.12.3"
+        LEGACY_VERSION = "7.2.3"
+    """,
     "pkg/notes.py": """
         def release_notes(version):
             # the notes of a version, read from the changelog
@@ -114,17 +118,22 @@ def test_what_heads_a_releases_notes(text: str, number: str, heads: bool) -> Non
     assert bool(heading_pattern(number).search(text)) == heads
 
 
-def test_a_release_no_hit_holds_is_said_so(root: Path) -> None:
-    """A release number the code has nowhere answers low, the first hint naming it (the hits only share
-    the question's other words: "changed" is in pkg/client.py); a number the notes hold does not, nor
-    one that only a longer number or a pre-release holds (``2.3.10``, ``0.13.0.dev2``) is found in."""
+def test_a_release_no_chunk_holds_is_said_so(root: Path) -> None:
+    """A release number no chunk holds answers low, the first hint naming it (the hits only share the
+    question's other words: "changed" is in pkg/client.py). Not one the code holds anywhere (a
+    version string in the source, outside any release notes), as written or as the start of a longer
+    number (``2.3`` of ``2.3.1``), nor one whose absence cannot be told: a number of single digits
+    only has no term to find its chunks by (``4.5.6``)."""
     searcher = Searcher(root, load_settings(root, {"embedding": {"backend": "none"}}))
-    for query, number in (("what changed in 4.5.6", "4.5.6"), ("changelog v2.3", "2.3"),
-                          ("what changed in 0.13.0.dev3", "0.13.0.dev3")):  # fmt: skip
+    for query, number in (("what changed in 4.50.6", "4.50.6"), ("changelog v4.50", "4.50"),
+                          ("what changed in 0.14.0.dev3", "0.14.0.dev3")):  # fmt: skip
         resp = searcher.search(query, limit=10, mode="bm25")
         assert resp.results and resp.confidence == "low", query
         assert resp.hints[0]["kind"] == "absent" and resp.hints[0]["name"] == number, (query, resp.hints)
-    for query in ("what changed in 2.3.1", "changes in v2.3.10", "release 0.13.0.dev2", "what changed"):
+    for query in ("what changed in 2.3.1", "changes in v2.3.10", "release 0.13.0.dev2", "what changed",
+                  "changelog v2.3", "what changed in 0.13.0.dev3",  # 0.13.0 is held
+                  "what changed in 7.12.3", "what changed in 7.2.3",  # pkg/version.py, not the notes
+                  "what changed in 4.5.6"):  # fmt: skip
         resp = searcher.search(query, limit=10, mode="bm25")
         assert all(h["kind"] != "absent" for h in resp.hints), (query, resp.hints)
-    assert searcher.search("what changed in 4.5.6", mode="bm25", hints=False).hints == []
+    assert searcher.search("what changed in 4.50.6", mode="bm25", hints=False).hints == []

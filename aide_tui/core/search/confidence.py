@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 from aide_tui.core.search.hitlines import hit_best_line
 from aide_tui.core.search.query import CODE_LIKE, asked_name, asked_subclasses, asked_uses, last_part
-from aide_tui.core.search.releases import asked_versions, version_pattern
 from aide_tui.core.search.response import Hit
 from aide_tui.core.search.retriever import SymbolGraph, TermStats
 from aide_tui.core.tokens import CAMEL_PARTS, STOPWORDS, identifiers, tokenize
@@ -162,17 +161,6 @@ def absent_name(
             if graph.definitions(name, False) or graph.has_references(name, False):
                 return None
     return last
-
-
-def absent_release(hits: Sequence[Hit], query: str) -> str | None:
-    """The release number a short query asks for (``what changed in 0.23.1``, releases.py) that no hit
-    holds as a whole number: the phrase list, which looks for it in the release notes and wherever its
-    digits are, found none, and the hits only share the question's other words."""
-    for number in asked_versions(query):
-        held = version_pattern(number)
-        if not any(held.search(h.text) for h in hits):
-            return number
-    return None
 
 
 def _spellings(name: str) -> list[str]:

@@ -19,6 +19,7 @@ from aide_tui.core.tokens import STOPWORDS, identifiers, span_terms
 
 MAX_PATH_WORDS = 300  # distinct words of a (pasted) query checked against file paths
 MAX_VERSION_CANDIDATES = 1000  # chunks read for a release number beyond its release notes
+_RELEASE_CORE = re.compile(r"\d+(?:\.\d+)+")  # a release number's numbers, without a pre-release tail
 # definitions that may name a base type on their header lines (subtype_declarations)
 TYPE_KINDS = frozenset(
     "class interface struct trait object record protocol mixin extension actor enum impl".split()
@@ -426,6 +427,34 @@ def phrase_list(r: Retrieval[K], text: str, limit: int, release_notes: Sequence[
 
     hits.sort(key=lambda k: (not heads(k) if headings else False, -r.score(k), r.order(k)))
     return hits[:limit]
+
+
+def missing_release(r: Retrieval[K], text: str, phrase_hits: Sequence[K]) -> str | None:
+    """A release number ``text`` asks for (releases.py) that no chunk of the code holds, when the
+    phrase list found none: looked for in every chunk holding its terms (its parts of two digits or
+    more), without a pre-release tail (``2.0.0-rc1`` is held by ``2.0.0rc1``) and as the start of a
+    longer number (``release 0.28`` is held by ``0.28.1``). None when one is held, or when that cannot
+    be told: a number without such a part (``8.1.7``), or one whose terms more than
+    ``MAX_VERSION_CANDIDATES`` chunks hold."""
+    if phrase_hits:
+        return None
+    for number in asked_versions(text):
+        core = _RELEASE_CORE.match(number)
+        if core is None:
+            return None
+        all_of, any_of, prefix = span_terms(core.group())
+        if not (all_of or any_of or prefix):
+            return None
+        held = r.holding(all_of, any_of, prefix)
+        if held is None:
+            return None
+        chunks = list(held)
+        if len(chunks) > MAX_VERSION_CANDIDATES:
+            return None
+        starts = re.compile(rf"(?<![\w.]){re.escape(core.group())}(?!\d)", re.IGNORECASE)
+        if not any(starts.search(r.chunk(k).text) for k in chunks):
+            return number
+    return None
 
 
 def trigram_list(r: Retrieval[K], quoted: str, pool: Iterable[K], limit: int, floor: float = 0.0) -> list[K]:

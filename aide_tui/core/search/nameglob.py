@@ -16,13 +16,24 @@ import re
 from dataclasses import dataclass
 from typing import TypeVar
 
+from aide_tui.core.filekinds import TEST_PATH
 from aide_tui.core.search.retriever import Candidate, Retrieval, SymbolGraph, TermStats
 
-_GLOB = re.compile(r"[\w*?]{2,200}")  # one word of name characters and wildcards
-_STAR_ARGUMENT = re.compile(r"\*{1,2}[a-z][a-z0-9]*")  # f(*args, **kwargs)
+_GLOB = re.compile(r"[\w$*?]{2,200}")  # one word of name characters and wildcards
+# f(*args, **kwargs): any ``**name``, and ``*name`` for the names star arguments usually have
+_STAR_ARGUMENT = re.compile(
+    r"\*\*[a-z_][a-z0-9_]*|\*(?:args|argv|arguments|params|parameters|rest|others|extra|extras|items|values"
+    r"|vals|a|xs|kw|kwargs|kwds|options|opts)"
+)
+# a C or C++ pointer type (``char*``, ``const_iterator*`` are written with the star after the type)
+_POINTER = re.compile(
+    r"(?:char|int|void|long|short|float|double|unsigned|signed|bool|auto|size_t|ssize_t|wchar_t|u?int\d+_t"
+    r"|FILE|PyObject)\*+"
+)
 MIN_LITERAL = 2  # name characters a pattern needs (``*`` alone, or ``a*``, asks for nothing)
 MIN_INNER_LITERAL = 3  # ... one that starts with a wildcard (every name is searched for them)
-MAX_GLOB_NAMES = 200  # matching names whose definitions are looked up, the shortest first
+MAX_GLOB_NAMES = 1000  # matching names whose definitions may be looked up, the shortest first
+NAMES_AT_ONCE = 100  # names whose definitions are looked up together
 
 K = TypeVar("K")
 
@@ -44,46 +55,56 @@ def name_glob(text: str, typing: bool = False) -> NameGlob | None:
     typed, so it matches as if it ended with ``*``."""
     word = text.strip()
     wild = "*" in word or "?" in word.rstrip("?")  # a word's last ``?`` asks a question (``timeout?``)
-    if not _GLOB.fullmatch(word) or not wild or _STAR_ARGUMENT.fullmatch(word):
+    if not _GLOB.fullmatch(word) or not wild or _STAR_ARGUMENT.fullmatch(word) or _POINTER.fullmatch(word):
         return None
     if sum(c not in "*?" for c in word) < (MIN_LITERAL if word[0] not in "*?" else MIN_INNER_LITERAL):
         return None
     if typing and not word.endswith("*"):
         word += "*"
-    body = fnmatch.translate(word)  # atomic groups: no backtracking blow-up on ``*a*a*a*a*b``
-    literal = re.split(r"[*?]", word.lower())
-    any_case = re.compile(body, re.IGNORECASE)
-    written = re.compile(body) if word != word.lower() else any_case
+    low = word.lower()  # the names are stored lower-cased (``İ`` is two characters then)
+    literal = re.split(r"[*?]", low)
+    # fnmatch's patterns use atomic groups: no backtracking blow-up on ``*a*a*a*a*b``
+    any_case = re.compile(fnmatch.translate(low), re.IGNORECASE)
+    written = re.compile(fnmatch.translate(word)) if word != low else any_case
     return NameGlob(word, literal[0], max(literal, key=len), any_case, written)
 
 
 def glob_list(
     r: Retrieval[K], stats: TermStats, graph: SymbolGraph | None, glob: NameGlob, limit: int
 ) -> tuple[list[K], dict[K, tuple[int, int]]]:
-    """Chunks defining a name ``glob`` matches: a name in the case written first, then the shorter
-    names (the closest to what is asked), then by BM25; with the lines of the definition each was
-    found by (a chunk is labelled by its first definition, and may hold several), from ``graph``."""
+    """Chunks defining a name ``glob`` matches: a name in the case written first, source before tests,
+    then the shorter names (the closest to what is asked), then by BM25; with the lines of the
+    definition each was found by (a chunk is labelled by its first definition, and may hold several),
+    from ``graph``."""
     names = stats.names_matching(glob.prefix, glob.needle, glob.any_case, MAX_GLOB_NAMES)
-    ranked: dict[K, tuple[int, int, str]] = {}
-    written_keys = 0
-    for name in names:  # the shortest first: once ``limit`` chunks define one as written, none can pass
-        keys = r.defining([name]).get(name, [])
-        for k in keys:
-            written = any(glob.as_written.fullmatch(d.rsplit(".", 1)[-1]) for d in r.defines(k))
-            key = (0 if written else 1, len(name), name)
-            if k not in ranked or key < ranked[k]:
-                written_keys += written and k not in ranked
-                ranked[k] = key
-        if written_keys >= limit:
+    ranked: dict[K, tuple[int, int, int, str]] = {}
+    best = 0
+    for i in range(0, len(names), NAMES_AT_ONCE):  # the shortest first
+        batch = names[i : i + NAMES_AT_ONCE]
+        defs = r.defining(batch)
+        for name in batch:
+            for k in defs.get(name, ()):
+                written = 0 if _as_written(r.defines(k), name, glob) else 1
+                key = (written, 1 if TEST_PATH.search(r.path(k)) else 0, len(name), name)
+                if k not in ranked or key < ranked[k]:
+                    best += key[:2] == (0, 0) and ranked.get(k, (1,))[:2] != (0, 0)
+                    ranked[k] = key
+        if best >= limit:  # ``limit`` source chunks define a name as written: a longer name cannot pass
             break
     keys = sorted(ranked, key=lambda k: (ranked[k], -r.score(k), r.order(k)))[:limit]
     lines: dict[K, tuple[int, int]] = {}
     if graph is not None:
         for k in keys:
-            found = _defined_at(r.chunk(k), graph, glob, ranked[k][2])
+            found = _defined_at(r.chunk(k), graph, glob, ranked[k][3])
             if found is not None:
                 lines[k] = found
     return keys, lines
+
+
+def _as_written(defined: tuple[str, ...], name: str, glob: NameGlob) -> bool:
+    """Whether a chunk defines ``name`` (lower case) in the case ``glob`` is written in."""
+    lasts = (d.rsplit(".", 1)[-1] for d in defined)
+    return any(last.lower() == name and glob.as_written.fullmatch(last) for last in lasts)
 
 
 def _defined_at(c: Candidate, graph: SymbolGraph, glob: NameGlob, name: str) -> tuple[int, int] | None:

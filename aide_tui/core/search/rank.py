@@ -107,6 +107,8 @@ class Ranked:
     no_results: str | None = None
     corrected: str | None = None  # the query as the lexical lists read it, when a typo was fixed
     read_as: str | None = None  # what a question about one name was read as ("uses of send")
+    missing: str | None = None  # a release number asked for that no chunk holds (lists.missing_release)
+    pattern: bool = False  # a name pattern's matches lead (nameglob.py)
 
 
 def diversify(items: list[T], keys: list[str], cap: int, window: int) -> list[T]:
@@ -278,10 +280,10 @@ def rank(
     found: dict[str, list[Key]] = {}
     explicit_path = False
     piece_spans: dict[Key, tuple[int, int]] = {}
+    pattern: str | None = None
     if mode in ("hybrid", "bm25"):
-        explicit_path = _lexical_lists(
-            q, retriever, parsed.text, parts, s.top_n, found, piece_spans, uses, glob
-        )
+        explicit_path = _lexical_lists(q, retriever, parsed.text, parts, s.top_n, found, piece_spans, uses)
+        pattern = _pattern_list(q, retriever, glob, s.top_n, found, piece_spans)
         stats = retriever.term_stats
         if partial and typed and stats is not None:
             found["symbol"] = completed_definitions(q, stats, found["symbol"], partial, s.top_n)
@@ -310,8 +312,9 @@ def rank(
             if encoder.encode is None:
                 degraded = None  # the static tier alone was asked for, and it answers
     q.fetch(k for keys in found.values() for k in keys)
+    missing = None
     if mode in ("hybrid", "bm25"):
-        _verbatim_lists(
+        missing = _verbatim_lists(
             q, parsed.text, parts, None if parts.long else message, s.top_n, found, retriever.path_parts
         )
     if mode == "hybrid" and closest is not None and not any(found.get(name) for name in LEXICAL_LISTS):
@@ -321,7 +324,6 @@ def rank(
             return Ranked([], degraded, no_results=why)
     graph = retriever.graph if mode in ("hybrid", "bm25") and not code_like else None
     copied = _copied_code(found, parsed.text, parts)
-    pattern = _read_as_pattern(glob, found.get("symbol"))
     read_as = read_as or pattern
     asked = (copied, uses is not None, pattern is not None)
     list_w = list_weights(s, parts.long, code_like, explicit_path, *asked)
@@ -331,6 +333,7 @@ def rank(
     fused = _fuse(q, lists, list_w, parsed.text, parts, code_like, s, lambda: retriever.graph)
     if graph is not None:
         fused = _graph_hops(q, retriever, graph, fused, lists, list_w, parsed.text, parts, s)
+    fused = _pattern_first(fused, pattern)
     if s.per_file_cap > 0:
         fused = diversify(fused, [q.file_of(f.doc) for f in fused], s.per_file_cap, limit)
     top = fused[:limit]
@@ -338,7 +341,7 @@ def rank(
     if s.best_piece == "piece":  # a hit's best line follows its best BM25 piece, else its dense one
         spans = {**spans, **{f.doc: piece_spans[f.doc] for f in top if f.doc in piece_spans}}
     hits = _labelled_by_pattern([_hit(q, f, terms, spans.get(f.doc)) for f in top], pattern)
-    return Ranked(hits, degraded, corrected=fixed, read_as=read_as)
+    return Ranked(hits, degraded, corrected=fixed, read_as=read_as, missing=missing, pattern=bool(pattern))
 
 
 def _fuse(
@@ -592,8 +595,8 @@ def _source_list(
 
 
 def _labelled_by_pattern(hits: list[Hit], pattern: str | None) -> list[Hit]:
-    """A name pattern's hits labelled by the definition it matched (a chunk is labelled by its first
-    definition: ``MockTransport`` sits in the chunk of ``class SyncStream``); others as they are."""
+    """A name pattern's matches labelled by the definition each matched (a chunk is labelled by its
+    first definition: ``MockTransport`` sits in the chunk of ``class SyncStream``); others as they are."""
     if pattern is None:
         return hits
     return [
@@ -602,9 +605,33 @@ def _labelled_by_pattern(hits: list[Hit], pattern: str | None) -> list[Hit]:
     ]
 
 
-def _read_as_pattern(glob: NameGlob | None, symbol: list[Key] | None) -> str | None:
-    """What a name pattern was read as, when the symbol list holds the definitions it matched."""
-    return f"the definitions named like {glob.text}" if glob is not None and symbol else None
+def _pattern_first(fused: list[Fused], pattern: str | None) -> list[Fused]:
+    """A name pattern's matches first, in the pattern list's order (the other lists only order what it
+    does not hold); any other query's as it is."""
+    if pattern is None:
+        return fused
+    return sorted(fused, key=lambda f: (0, f.ranks["symbol"]) if f.ranks.get("symbol") else (1, 0))
+
+
+def _pattern_list(
+    q: Retrieval[Any],
+    retriever: Retriever,
+    glob: NameGlob | None,
+    n: int,
+    found: dict[str, list[Key]],
+    piece_spans: dict[Key, tuple[int, int]],
+) -> str | None:
+    """The definitions of the names a name pattern (``glob``) matches as the symbol list, and what the
+    query was read as (None, the symbol list as it was, when it is no pattern or matches no name)."""
+    stats = retriever.term_stats
+    if glob is None or stats is None:
+        return None
+    named, lines = glob_list(q, stats, retriever.graph, glob, n)
+    if not named:
+        return None
+    found["symbol"] = named
+    piece_spans.update(lines)
+    return f"the definitions named like {glob.text}"
 
 
 def _lexical_lists(
@@ -616,20 +643,15 @@ def _lexical_lists(
     found: dict[str, list[Key]],
     piece_spans: dict[Key, tuple[int, int]],
     uses: UsesAsked | None = None,
-    glob: NameGlob | None = None,
 ) -> bool:
-    """Add the keyword-side lists but phrases to ``found``; True when the query names a path outright.
-    A name pattern (``glob``) lists the definitions of the names it matches as the symbol list."""
+    """Add the keyword-side lists but phrases to ``found``; True when the query names a path outright."""
     found["bm25"] = q.bm25(n)
     found["piece"], spans = q.piece_bm25(n)
     piece_spans.update(spans)
     if uses is not None:  # who calls a name, its tests: where the graph says it is used
         found["uses"], lines = L.use_list(q, retriever.graph, uses, n)
         piece_spans.update(lines)
-    stats = retriever.term_stats
-    named, lines = glob_list(q, stats, retriever.graph, glob, n) if glob and stats else ([], {})
-    piece_spans.update(lines)
-    found["symbol"] = named or L.symbol_list(q, text, parts, n)
+    found["symbol"] = L.symbol_list(q, text, parts, n)
     if parts.long:
         found["path"] = L.mention_list(q, parts, retriever.path_parts, n)
         return False
@@ -743,20 +765,23 @@ def _verbatim_lists(
     n: int,
     found: dict[str, list[Key]],
     path_parts: Mapping[str, Iterable[str]] | None = None,
-) -> None:
+) -> str | None:
     """Add the lists of text the query quotes or copies, each looked for among the BM25 lists' chunks
     but the first: its "double-quoted" phrases (in a pasted text only the prose's: not code, not
     traceback file names; none in pasted code, whose strings nobody quoted), a pasted error line's
     ``message`` (where it is raised), and a passage pasted from a file (code, a comment, a docstring:
-    where it is)."""
+    where it is). Returns a release number the query asks for that no chunk holds (see
+    :func:`~aide_tui.core.search.lists.missing_release`)."""
     quoted = parts.prose_without_frames() if parts.long else without_frames(text)
     code = pasted_code(quoted) is not None  # an issue's prose around its code blocks and frames is no code
+    missing = None
     if not code:
         notes = release_note_files(path_parts) if path_parts is not None and asked_versions(quoted) else []
         found["phrase"] = L.phrase_list(q, quoted, n, notes)
+        missing = L.missing_release(q, quoted, found["phrase"])
     passage = message is None and verbatim_words(text) and (code or not parts.long)  # not an issue's
     if message is None and not passage:
-        return
+        return missing
     m = VERBATIM_POOL if passage else None  # a message is looked for in the whole lists
     pool = dict.fromkeys([*found.get("bm25", [])[:m], *found.get("piece", [])[:m]])
     if message is not None:
@@ -764,6 +789,7 @@ def _verbatim_lists(
     else:
         share = VERBATIM_SHARE if code else PROSE_VERBATIM_SHARE
         found["verbatim"] = L.trigram_list(q, text, pool, n, floor=share)
+    return missing
 
 
 Closest = tuple[float | None, float | None]  # the best dense similarity, and the model's floor

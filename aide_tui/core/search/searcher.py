@@ -21,7 +21,7 @@ from aide_tui.core.embed.base import Embedder
 from aide_tui.core.embed.factory import make_static, static_enabled
 from aide_tui.core.errors import EmbedderError
 from aide_tui.core.search import rerank
-from aide_tui.core.search.confidence import MAX_HINTS, absent_name, absent_release, confidence, hints
+from aide_tui.core.search.confidence import MAX_HINTS, absent_name, confidence, hints
 from aide_tui.core.search.filters import parse_query
 from aide_tui.core.search.finder import find_files
 from aide_tui.core.search.rank import QueryEncoder, partial_word, rank
@@ -183,28 +183,30 @@ class Searcher:
                 ranked.read_as,
             )
             rerank.rerank_response(s, parsed.text, resp, limit)  # opt-in; cuts the list to ``limit``
-            self._assess(resp, ranked.corrected or parsed.text, hints)
+            self._assess(resp, ranked.corrected or parsed.text, hints, ranked.missing)
+            if ranked.pattern and resp.results and resp.results[0].ranks.get("symbol") == 1:
+                resp.confidence = "high"  # a listing of names that match: its first one does
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
 
-    def _assess(self, resp: SearchResponse, text: str, with_hints: bool) -> None:
+    def _assess(self, resp: SearchResponse, text: str, with_hints: bool, missing: str | None = None) -> None:
         """The answer's confidence and (``with_hints``) refine hints (see confidence.py); a name the
-        code has no trace of makes it low, and the first hint says so."""
+        code has no trace of, or a release number asked for that no chunk holds (``missing``), makes it
+        low, and the first hint says so."""
         resp.confidence = confidence(resp.results)
         if resp.results and with_hints:
             graph, stats = self.retriever.graph, self.retriever.term_stats
             resp.hints = hints(resp.results, text, graph, stats)
             name = absent_name(resp.results, text, graph, stats)
-            release = None if name is not None else absent_release(resp.results, text)
-            if name is not None or release is not None:
-                absent = name or release
+            absent = name or missing
+            if absent is not None:
                 resp.confidence = "low"
                 note: dict[str, object] = {
                     "kind": "absent",
                     "name": absent,
                     "text": f"no {absent} in the code: hits share its words"
                     if name is not None
-                    else f"no hit holds release {release}: they share the question's other words",
+                    else f"no {absent} in the code: hits share the question's other words",
                 }
                 resp.hints = [note, *resp.hints][:MAX_HINTS]
 
