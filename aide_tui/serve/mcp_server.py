@@ -220,8 +220,9 @@ def build_server(backend: Backend) -> MCPServer:
 
         query: identifiers or a description in words; also an issue or a change description pasted
         whole, an error or log line, a line or a few lines of code (where it is), "who calls NAME" or
-        "tests for NAME" (its uses, "read_as" says so), an environment variable (FORCE_COLOR), a
-        command-line flag (--no-verify). mode: hybrid (default), bm25 or dense.
+        "tests for NAME" (its uses, "read_as" says so), a name pattern ("*Transport", "test_*redirect*":
+        the definitions whose names match), an environment variable (FORCE_COLOR), a command-line flag
+        (--no-verify). mode: hybrid (default), bm25 or dense.
         path: a glob or folder to restrict results to (e.g. "src/*.py", "tests"). lang: e.g. "python".
         all_workspaces: search every workspace sharing the index (a Milvus store); each result then
         names its workspace (read_span reads this workspace's files only). prefix: search as you type

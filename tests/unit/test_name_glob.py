@@ -17,6 +17,9 @@ FILES = {
         class BaseTransport:
             def handle_request(self, request):
                 raise NotImplementedError
+
+
+        DEFAULT_TRANSPORT_RETRIES = 3
     """,
     "pkg/http.py": """
         class HTTPTransport(BaseTransport):
@@ -108,8 +111,18 @@ def test_the_names_a_pattern_matches_come_first_those_in_the_case_written_before
     assert _names(searcher, "Async*Transport")[:1] == ["AsyncHTTPTransport"]
 
 
+def test_a_constant_a_pattern_matches_is_labelled_by_its_name(searcher: Searcher) -> None:
+    """Not by the class above it (a row's label walks up to the nearest definition)."""
+    resp = searcher.search("DEFAULT_*", limit=10, mode="bm25")
+    assert resp.results[0].symbol == "DEFAULT_TRANSPORT_RETRIES", resp.results[0]
+    assert hit_best_line(resp.results[0]).line == resp.results[0].text.split("\n").index(
+        "DEFAULT_TRANSPORT_RETRIES = 3") + resp.results[0].start_line  # fmt: skip
+
+
 def test_a_pattern_being_typed_matches_as_if_it_ended_with_a_star(searcher: Searcher) -> None:
     assert _names(searcher, "*HTTPTrans", prefix=True)[:2] == ["HTTPTransport", "AsyncHTTPTransport"]
+    typed = searcher.search("*HTTPTrans", limit=10, mode="bm25", prefix=True)
+    assert typed.read_as == "the definitions named like *HTTPTrans"  # as typed
 
 
 def test_what_is_not_a_name_pattern(searcher: Searcher) -> None:

@@ -45,6 +45,7 @@ FILES = {
     "pkg/version.py": """
         __version__ = "7.12.3"
         LEGACY_VERSION = "7.2.3"
+        PROTOCOL = "v7.40.1"
     """,
     "pkg/notes.py": """
         def release_notes(version):
@@ -133,7 +134,8 @@ def test_a_release_no_chunk_holds_is_said_so(root: Path) -> None:
     for query in ("what changed in 2.3.1", "changes in v2.3.10", "release 0.13.0.dev2", "what changed",
                   "changelog v2.3", "what changed in 0.13.0.dev3",  # 0.13.0 is held
                   "what changed in 7.12.3", "what changed in 7.2.3",  # pkg/version.py, not the notes
-                  "what changed in 4.5.6"):  # fmt: skip
+                  "what changed in 4.5.6", "release 7.40",  # v7.40.1
+                  "what changed in 4.50.6 path:pkg"):  # a filtered search reads part of the code  # fmt: skip
         resp = searcher.search(query, limit=10, mode="bm25")
         assert all(h["kind"] != "absent" for h in resp.hints), (query, resp.hints)
     assert searcher.search("what changed in 4.50.6", mode="bm25", hints=False).hints == []

@@ -451,7 +451,7 @@ def missing_release(r: Retrieval[K], text: str, phrase_hits: Sequence[K]) -> str
         chunks = list(held)
         if len(chunks) > MAX_VERSION_CANDIDATES:
             return None
-        starts = re.compile(rf"(?<![\w.]){re.escape(core.group())}(?!\d)", re.IGNORECASE)
+        starts = re.compile(rf"(?<![\w.])v?{re.escape(core.group())}(?!\d)", re.IGNORECASE)
         if not any(starts.search(r.chunk(k).text) for k in chunks):
             return number
     return None

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
 
 from aide_tui.core.filekinds import TEST_PATH
+from aide_tui.core.model import Definition
 from aide_tui.core.search.retriever import Candidate, Retrieval, SymbolGraph, TermStats
 
 _GLOB = re.compile(r"[\w$*?]{2,200}")  # one word of name characters and wildcards
@@ -34,6 +35,10 @@ MIN_LITERAL = 2  # name characters a pattern needs (``*`` alone, or ``a*``, asks
 MIN_INNER_LITERAL = 3  # ... one that starts with a wildcard (every name is searched for them)
 MAX_GLOB_NAMES = 1000  # matching names whose definitions may be looked up, the shortest first
 NAMES_AT_ONCE = 100  # names whose definitions are looked up together
+# kinds of definition that label a row as they do a chunk (``class A > def b``); others by their name
+UNIT_KINDS = frozenset(
+    "function method class def func fn fun struct interface type trait enum impl module namespace".split()
+)
 
 K = TypeVar("K")
 
@@ -43,7 +48,7 @@ class NameGlob:
     """A name pattern: what was written, its literal start (lower case: where the names' dictionary is
     read from) and the pattern in any case and in the case written (any case for one in lower case)."""
 
-    text: str
+    text: str  # as written (a word being typed: without the ``*`` it matches as if it ended with)
     prefix: str
     needle: str  # its longest run of name characters, lower case: what every name it matches holds
     any_case: re.Pattern[str]
@@ -59,6 +64,7 @@ def name_glob(text: str, typing: bool = False) -> NameGlob | None:
         return None
     if sum(c not in "*?" for c in word) < (MIN_LITERAL if word[0] not in "*?" else MIN_INNER_LITERAL):
         return None
+    written_as = word
     if typing and not word.endswith("*"):
         word += "*"
     low = word.lower()  # the names are stored lower-cased (``İ`` is two characters then)
@@ -66,17 +72,43 @@ def name_glob(text: str, typing: bool = False) -> NameGlob | None:
     # fnmatch's patterns use atomic groups: no backtracking blow-up on ``*a*a*a*a*b``
     any_case = re.compile(fnmatch.translate(low), re.IGNORECASE)
     written = re.compile(fnmatch.translate(word)) if word != low else any_case
-    return NameGlob(word, literal[0], max(literal, key=len), any_case, written)
+    return NameGlob(written_as, literal[0], max(literal, key=len), any_case, written)
 
 
-def glob_list(
-    r: Retrieval[K], stats: TermStats, graph: SymbolGraph | None, glob: NameGlob, limit: int
-) -> tuple[list[K], dict[K, tuple[int, int]]]:
+@dataclass(frozen=True)
+class AskedPattern:
+    """A name pattern a query is, and the names it matches (lower case, the shortest first)."""
+
+    glob: NameGlob
+    names: list[str]
+
+
+def asked_pattern(text: str, typing: bool, stats: TermStats | None) -> AskedPattern | None:
+    """The name pattern ``text`` is and the names it matches; None when it is no pattern or matches no
+    name (the query is then read as any other: a word being typed is completed)."""
+    glob = name_glob(text, typing)
+    if glob is None or stats is None:
+        return None
+    names = stats.names_matching(glob.prefix, glob.needle, glob.any_case, MAX_GLOB_NAMES)
+    return AskedPattern(glob, names) if names else None
+
+
+@dataclass
+class PatternList(Generic[K]):
+    """The chunks defining the names a pattern matches, in its order; the lines of the definition each
+    was found by; and the label of those that are no function or class (``USER_AGENT``, a JSON key)."""
+
+    keys: list[K]
+    lines: dict[K, tuple[int, int]]
+    labels: dict[K, str]
+
+
+def glob_list(r: Retrieval[K], graph: SymbolGraph | None, asked: AskedPattern, limit: int) -> PatternList[K]:
     """Chunks defining a name ``glob`` matches: a name in the case written first, source before tests,
     then the shorter names (the closest to what is asked), then by BM25; with the lines of the
     definition each was found by (a chunk is labelled by its first definition, and may hold several),
     from ``graph``."""
-    names = stats.names_matching(glob.prefix, glob.needle, glob.any_case, MAX_GLOB_NAMES)
+    glob, names = asked.glob, asked.names
     ranked: dict[K, tuple[int, int, int, str]] = {}
     best = 0
     for i in range(0, len(names), NAMES_AT_ONCE):  # the shortest first
@@ -92,13 +124,15 @@ def glob_list(
         if best >= limit:  # ``limit`` source chunks define a name as written: a longer name cannot pass
             break
     keys = sorted(ranked, key=lambda k: (ranked[k], -r.score(k), r.order(k)))[:limit]
-    lines: dict[K, tuple[int, int]] = {}
+    out = PatternList(keys, {}, {})
     if graph is not None:
         for k in keys:
-            found = _defined_at(r.chunk(k), graph, glob, ranked[k][3])
-            if found is not None:
-                lines[k] = found
-    return keys, lines
+            d = _defined_at(r.chunk(k), graph, glob, ranked[k][3])
+            if d is not None:
+                out.lines[k] = d.line, d.end_line
+                if d.kind not in UNIT_KINDS:
+                    out.labels[k] = d.qualname
+    return out
 
 
 def _as_written(defined: tuple[str, ...], name: str, glob: NameGlob) -> bool:
@@ -107,9 +141,9 @@ def _as_written(defined: tuple[str, ...], name: str, glob: NameGlob) -> bool:
     return any(last.lower() == name and glob.as_written.fullmatch(last) for last in lasts)
 
 
-def _defined_at(c: Candidate, graph: SymbolGraph, glob: NameGlob, name: str) -> tuple[int, int] | None:
-    """The lines of the definition of ``name`` (lower case) in chunk ``c``, the one in the case
-    ``glob`` is written in first (None when the graph has none there)."""
+def _defined_at(c: Candidate, graph: SymbolGraph, glob: NameGlob, name: str) -> Definition | None:
+    """The definition of ``name`` (lower case) in chunk ``c``, the one in the case ``glob`` is written
+    in first, its last line cut to the chunk's (None when the graph has none there)."""
     inside = [
         d for path, d in graph.definitions(name, False)
         if path == c.path and c.start_line <= d.line <= c.end_line
@@ -117,4 +151,4 @@ def _defined_at(c: Candidate, graph: SymbolGraph, glob: NameGlob, name: str) -> 
     if not inside:
         return None
     d = min(inside, key=lambda d: (not glob.as_written.fullmatch(d.name), d.line))
-    return d.line, min(max(d.end_line, d.line), c.end_line)
+    return replace(d, end_line=min(max(d.end_line, d.line), c.end_line))

@@ -26,7 +26,7 @@ from aide_tui.core.search import lists as L
 from aide_tui.core.search.filters import ParsedQuery
 from aide_tui.core.search.fuse import Fused, rrf
 from aide_tui.core.search.hitlines import symbol_at_line
-from aide_tui.core.search.nameglob import NameGlob, glob_list, name_glob
+from aide_tui.core.search.nameglob import AskedPattern, PatternList, asked_pattern, glob_list
 from aide_tui.core.search.query import (
     CODE_LIKE,
     LONG_QUERY_TERMS,
@@ -265,7 +265,7 @@ def rank(
     parsed, uses, read_as = _asked_about_a_name(parsed, retriever if mode != "dense" else None)
     as_typed = parsed.text
     parts = analyze(parsed.text)
-    glob = name_glob(as_typed, typing=partial is not None) if mode != "dense" else None
+    glob = asked_pattern(as_typed, partial is not None, retriever.term_stats if mode != "dense" else None)
     typed = completions(retriever.term_stats, partial) if partial and not parts.long and not glob else {}
     # typos in a short query's names; the word being typed only once nothing in the index begins so
     lexical = not parts.long and message is None and mode != "dense"
@@ -280,7 +280,7 @@ def rank(
     found: dict[str, list[Key]] = {}
     explicit_path = False
     piece_spans: dict[Key, tuple[int, int]] = {}
-    pattern: str | None = None
+    pattern: PatternList[Key] | None = None
     if mode in ("hybrid", "bm25"):
         explicit_path = _lexical_lists(q, retriever, parsed.text, parts, s.top_n, found, piece_spans, uses)
         pattern = _pattern_list(q, retriever, glob, s.top_n, found, piece_spans)
@@ -315,8 +315,9 @@ def rank(
     missing = None
     if mode in ("hybrid", "bm25"):
         missing = _verbatim_lists(
-            q, parsed.text, parts, None if parts.long else message, s.top_n, found, retriever.path_parts
-        )
+            q, parsed.text, parts, None if parts.long else message, s.top_n, found, retriever.path_parts,
+            whole=not parsed.has_filters,
+        )  # fmt: skip
     if mode == "hybrid" and closest is not None and not any(found.get(name) for name in LEXICAL_LISTS):
         # only the dense list: it holds nothing close, or the query's words read as no words of this code
         why = far_from_everything(*closest) or nonsense(as_typed, retriever.term_stats, *closest)
@@ -324,7 +325,7 @@ def rank(
             return Ranked([], degraded, no_results=why)
     graph = retriever.graph if mode in ("hybrid", "bm25") and not code_like else None
     copied = _copied_code(found, parsed.text, parts)
-    read_as = read_as or pattern
+    read_as = read_as or _read_as_pattern(glob, pattern)
     asked = (copied, uses is not None, pattern is not None)
     list_w = list_weights(s, parts.long, code_like, explicit_path, *asked)
     if complete and "static" in found:
@@ -340,8 +341,9 @@ def rank(
     q.fetch(f.doc for f in top)
     if s.best_piece == "piece":  # a hit's best line follows its best BM25 piece, else its dense one
         spans = {**spans, **{f.doc: piece_spans[f.doc] for f in top if f.doc in piece_spans}}
-    hits = _labelled_by_pattern([_hit(q, f, terms, spans.get(f.doc)) for f in top], pattern)
-    return Ranked(hits, degraded, corrected=fixed, read_as=read_as, missing=missing, pattern=bool(pattern))
+    hits = _labelled_by_pattern(top, [_hit(q, f, terms, spans.get(f.doc)) for f in top], pattern)
+    listed = pattern is not None
+    return Ranked(hits, degraded, corrected=fixed, read_as=read_as, missing=missing, pattern=listed)
 
 
 def _fuse(
@@ -594,18 +596,22 @@ def _source_list(
     return G.hop_list(q, described, s.top_n)
 
 
-def _labelled_by_pattern(hits: list[Hit], pattern: str | None) -> list[Hit]:
+def _labelled_by_pattern(top: list[Fused], hits: list[Hit], pattern: PatternList[Key] | None) -> list[Hit]:
     """A name pattern's matches labelled by the definition each matched (a chunk is labelled by its
-    first definition: ``MockTransport`` sits in the chunk of ``class SyncStream``); others as they are."""
+    first definition: ``MockTransport`` sits in the chunk of ``class SyncStream``; a constant by its
+    name); others as they are."""
     if pattern is None:
         return hits
-    return [
-        replace(h, symbol=symbol_at_line(h, h.best_piece[0])) if h.ranks.get("symbol") and h.best_piece else h
-        for h in hits
-    ]
+    out = []
+    for f, h in zip(top, hits, strict=True):
+        label = pattern.labels.get(f.doc)
+        if label is None and h.ranks.get("symbol") and h.best_piece:
+            label = symbol_at_line(h, h.best_piece[0])
+        out.append(h if label is None else replace(h, symbol=label))
+    return out
 
 
-def _pattern_first(fused: list[Fused], pattern: str | None) -> list[Fused]:
+def _pattern_first(fused: list[Fused], pattern: PatternList[Key] | None) -> list[Fused]:
     """A name pattern's matches first, in the pattern list's order (the other lists only order what it
     does not hold); any other query's as it is."""
     if pattern is None:
@@ -613,25 +619,31 @@ def _pattern_first(fused: list[Fused], pattern: str | None) -> list[Fused]:
     return sorted(fused, key=lambda f: (0, f.ranks["symbol"]) if f.ranks.get("symbol") else (1, 0))
 
 
+def _read_as_pattern(asked: AskedPattern | None, pattern: PatternList[Key] | None) -> str | None:
+    """What a name pattern was read as, when its definitions are the symbol list."""
+    if asked is None or pattern is None:
+        return None
+    return f"the definitions named like {asked.glob.text}"
+
+
 def _pattern_list(
     q: Retrieval[Any],
     retriever: Retriever,
-    glob: NameGlob | None,
+    asked: AskedPattern | None,
     n: int,
     found: dict[str, list[Key]],
     piece_spans: dict[Key, tuple[int, int]],
-) -> str | None:
-    """The definitions of the names a name pattern (``glob``) matches as the symbol list, and what the
-    query was read as (None, the symbol list as it was, when it is no pattern or matches no name)."""
-    stats = retriever.term_stats
-    if glob is None or stats is None:
+) -> PatternList[Key] | None:
+    """The definitions of the names a name pattern matches as the symbol list (None, the symbol list
+    as it was, when the query is no pattern or no live chunk defines a name it matches)."""
+    if asked is None:
         return None
-    named, lines = glob_list(q, stats, retriever.graph, glob, n)
-    if not named:
+    got = glob_list(q, retriever.graph, asked, n)
+    if not got.keys:
         return None
-    found["symbol"] = named
-    piece_spans.update(lines)
-    return f"the definitions named like {glob.text}"
+    found["symbol"] = got.keys
+    piece_spans.update(got.lines)
+    return got
 
 
 def _lexical_lists(
@@ -765,20 +777,22 @@ def _verbatim_lists(
     n: int,
     found: dict[str, list[Key]],
     path_parts: Mapping[str, Iterable[str]] | None = None,
+    whole: bool = True,
 ) -> str | None:
     """Add the lists of text the query quotes or copies, each looked for among the BM25 lists' chunks
     but the first: its "double-quoted" phrases (in a pasted text only the prose's: not code, not
     traceback file names; none in pasted code, whose strings nobody quoted), a pasted error line's
     ``message`` (where it is raised), and a passage pasted from a file (code, a comment, a docstring:
     where it is). Returns a release number the query asks for that no chunk holds (see
-    :func:`~aide_tui.core.search.lists.missing_release`)."""
+    :func:`~aide_tui.core.search.lists.missing_release`), when the search reads the ``whole`` code
+    (no filter)."""
     quoted = parts.prose_without_frames() if parts.long else without_frames(text)
     code = pasted_code(quoted) is not None  # an issue's prose around its code blocks and frames is no code
     missing = None
     if not code:
         notes = release_note_files(path_parts) if path_parts is not None and asked_versions(quoted) else []
         found["phrase"] = L.phrase_list(q, quoted, n, notes)
-        missing = L.missing_release(q, quoted, found["phrase"])
+        missing = L.missing_release(q, quoted, found["phrase"]) if whole else None
     passage = message is None and verbatim_words(text) and (code or not parts.long)  # not an issue's
     if message is None and not passage:
         return missing
