@@ -111,6 +111,22 @@ def test_a_row_is_labelled_by_the_definition_at_its_best_line() -> None:
     assert symbol_at_best_line(hit) == "class Outer > def only"  # one definition: the chunk's symbol
 
 
+def test_a_line_after_a_definitions_body_is_not_inside_it() -> None:
+    """A module-level line after a class is not the class's (its label was ``class UseClientDefault``
+    for httpx's ``USER_AGENT = ...``); a signature's closing line (``) -> int:``) ends no body."""
+    from aide_tui.core.search.hitlines import symbol_at_line
+
+    text = (
+        'class UseClientDefault:\n    """A sentinel."""\n\n\nUSE_CLIENT_DEFAULT = UseClientDefault()\n'
+        "USER_AGENT = 'python-httpx'\n\n\ndef build(\n    name: str,\n) -> int:\n    return len(name)\n"
+    )
+    hit = Hit("c.py", 70, 81, 0.5, "class UseClientDefault", "python", {}, [], text)
+    assert symbol_at_line(hit, 71) == "class UseClientDefault"
+    assert symbol_at_line(hit, 81) == "def build"
+    hit = Hit("c.py", 70, 81, 0.5, "USER_AGENT", "python", {}, [], text)  # (a name pattern's label)
+    assert symbol_at_line(hit, 75) == "USER_AGENT"  # no definition holds the line: the row's own label
+
+
 def test_a_local_variable_holds_no_lines_below_it() -> None:
     """``var stacked = ...;`` inside a function is a statement, not a definition around the lines after
     it; a ``const`` that opens a block (an arrow function, an object) still holds its body."""

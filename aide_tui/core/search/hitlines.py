@@ -187,6 +187,9 @@ def _holding(m: re.Match[str] | None, line: str) -> re.Match[str] | None:
     return m if opened > closed or line.rstrip().endswith("=>") else None
 
 
+_CLOSING = ")]}"
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
@@ -270,13 +273,18 @@ def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
         b += 1  # a decorator belongs to the definition below it
     chain: list[str] = []
     limit = _indent(lines[b]) + 1 if 0 <= b < len(lines) and lines[b].strip() and b not in prose else 1 << 30
-    for i in range(min(b, len(lines) - 1), -1, -1):
+    floor = 1 << 30  # the least indent of a line of code between a definition and the line: one at the
+    for i in range(min(b, len(lines) - 1), -1, -1):  # definition's own indent or less ended its body
         m = named[i]
-        if m and _indent(lines[i]) < limit:
+        indent = _indent(lines[i])
+        if m and indent < limit and indent < floor:
             chain.insert(0, f"{m.group(1).split()[-1]} {m.group(2)}")
-            limit = _indent(lines[i])
+            limit = indent
             if limit == 0:
                 break
+        code = lines[i].strip()
+        if code and i not in prose and code[0] not in _CLOSING:  # ``) -> int:``, ``} else {`` end nothing
+            floor = min(floor, indent)
     if not chain:
         return symbol
     parts = symbol.split(" > ") if symbol else []
