@@ -144,3 +144,16 @@ def test_a_pattern_of_many_stars_matches_in_linear_time() -> None:
     glob = name_glob("*a" * 12 + "*b")
     assert glob is not None
     assert glob.any_case.fullmatch("a" * 40 + "c") is None and glob.any_case.fullmatch("xa" * 12 + "b")
+
+
+def test_a_members_pattern_lists_what_its_owner_defines(searcher: Searcher) -> None:
+    """``Client.*`` and ``Client.get_*`` list the members of the class named so, in the file's order;
+    a name nothing defines, or a file glob, is no owner."""
+    resp = searcher.search("Client.get_*", limit=10, mode="bm25")
+    assert resp.read_as == "the definitions named like Client.get_*" and resp.confidence == "high"
+    assert resp.results[0].path == "pkg/client.py" and resp.results[0].ranks.get("symbol") == 1
+    assert hit_best_line(resp.results[0]).line == resp.results[0].text.split("\n").index(
+        "    def get_headers(self):") + resp.results[0].start_line  # fmt: skip
+    assert searcher.search("Client.*", limit=10, mode="bm25").read_as == "the definitions named like Client.*"
+    for text in ("Nowhere.*", "*.py", "test_*.py", "Client.nothing_*"):
+        assert searcher.search(text, limit=10, mode="bm25").read_as is None, text

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
@@ -35,6 +36,9 @@ MIN_LITERAL = 2  # name characters a pattern needs (``*`` alone, or ``a*``, asks
 MIN_INNER_LITERAL = 3  # ... one that starts with a wildcard (every name is searched for them)
 MAX_GLOB_NAMES = 1000  # matching names whose definitions may be looked up, the shortest first
 NAMES_AT_ONCE = 100  # names whose definitions are looked up together
+MAX_MEMBERS = 1000  # members a members pattern (``Client.*``) looks for the chunks of
+# ``Owner.pattern``: a name (dotted or not), a dot, a pattern of name characters and wildcards
+_MEMBERS = re.compile(r"([A-Za-z_$][\w$]{0,200}(?:\.[A-Za-z_$][\w$]{0,200}){0,8})\.([\w$*?]{1,200})")
 # kinds of definition that label a row as they do a chunk (``class A > def b``); others by their name
 UNIT_KINDS = frozenset(
     "function method class def func fn fun struct interface type trait enum impl module namespace".split()
@@ -76,21 +80,74 @@ def name_glob(text: str, typing: bool = False) -> NameGlob | None:
 
 
 @dataclass(frozen=True)
-class AskedPattern:
-    """A name pattern a query is, and the names it matches (lower case, the shortest first)."""
+class MemberGlob:
+    """A pattern of the members of one named definition (``Client.*``, ``Client.get_*``): what was
+    written, the owner's last name, and the pattern of the members' qualified names in any case and in
+    the case written."""
 
-    glob: NameGlob
-    names: list[str]
+    text: str
+    owner: str
+    any_case: re.Pattern[str]
+    as_written: re.Pattern[str]
 
 
-def asked_pattern(text: str, typing: bool, stats: TermStats | None) -> AskedPattern | None:
-    """The name pattern ``text`` is and the names it matches; None when it is no pattern or matches no
-    name (the query is then read as any other: a word being typed is completed)."""
-    glob = name_glob(text, typing)
-    if glob is None or stats is None:
+def member_glob(text: str) -> MemberGlob | None:
+    """The members pattern ``text`` is: a name (``Client``, ``pkg.Client``) and a dot, then a pattern
+    with a wildcard (None for any other query; ``*.py`` or ``test_*.py`` name no owner)."""
+    m = _MEMBERS.fullmatch(text.strip())
+    if m is None or not ("*" in m.group(2) or "?" in m.group(2).rstrip("?")):
         return None
-    names = stats.names_matching(glob.prefix, glob.needle, glob.any_case, MAX_GLOB_NAMES)
-    return AskedPattern(glob, names) if names else None
+    owner = m.group(1).rsplit(".", 1)[-1]
+    qual = f"{owner}.{m.group(2)}"
+    low = qual.lower()
+    any_case = re.compile(fnmatch.translate(low), re.IGNORECASE)
+    written = re.compile(fnmatch.translate(qual)) if qual != low else any_case
+    return MemberGlob(text.strip(), owner, any_case, written)
+
+
+@dataclass(frozen=True)
+class AskedPattern:
+    """A name pattern a query is, and the names it matches (lower case, the shortest first); or the
+    members of a definition a members pattern matches (their files and definitions)."""
+
+    glob: NameGlob | MemberGlob
+    names: list[str]
+    members: list[tuple[str, Definition]]
+
+
+def asked_pattern(
+    text: str, typing: bool, stats: TermStats | None, graph: Callable[[], SymbolGraph | None]
+) -> AskedPattern | None:
+    """The name pattern ``text`` is and the names it matches, or the members pattern and the members it
+    matches (``graph`` is read only then); None when it is no pattern or matches nothing (the query is
+    then read as any other: a word being typed is completed)."""
+    if stats is None:
+        return None
+    glob = name_glob(text, typing)
+    if glob is not None:
+        names = stats.names_matching(glob.prefix, glob.needle, glob.any_case, MAX_GLOB_NAMES)
+        return AskedPattern(glob, names, []) if names else None
+    members = member_glob(text)
+    g = graph() if members is not None else None
+    if members is None or g is None:
+        return None
+    found = _members(g, members)
+    return AskedPattern(members, [], found) if found else None
+
+
+def _members(graph: SymbolGraph, glob: MemberGlob) -> list[tuple[str, Definition]]:
+    """(file, definition) of the members ``glob`` matches: the definitions in the files of each class,
+    struct or other unit named like its owner (any case), whose qualified names it matches, at most
+    ``MAX_MEMBERS``."""
+    paths = dict.fromkeys(p for p, d in graph.definitions(glob.owner, False) if d.kind in UNIT_KINDS)
+    out: list[tuple[str, Definition]] = []
+    for path in paths:
+        for d in graph.definitions_in(path):
+            if glob.any_case.fullmatch(d.qualname):
+                out.append((path, d))
+                if len(out) >= MAX_MEMBERS:
+                    return out
+    return out
 
 
 @dataclass
@@ -109,6 +166,8 @@ def glob_list(r: Retrieval[K], graph: SymbolGraph | None, asked: AskedPattern, l
     definition each was found by (a chunk is labelled by its first definition, and may hold several),
     from ``graph``."""
     glob, names = asked.glob, asked.names
+    if isinstance(glob, MemberGlob):
+        return _member_list(r, asked.members, glob, limit)
     ranked: dict[K, tuple[int, int, int, str]] = {}
     best = 0
     for i in range(0, len(names), NAMES_AT_ONCE):  # the shortest first
@@ -152,3 +211,38 @@ def _defined_at(c: Candidate, graph: SymbolGraph, glob: NameGlob, name: str) -> 
         return None
     d = min(inside, key=lambda d: (not glob.as_written.fullmatch(d.name), d.line))
     return replace(d, end_line=min(max(d.end_line, d.line), c.end_line))
+
+
+def _member_list(
+    r: Retrieval[K], members: list[tuple[str, Definition]], glob: MemberGlob, limit: int
+) -> PatternList[K]:
+    """The chunks holding the members a members pattern matched: those in the case written first,
+    source before tests, then in each file's order; each with its member's lines and, for one that is
+    no function or class, its label."""
+    by_file: dict[str, list[Definition]] = {}
+    for path, d in members:
+        by_file.setdefault(path, []).append(d)
+    ranked: dict[K, tuple[int, int, str, int]] = {}
+    found: dict[K, Definition] = {}
+    for path, defs in by_file.items():
+        keys = r.all_in_files([path])
+        r.fetch(keys)
+        chunks = [(r.chunk(k), k) for k in keys]
+        test = 1 if TEST_PATH.search(path) else 0
+        for d in defs:
+            holding = [(c, k) for c, k in chunks if c.start_line <= d.line <= c.end_line]
+            if not holding:
+                continue
+            c, k = min(holding, key=lambda ck: ck[0].end_line - ck[0].start_line)
+            key = (0 if glob.as_written.fullmatch(d.qualname) else 1, test, path, d.line)
+            if k not in ranked or key < ranked[k]:
+                ranked[k] = key
+                found[k] = replace(d, end_line=min(max(d.end_line, d.line), c.end_line))
+    keys = sorted(ranked, key=lambda k: ranked[k])[:limit]
+    out = PatternList(keys, {}, {})
+    for k in keys:
+        d = found[k]
+        out.lines[k] = d.line, d.end_line
+        if d.kind not in UNIT_KINDS:
+            out.labels[k] = d.qualname
+    return out

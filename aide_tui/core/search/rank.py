@@ -265,7 +265,8 @@ def rank(
     parsed, uses, read_as = _asked_about_a_name(parsed, retriever if mode != "dense" else None)
     as_typed = parsed.text
     parts = analyze(parsed.text)
-    glob = asked_pattern(as_typed, partial is not None, retriever.term_stats if mode != "dense" else None)
+    lexical_stats = retriever.term_stats if mode != "dense" else None
+    glob = asked_pattern(as_typed, partial is not None, lexical_stats, lambda: retriever.graph)
     typed = completions(retriever.term_stats, partial) if partial and not parts.long and not glob else {}
     # typos in a short query's names; the word being typed only once nothing in the index begins so
     lexical = not parts.long and message is None and mode != "dense"
