@@ -125,6 +125,19 @@ def test_a_line_after_a_definitions_body_is_not_inside_it() -> None:
     assert symbol_at_line(hit, 81) == "def build"
     hit = Hit("c.py", 70, 81, 0.5, "USER_AGENT", "python", {}, [], text)  # (a name pattern's label)
     assert symbol_at_line(hit, 75) == "USER_AGENT"  # no definition holds the line: the row's own label
+    commented = (
+        "class A:\n    def f(self):\n        pass\n\n    def g(self):\n"
+        "# a note at column 0\n        return 1\n"
+    )
+    hit = Hit("a.py", 1, 7, 0.5, "class A > def f", "python", {}, [], commented)
+    assert symbol_at_line(hit, 7) == "class A > def g"  # a comment ends no body
+    # braces on their own line (C#, PHP, C's Allman style) say nothing of where a body ends
+    php = (
+        "class Foo\n{\n    public function first()\n    {\n        return 1;\n    }\n"
+        "    public function second()\n"
+    )
+    hit = Hit("f.php", 1, 10, 0.5, "class Foo", "php", {}, [], php + "    {\n        return 2;\n")
+    assert symbol_at_line(hit, 9) == "class Foo > function second"
 
 
 def test_a_local_variable_holds_no_lines_below_it() -> None:

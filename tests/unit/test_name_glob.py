@@ -54,6 +54,19 @@ FILES = {
             def get_url(self):
                 return "/"
     """,
+    "pkg/outer.py": """
+        class Outer:
+            class Session:
+                def open_session(self):
+                    return 1
+
+
+        def session():
+            def open_local():
+                return 2
+
+            return open_local
+    """,
     "tests/test_client.py": """
         def test_mount():
             class Transport:
@@ -157,3 +170,12 @@ def test_a_members_pattern_lists_what_its_owner_defines(searcher: Searcher) -> N
     assert searcher.search("Client.*", limit=10, mode="bm25").read_as == "the definitions named like Client.*"
     for text in ("Nowhere.*", "*.py", "test_*.py", "Client.nothing_*"):
         assert searcher.search(text, limit=10, mode="bm25").read_as is None, text
+    nested = searcher.search("Session.open_*", limit=10, mode="bm25")  # Outer.Session.open_session
+    assert nested.read_as is not None and nested.results[0].path == "pkg/outer.py"
+    assert searcher.search("Session.*", limit=10, mode="bm25").results[0].symbol.endswith("def open_session")
+    assert searcher.search("session.open_l*", limit=10, mode="bm25").read_as is None  # a function's local
+    typed = searcher.search("Client.get_h", limit=10, mode="bm25", prefix=True)  # being typed: get_h*
+    assert typed.read_as is None  # no wildcard yet: the word is completed
+    typed = searcher.search("Client.*head", limit=10, mode="bm25", prefix=True)
+    assert typed.read_as == "the definitions named like Client.*head"
+    assert typed.results[0].path == "pkg/client.py"

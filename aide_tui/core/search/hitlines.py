@@ -187,7 +187,7 @@ def _holding(m: re.Match[str] | None, line: str) -> re.Match[str] | None:
     return m if opened > closed or line.rstrip().endswith("=>") else None
 
 
-_CLOSING = ")]}"
+_CLOSING = ")]}#"  # a line of code that starts so ends no Python body (a signature's close, a comment)
 
 
 def _indent(line: str) -> int:
@@ -273,8 +273,12 @@ def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
         b += 1  # a decorator belongs to the definition below it
     chain: list[str] = []
     limit = _indent(lines[b]) + 1 if 0 <= b < len(lines) and lines[b].strip() and b not in prose else 1 << 30
-    floor = 1 << 30  # the least indent of a line of code between a definition and the line: one at the
-    for i in range(min(b, len(lines) - 1), -1, -1):  # definition's own indent or less ended its body
+    # Python's bodies are their indent: the least indent of a line of code between a definition and the
+    # line, when it is the definition's or less, ended its body (other languages' braces, raw strings
+    # and labels at column 0 say nothing of where a body ends)
+    indented = getattr(hit, "language", "") == "python"
+    floor = 1 << 30
+    for i in range(min(b, len(lines) - 1), -1, -1):
         m = named[i]
         indent = _indent(lines[i])
         if m and indent < limit and indent < floor:
@@ -283,8 +287,8 @@ def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
             if limit == 0:
                 break
         code = lines[i].strip()
-        if code and i not in prose and code[0] not in _CLOSING:  # ``) -> int:``, ``} else {`` end nothing
-            floor = min(floor, indent)
+        if indented and code and i not in prose and code[0] not in _CLOSING:  # ``) -> int:`` ends nothing,
+            floor = min(floor, indent)  # nor does a comment (left out by ``_CLOSING``)
     if not chain:
         return symbol
     parts = symbol.split(" > ") if symbol else []

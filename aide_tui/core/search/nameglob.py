@@ -37,6 +37,9 @@ MIN_INNER_LITERAL = 3  # ... one that starts with a wildcard (every name is sear
 MAX_GLOB_NAMES = 1000  # matching names whose definitions may be looked up, the shortest first
 NAMES_AT_ONCE = 100  # names whose definitions are looked up together
 MAX_MEMBERS = 1000  # members a members pattern (``Client.*``) looks for the chunks of
+MAX_OWNER_FILES = 100  # files of the types named like its owner that ``Client.*`` reads
+# kinds of definition that have members (not a function, whose nested definitions are its locals)
+TYPE_KINDS = frozenset("class struct interface type trait enum impl module namespace object record".split())
 # ``Owner.pattern``: a name (dotted or not), a dot, a pattern of name characters and wildcards
 _MEMBERS = re.compile(r"([A-Za-z_$][\w$]{0,200}(?:\.[A-Za-z_$][\w$]{0,200}){0,8})\.([\w$*?]{1,200})")
 # kinds of definition that label a row as they do a chunk (``class A > def b``); others by their name
@@ -81,28 +84,41 @@ def name_glob(text: str, typing: bool = False) -> NameGlob | None:
 
 @dataclass(frozen=True)
 class MemberGlob:
-    """A pattern of the members of one named definition (``Client.*``, ``Client.get_*``): what was
-    written, the owner's last name, and the pattern of the members' qualified names in any case and in
-    the case written."""
+    """A pattern of the members of a named type (``Client.*``, ``Client.get_*``): what was written, the
+    owner's last name as written, and the pattern of the member's own name (a name pattern when it
+    holds enough name characters to look the names up by: then members in any file are found)."""
 
     text: str
     owner: str
-    any_case: re.Pattern[str]
-    as_written: re.Pattern[str]
+    member: NameGlob
 
 
-def member_glob(text: str) -> MemberGlob | None:
+def member_glob(text: str, typing: bool = False) -> MemberGlob | None:
     """The members pattern ``text`` is: a name (``Client``, ``pkg.Client``) and a dot, then a pattern
-    with a wildcard (None for any other query; ``*.py`` or ``test_*.py`` name no owner)."""
+    with a wildcard (None for any other query; ``*.py`` or ``test_*.py`` name no owner); ``typing``: its
+    last word is still being typed, and a pattern matches as if it ended with ``*``."""
     m = _MEMBERS.fullmatch(text.strip())
-    if m is None or not ("*" in m.group(2) or "?" in m.group(2).rstrip("?")):
+    if m is None:
         return None
-    owner = m.group(1).rsplit(".", 1)[-1]
-    qual = f"{owner}.{m.group(2)}"
-    low = qual.lower()
+    pattern = m.group(2)
+    if not ("*" in pattern or "?" in pattern.rstrip("?")):
+        return None  # (a dotted name being typed is completed as any word)
+    pattern += "*" if typing and not pattern.endswith("*") else ""
+    low = pattern.lower()
+    literal = re.split(r"[*?]", low)
     any_case = re.compile(fnmatch.translate(low), re.IGNORECASE)
-    written = re.compile(fnmatch.translate(qual)) if qual != low else any_case
-    return MemberGlob(text.strip(), owner, any_case, written)
+    written = re.compile(fnmatch.translate(pattern)) if pattern != low else any_case
+    member = NameGlob(pattern, literal[0], max(literal, key=len), any_case, written)
+    return MemberGlob(text.strip(), m.group(1).rsplit(".", 1)[-1], member)
+
+
+def _owner_of(qualname: str) -> str:
+    """The type a qualified name's last part belongs to: ``Client`` of ``Client.send``, of
+    ``Outer.Client.send``, of ``Client.prototype.get`` (JavaScript) and ``Display for Client.fmt`` (a
+    Rust impl); '' for a module-level name."""
+    parent = qualname.rpartition(".")[0].removesuffix(".prototype")
+    words = parent.rpartition(".")[2].split()
+    return words[-1] if words else ""
 
 
 @dataclass(frozen=True)
@@ -127,26 +143,37 @@ def asked_pattern(
     if glob is not None:
         names = stats.names_matching(glob.prefix, glob.needle, glob.any_case, MAX_GLOB_NAMES)
         return AskedPattern(glob, names, []) if names else None
-    members = member_glob(text)
+    members = member_glob(text, typing)
     g = graph() if members is not None else None
     if members is None or g is None:
         return None
-    found = _members(g, members)
+    found = _members(g, stats, members)
     return AskedPattern(members, [], found) if found else None
 
 
-def _members(graph: SymbolGraph, glob: MemberGlob) -> list[tuple[str, Definition]]:
-    """(file, definition) of the members ``glob`` matches: the definitions in the files of each class,
-    struct or other unit named like its owner (any case), whose qualified names it matches, at most
-    ``MAX_MEMBERS``."""
-    paths = dict.fromkeys(p for p, d in graph.definitions(glob.owner, False) if d.kind in UNIT_KINDS)
+def _members(graph: SymbolGraph, stats: TermStats, glob: MemberGlob) -> list[tuple[str, Definition]]:
+    """(file, definition) of the members ``glob`` matches, at most ``MAX_MEMBERS``: the definitions of
+    the member names it matches (any file: a Go method, a Rust impl, a JavaScript prototype's function
+    defined apart from its type) when its pattern holds at least ``MIN_LITERAL`` name characters; else
+    those in the files of the types named like the owner (classes, structs...; not a function's
+    locals), the first ``MAX_OWNER_FILES`` of them."""
+    owner, member = glob.owner.lower(), glob.member
+    owners = graph.definitions(glob.owner, False)
+    types = dict.fromkeys(p for p, d in owners if d.kind in TYPE_KINDS)
+    kinds = {(p, d.qualname): d.kind for p, d in owners}  # a function's nested definitions are locals
     out: list[tuple[str, Definition]] = []
-    for path in paths:
-        for d in graph.definitions_in(path):
-            if glob.any_case.fullmatch(d.qualname):
-                out.append((path, d))
-                if len(out) >= MAX_MEMBERS:
-                    return out
+    if sum(c not in "*?" for c in member.text) >= MIN_LITERAL:
+        names = stats.names_matching(member.prefix, member.needle, member.any_case, MAX_GLOB_NAMES)
+        pairs = (pd for name in names for pd in graph.definitions(name, False))
+    else:
+        pairs = ((p, d) for p in list(types)[:MAX_OWNER_FILES] for d in graph.definitions_in(p))
+    for path, d in pairs:
+        if kinds.get((path, d.qualname.rpartition(".")[0]), "class") not in TYPE_KINDS:
+            continue
+        if _owner_of(d.qualname).lower() == owner and member.any_case.fullmatch(d.name):
+            out.append((path, d))
+            if len(out) >= MAX_MEMBERS:
+                break
     return out
 
 
@@ -234,7 +261,8 @@ def _member_list(
             if not holding:
                 continue
             c, k = min(holding, key=lambda ck: ck[0].end_line - ck[0].start_line)
-            key = (0 if glob.as_written.fullmatch(d.qualname) else 1, test, path, d.line)
+            written = _owner_of(d.qualname) == glob.owner and glob.member.as_written.fullmatch(d.name)
+            key = (0 if written else 1, test, path, d.line)
             if k not in ranked or key < ranked[k]:
                 ranked[k] = key
                 found[k] = replace(d, end_line=min(max(d.end_line, d.line), c.end_line))
