@@ -187,7 +187,7 @@ def _holding(m: re.Match[str] | None, line: str) -> re.Match[str] | None:
     return m if opened > closed or line.rstrip().endswith("=>") else None
 
 
-_CLOSING = ")]}#"  # a line of code that starts so ends no Python body (a signature's close, a comment)
+_ENDS_NO_BODY = ")]}#"  # a line that starts so ends no Python body (a signature's close, a comment)
 
 
 def _indent(line: str) -> int:
@@ -287,8 +287,8 @@ def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
             if limit == 0:
                 break
         code = lines[i].strip()
-        if indented and code and i not in prose and code[0] not in _CLOSING:  # ``) -> int:`` ends nothing,
-            floor = min(floor, indent)  # nor does a comment (left out by ``_CLOSING``)
+        if indented and code and i not in prose and code[0] not in _ENDS_NO_BODY:
+            floor = min(floor, indent)
     if not chain:
         return symbol
     parts = symbol.split(" > ") if symbol else []

@@ -69,16 +69,23 @@ def name_glob(text: str, typing: bool = False) -> NameGlob | None:
     wild = "*" in word or "?" in word.rstrip("?")  # a word's last ``?`` asks a question (``timeout?``)
     if not _GLOB.fullmatch(word) or not wild or _STAR_ARGUMENT.fullmatch(word) or _POINTER.fullmatch(word):
         return None
-    if sum(c not in "*?" for c in word) < (MIN_LITERAL if word[0] not in "*?" else MIN_INNER_LITERAL):
+    if _literal(word) < (MIN_LITERAL if word[0] not in "*?" else MIN_INNER_LITERAL):
         return None
-    written_as = word
-    if typing and not word.endswith("*"):
-        word += "*"
-    low = word.lower()  # the names are stored lower-cased (``İ`` is two characters then)
+    return _compiled(word + ("*" if typing and not word.endswith("*") else ""), word)
+
+
+def _literal(pattern: str) -> int:
+    """The name characters of a pattern (its wildcards aside)."""
+    return sum(c not in "*?" for c in pattern)
+
+
+def _compiled(pattern: str, written_as: str) -> NameGlob:
+    """``pattern`` as a :class:`NameGlob` (``written_as``: what the query wrote of it)."""
+    low = pattern.lower()  # the names are stored lower-cased (``İ`` is two characters then)
     literal = re.split(r"[*?]", low)
     # fnmatch's patterns use atomic groups: no backtracking blow-up on ``*a*a*a*a*b``
     any_case = re.compile(fnmatch.translate(low), re.IGNORECASE)
-    written = re.compile(fnmatch.translate(word)) if word != low else any_case
+    written = re.compile(fnmatch.translate(pattern)) if pattern != low else any_case
     return NameGlob(written_as, literal[0], max(literal, key=len), any_case, written)
 
 
@@ -103,12 +110,7 @@ def member_glob(text: str, typing: bool = False) -> MemberGlob | None:
     pattern = m.group(2)
     if not ("*" in pattern or "?" in pattern.rstrip("?")):
         return None  # (a dotted name being typed is completed as any word)
-    pattern += "*" if typing and not pattern.endswith("*") else ""
-    low = pattern.lower()
-    literal = re.split(r"[*?]", low)
-    any_case = re.compile(fnmatch.translate(low), re.IGNORECASE)
-    written = re.compile(fnmatch.translate(pattern)) if pattern != low else any_case
-    member = NameGlob(pattern, literal[0], max(literal, key=len), any_case, written)
+    member = _compiled(pattern + ("*" if typing and not pattern.endswith("*") else ""), pattern)
     return MemberGlob(text.strip(), m.group(1).rsplit(".", 1)[-1], member)
 
 
@@ -162,7 +164,7 @@ def _members(graph: SymbolGraph, stats: TermStats, glob: MemberGlob) -> list[tup
     types = dict.fromkeys(p for p, d in owners if d.kind in TYPE_KINDS)
     kinds = {(p, d.qualname): d.kind for p, d in owners}  # a function's nested definitions are locals
     out: list[tuple[str, Definition]] = []
-    if sum(c not in "*?" for c in member.text) >= MIN_LITERAL:
+    if _literal(member.text) >= MIN_LITERAL:
         names = stats.names_matching(member.prefix, member.needle, member.any_case, MAX_GLOB_NAMES)
         pairs = (pd for name in names for pd in graph.definitions(name, False))
     else:
@@ -210,15 +212,26 @@ def glob_list(r: Retrieval[K], graph: SymbolGraph | None, asked: AskedPattern, l
         if best >= limit:  # ``limit`` source chunks define a name as written: a longer name cannot pass
             break
     keys = sorted(ranked, key=lambda k: (ranked[k], -r.score(k), r.order(k)))[:limit]
+    found = {k: _defined_at(r.chunk(k), graph, glob, ranked[k][3]) for k in keys} if graph is not None else {}
+    return _listed(keys, found)
+
+
+def _listed(keys: list[K], found: dict[K, Definition | None]) -> PatternList[K]:
+    """The pattern list of ``keys``, each with the lines of the definition it was found by (``found``),
+    labelled by it when it is no function or class."""
     out = PatternList(keys, {}, {})
-    if graph is not None:
-        for k in keys:
-            d = _defined_at(r.chunk(k), graph, glob, ranked[k][3])
-            if d is not None:
-                out.lines[k] = d.line, d.end_line
-                if d.kind not in UNIT_KINDS:
-                    out.labels[k] = d.qualname
+    for k in keys:
+        d = found.get(k)
+        if d is not None:
+            out.lines[k] = d.line, d.end_line
+            if d.kind not in UNIT_KINDS:
+                out.labels[k] = d.qualname
     return out
+
+
+def _cut_to(d: Definition, c: Candidate) -> Definition:
+    """``d`` with its last line no further than chunk ``c``'s (and not before its own line)."""
+    return replace(d, end_line=min(max(d.end_line, d.line), c.end_line))
 
 
 def _as_written(defined: tuple[str, ...], name: str, glob: NameGlob) -> bool:
@@ -236,8 +249,7 @@ def _defined_at(c: Candidate, graph: SymbolGraph, glob: NameGlob, name: str) -> 
     ]  # fmt: skip
     if not inside:
         return None
-    d = min(inside, key=lambda d: (not glob.as_written.fullmatch(d.name), d.line))
-    return replace(d, end_line=min(max(d.end_line, d.line), c.end_line))
+    return _cut_to(min(inside, key=lambda d: (not glob.as_written.fullmatch(d.name), d.line)), c)
 
 
 def _member_list(
@@ -250,7 +262,7 @@ def _member_list(
     for path, d in members:
         by_file.setdefault(path, []).append(d)
     ranked: dict[K, tuple[int, int, str, int]] = {}
-    found: dict[K, Definition] = {}
+    found: dict[K, Definition | None] = {}
     for path, defs in by_file.items():
         keys = r.all_in_files([path])
         r.fetch(keys)
@@ -265,12 +277,5 @@ def _member_list(
             key = (0 if written else 1, test, path, d.line)
             if k not in ranked or key < ranked[k]:
                 ranked[k] = key
-                found[k] = replace(d, end_line=min(max(d.end_line, d.line), c.end_line))
-    keys = sorted(ranked, key=lambda k: ranked[k])[:limit]
-    out = PatternList(keys, {}, {})
-    for k in keys:
-        d = found[k]
-        out.lines[k] = d.line, d.end_line
-        if d.kind not in UNIT_KINDS:
-            out.labels[k] = d.qualname
-    return out
+                found[k] = _cut_to(d, c)
+    return _listed(sorted(ranked, key=lambda k: ranked[k])[:limit], found)

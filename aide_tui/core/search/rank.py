@@ -621,10 +621,9 @@ def _pattern_first(fused: list[Fused], pattern: PatternList[Key] | None) -> list
 
 
 def _read_as_pattern(asked: AskedPattern | None, pattern: PatternList[Key] | None) -> str | None:
-    """What a name pattern was read as, when its definitions are the symbol list."""
-    if asked is None or pattern is None:
-        return None
-    return f"the definitions named like {asked.glob.text}"
+    """What a name pattern was read as, when its definitions are the symbol list (``pattern``: only
+    made for one asked)."""
+    return f"the definitions named like {asked.glob.text}" if asked and pattern else None
 
 
 def _pattern_list(

@@ -24,7 +24,7 @@ from aide_tui.core.search import rerank
 from aide_tui.core.search.confidence import MAX_HINTS, absent_name, confidence, hints
 from aide_tui.core.search.filters import parse_query
 from aide_tui.core.search.finder import find_files
-from aide_tui.core.search.rank import QueryEncoder, partial_word, rank
+from aide_tui.core.search.rank import QueryEncoder, Ranked, partial_word, rank
 from aide_tui.core.search.response import SearchResponse
 from aide_tui.core.search.retriever import Retriever
 from aide_tui.core.search.stores import open_retriever
@@ -183,22 +183,21 @@ class Searcher:
                 ranked.read_as,
             )
             rerank.rerank_response(s, parsed.text, resp, limit)  # opt-in; cuts the list to ``limit``
-            self._assess(resp, ranked.corrected or parsed.text, hints, ranked.missing)
-            if ranked.pattern and resp.results and resp.results[0].ranks.get("symbol") == 1:
-                resp.confidence = "high"  # a listing of names that match: its first one does
+            self._assess(resp, ranked.corrected or parsed.text, hints, ranked)
         resp.took_ms = (time.perf_counter() - t0) * 1000
         return resp
 
-    def _assess(self, resp: SearchResponse, text: str, with_hints: bool, missing: str | None = None) -> None:
-        """The answer's confidence and (``with_hints``) refine hints (see confidence.py); a name the
-        code has no trace of, or a release number asked for that no chunk holds (``missing``), makes it
-        low, and the first hint says so."""
-        resp.confidence = confidence(resp.results)
+    def _assess(self, resp: SearchResponse, text: str, with_hints: bool, ranked: Ranked) -> None:
+        """The answer's confidence and (``with_hints``) refine hints (see confidence.py): high for a name
+        pattern's listing led by a match; a name the code has no trace of, or a release number asked
+        for that no chunk holds (``ranked.missing``), makes it low, and the first hint says so."""
+        listing = ranked.pattern and bool(resp.results) and resp.results[0].ranks.get("symbol") == 1
+        resp.confidence = "high" if listing else confidence(resp.results)
         if resp.results and with_hints:
             graph, stats = self.retriever.graph, self.retriever.term_stats
             resp.hints = hints(resp.results, text, graph, stats)
             name = absent_name(resp.results, text, graph, stats)
-            absent = name or missing
+            absent = name or ranked.missing
             if absent is not None:
                 resp.confidence = "low"
                 note: dict[str, object] = {
