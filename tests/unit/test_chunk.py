@@ -474,6 +474,18 @@ def test_go_small_functions_are_packed_and_text_is_windowed_when_unknown() -> No
     assert len(chunks) == 1 and set(chunks[0].defines) == {f"F{i}" for i in range(10)}
 
 
+def test_a_go_method_of_a_generic_type_is_labelled_by_its_type() -> None:
+    body = "\n".join(f"\tstep{i}()" for i in range(40))
+    text = (
+        "package p\n\n"
+        f"func (f *FlagBase[T, C, V]) RunAction(ctx context.Context) error {{\n{body}\n\treturn nil\n}}\n\n"
+        f"func (s Set[K]) Len() int {{\n{body}\n\treturn 0\n}}\n\n"
+        f"func (Pair[A, B]) Swap() {{\n{body}\n}}\n"
+    )
+    symbols = [c.symbol for c in chunk_file("p.go", text, 300) if c.defines]
+    assert symbols == ["func (*FlagBase) RunAction", "func (Set) Len", "func (Pair) Swap"]
+
+
 # ------------------------------------------------------------------------------------------ robustness
 
 

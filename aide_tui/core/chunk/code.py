@@ -518,6 +518,7 @@ FAMILY = {"javascript": "js", "typescript": "js"}
 _DEFINE_RX = re.compile(r"^\s*#\s*define\s+(\w+)")
 _TYPEDEF_NAME = re.compile(r"(\w+)\s*(?:\[[^\]]*\])?\s*(?:\([^)]*\))?\s*;\s*$")
 _TEMPLATE_ARGS = re.compile(r"<[^<>()]*>")
+_TYPE_PARAMS = re.compile(r"\[[^\]]*\]")
 _GROUP_MEMBER = re.compile(r"^\s*([A-Za-z_]\w*)")
 _MAX_ANCHOR_LINE = 400
 
@@ -841,7 +842,9 @@ def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[s
         name = f"{_TEMPLATE_ARGS.sub('', scope)}::{last}"
     label = f"{kind} {'.'.join(n for n in (owner, name) if n)}".strip()
     if gd.get("recv"):
-        recv = gd["recv"].split()[-1] if gd["recv"].split() else ""
+        # the receiver's type, without its type parameters: ``f *FlagBase[T, C]`` is ``*FlagBase``
+        words = _TYPE_PARAMS.sub("", gd["recv"]).split()
+        recv = words[-1] if words else ""
         label = f"func ({recv}) {name}"
     define_name = name.rsplit("::", 1)[-1]
     if define_name.startswith("self."):
