@@ -21,6 +21,7 @@ CI = "ci"  # CI configuration, issue and pull-request templates
 CONFIG = "config"  # .cfg/.ini/.toml/.yaml/.json data and settings
 DATA = "data"  # tables and fixtures (.csv, .tsv, .dat)
 EXAMPLE = "example"  # example scripts, benchmarks
+TOOLING = "tooling"  # the project's own build and maintenance scripts (a prior only: see is_tooling)
 
 KINDS = (SOURCE, DOCS, CHANGELOG, TRANSLATION, IMAGE, CI, CONFIG, DATA, EXAMPLE)
 
@@ -54,6 +55,13 @@ _CI_FILES = frozenset(
     """.split()
 )
 _CI_DIRS = frozenset(".github .gitlab .circleci .azure-pipelines .buildkite .ci".split())
+# a project's own tooling: these folders at the top (or under a Go module's ``internal/``), these files
+_TOOLING_DIRS = frozenset(
+    "scripts script tools build_tools buildtools hack hacking devtools dev-tools".split()
+)
+_TOOLING_FILES = frozenset(
+    "makefile gnumakefile make.bat justfile noxfile.py fabfile.py magefile.go rakefile".split()
+)
 
 # words that make a query "about" a kind, so its prior does not apply
 _ABOUT: dict[str, frozenset[str]] = {
@@ -67,6 +75,10 @@ _ABOUT: dict[str, frozenset[str]] = {
     CONFIG: frozenset("toml yaml yml ini cfg json setup.cfg pyproject".split()),
     DATA: frozenset("csv tsv fixture fixtures dataset".split()),
     EXAMPLE: frozenset("example examples benchmark benchmarks demo gallery".split()),
+    TOOLING: frozenset(
+        "build builds building script scripts tool tools tooling makefile lint linter linting nox tox "
+        "codegen generate generator bump hack".split()
+    ),
 }
 
 # score factors for an issue or change description (file intent); source and tests are left alone
@@ -79,6 +91,7 @@ ISSUE_PRIORS: dict[str, float] = {
     CONFIG: 0.7,
     DATA: 0.5,
     EXAMPLE: 0.6,
+    TOOLING: 0.5,
 }
 
 
@@ -114,6 +127,19 @@ def kind_of(path: str) -> str:
     return SOURCE
 
 
+@lru_cache(maxsize=100_000)
+def is_tooling(path: str) -> bool:
+    """Whether ``path`` is the project's own build or maintenance tooling (``scripts/``, ``tools/``,
+    ``hack/`` at the top, ``internal/build/`` in Go, a Makefile or a noxfile at the top). It stays a
+    source file for everything but the issue prior: a name defined there is still found first."""
+    parts = path.lower().split("/")
+    if len(parts) == 1:
+        return parts[0] in _TOOLING_FILES
+    return parts[0] in _TOOLING_DIRS or (
+        parts[0] == "internal" and len(parts) > 2 and (parts[1] in _TOOLING_DIRS or parts[1] == "build")
+    )
+
+
 def kinds_asked_about(words: set[str]) -> set[str]:
     """The kinds whose words occur in ``words`` (lower-case query words)."""
     return {kind for kind, vocab in _ABOUT.items() if words & vocab}
@@ -125,6 +151,8 @@ def prior(path: str, exempt: set[str] | frozenset[str] = frozenset(), strength: 
     ``strength`` is the factor's exponent (0 = none, 1 = the factor, 2 = its square).
     """
     kind = kind_of(path)
+    if kind == SOURCE and is_tooling(path):
+        kind = TOOLING
     factor = ISSUE_PRIORS.get(kind)
     if factor is None or kind in exempt:
         return 1.0

@@ -17,7 +17,18 @@ from conftest import write_workspace
 from aide_tui.core.config import load_settings
 from aide_tui.core.embed.base import l2_normalise
 from aide_tui.core.errors import QueryError
-from aide_tui.core.filekinds import CHANGELOG, CI, DOCS, EXAMPLE, IMAGE, SOURCE, TRANSLATION, kind_of
+from aide_tui.core.filekinds import (
+    CHANGELOG,
+    CI,
+    DOCS,
+    EXAMPLE,
+    IMAGE,
+    SOURCE,
+    TRANSLATION,
+    is_tooling,
+    kind_of,
+    prior,
+)
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.index.scan import Scanner
 from aide_tui.core.search.filters import canonical_language, parse_query
@@ -276,6 +287,50 @@ def test_file_kinds() -> None:
     assert kind_of("CHANGES.rst") == CHANGELOG and kind_of("ChangeLog") == CHANGELOG
     assert kind_of("locale/fr/LC_MESSAGES/app.po") == TRANSLATION and kind_of("logo.svg") == IMAGE
     assert kind_of(".github/workflows/ci.yml") == CI and kind_of(".travis.yml") == CI
+
+
+def test_tooling_is_the_projects_own_scripts_at_the_top() -> None:
+    for path in ("scripts/release.py", "tools/make_widths.py", "hack/verify.sh", "Makefile",
+                 "noxfile.py", "internal/build/build.go", "build_tools/ci/upload.sh"):  # fmt: skip
+        assert is_tooling(path) and kind_of(path) == SOURCE, path
+        assert prior(path) == 0.5 and prior(path, strength=2) == 0.25 and prior(path, {"tooling"}) == 1.0
+    for path in ("src/tools/clippy/lib.rs", "pkg/scripts.py", "setup.py", "internal/parse/parse.go",
+                 "lib/Makefile", "scripts.py", "src/pkg/build/wheel.py"):  # fmt: skip
+        assert not is_tooling(path) and prior(path) == 1.0, path
+
+
+TOOLING_FILES = {
+    "flags/parse.go": """
+        package flags
+
+        // Apply sets each flag from the arguments.
+        func Apply(args []string) error {
+            return checkFlags(args)
+        }
+    """,
+    "internal/build/build.go": """
+        package main
+
+        // runParallel runs every check of the release build in parallel: vet, parse the generated
+        // docs, check the flags, check the args, parse the args again, check the flags in parallel.
+        func runParallel(checks []string) error {
+            return runChecks(checks, "parse", "args", "flags", "parallel")
+        }
+    """,
+}
+
+
+def test_a_change_description_finds_source_before_the_projects_tooling(tmp_path: Path) -> None:
+    s = make(tmp_path / "ws", TOOLING_FILES)
+    change = "fix: parse args in parallel and check flags"
+    files = list(dict.fromkeys(h.path for h in s.search(change).results))
+    assert files[0] == "flags/parse.go"
+    s.settings = load_settings(s.root, {**NO_EMBED, "search": {"prose_kind_prior": 0}})
+    assert s.search(change).results[0].path == "internal/build/build.go"  # the prior is what orders them
+    s.settings = load_settings(s.root, NO_EMBED)
+    about = "the release build script runs its checks in parallel"
+    assert s.search(about).results[0].path == "internal/build/build.go"
+    assert s.search("runParallel").results[0].path == "internal/build/build.go"
 
 
 def test_translations_and_svg_are_not_indexed_by_default(tmp_path: Path) -> None:
