@@ -299,6 +299,44 @@ def test_tooling_is_the_projects_own_scripts_at_the_top() -> None:
         assert not is_tooling(path) and prior(path) == 1.0, path
 
 
+RETRY_FILES = {
+    "pkg/retry.py": """
+        def wait_time(attempt):
+            \"\"\"Seconds to wait before the next try: exponential backoff.\"\"\"
+            return min(60, 2**attempt)
+    """,
+    "tests/test_retry.py": """
+        def test_retry_delay_grows_with_jitter_and_backoff():
+            # the retry delay doubles with backoff, jitter spreads each retry delay
+            assert delays(retry=1, jitter=0) < delays(retry=2, jitter=0)  # backoff, retry delay
+    """,
+    **{
+        f"pkg/client_{i}.py": f"""
+            def send_{i}(request):
+                \"\"\"Send the request; a retry uses the configured delay and backoff.\"\"\"
+                return transport_{i}(request, retry=True, delay=1)
+        """
+        for i in range(14)
+    },
+}
+
+
+def test_a_change_description_puts_source_before_its_tests(tmp_path: Path) -> None:
+    s = make(tmp_path / "ws", RETRY_FILES)
+    change = "Fix the retry delay growing with backoff and jitter"
+
+    def order() -> list[str]:
+        return [h.path for h in s.search(change, limit=30).results]
+
+    files = order()
+    assert files.index("pkg/retry.py") < files.index("tests/test_retry.py")
+    s.settings = load_settings(s.root, {**NO_EMBED, "search": {"prose_test_weight": 1}})
+    files = order()
+    assert files.index("pkg/retry.py") > files.index("tests/test_retry.py")  # the final factor orders them
+    s.settings = load_settings(s.root, NO_EMBED)
+    assert s.search("tests of the retry delay with jitter").results[0].path == "tests/test_retry.py"
+
+
 TOOLING_FILES = {
     "flags/parse.go": """
         package flags

@@ -335,6 +335,7 @@ def rank(
     fused = _fuse(q, lists, list_w, parsed.text, parts, code_like, s, lambda: retriever.graph)
     if graph is not None:
         fused = _graph_hops(q, retriever, graph, fused, lists, list_w, parsed.text, parts, s)
+    _tests_after_source(q, fused, parsed.text, parts, code_like, s.prose_test_weight)
     fused = _pattern_first(fused, pattern)
     if s.per_file_cap > 0:
         fused = diversify(fused, [q.file_of(f.doc) for f in fused], s.per_file_cap, limit)
@@ -557,6 +558,20 @@ def _graph_hops(
             f.score *= 1.0 + centrality * ranks.get(q.path(f.doc), 0.0)
         _in_rank_order(q, fused)
     return fused
+
+
+def _tests_after_source(
+    q: Retrieval[Any], fused: list[Fused], text: str, parts: QueryParts, code_like: bool, factor: float
+) -> None:
+    """Scale test files by ``factor`` once more in a short prose query's final order (unless it asks
+    for tests): the test prior of :func:`apply_priors` keeps them among the first files the source list
+    reads for what they point at, and here they make way for the source itself."""
+    if factor == 1 or code_like or parts.long or asks_for_tests(text):
+        return
+    for f in fused:
+        if TEST_PATH.search(q.path(f.doc)):
+            f.score *= factor
+    _in_rank_order(q, fused)
 
 
 def is_source(path: str) -> bool:
