@@ -32,7 +32,7 @@ from aide_tui.core.filekinds import (
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.index.scan import Scanner
 from aide_tui.core.search.filters import canonical_language, parse_query
-from aide_tui.core.search.query import analyze
+from aide_tui.core.search.query import analyze, reads_as_change
 from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.tokens import tokenize
 
@@ -335,6 +335,18 @@ def test_a_change_description_puts_source_before_its_tests(tmp_path: Path) -> No
     assert files.index("pkg/retry.py") > files.index("tests/test_retry.py")  # the final factor orders them
     s.settings = load_settings(s.root, NO_EMBED)
     assert s.search("tests of the retry delay with jitter").results[0].path == "tests/test_retry.py"
+    # what code does, not a change: it may ask for a test, which keeps the plain test prior
+    described = [h.path for h in s.search("Returns the retry delay growing with backoff and jitter").results]
+    assert described.index("pkg/retry.py") > described.index("tests/test_retry.py")
+
+
+def test_change_descriptions() -> None:
+    for text in ("Fix the retry delay", "fix(table): wrap cells", "feat!: drop py3.8", "Added a flag",
+                 "Don't split bundled flags", "- remove dead code", "Chore: bump deps"):  # fmt: skip
+        assert reads_as_change(text), text
+    for text in ("Returns the retry delay", "Ensure that the flag is set", "Error: Invalid value for -c",
+                 "L{URL.remove} removes it", "how do I add a flag", "fixture for the client"):  # fmt: skip
+        assert not reads_as_change(text), text
 
 
 TOOLING_FILES = {

@@ -391,6 +391,26 @@ def verbatim_words(text: str) -> bool:
 _ASKS = re.compile(r"(?:how|why|what|where|when|which|who|whose|does|can|could|should|would)\s+\w", re.I)
 
 
+# the first word of a change description: what a commit subject or a changelog line starts with
+_CHANGE_VERBS = frozenset(
+    """fix fixes fixed add adds added remove removes removed drop drops dropped update updates updated
+    bump deprecate refactor cleanup improve improves allow allows support avoid revert rename replace
+    do don't use hide show enable disable implement resolve""".split()
+)
+_CONVENTIONAL = re.compile(  # feat: ..., fix(table): ...
+    r"\s*(?:feat|fix|docs|style|refactor|perf|test|build|ci|chore|revert)(?:\([^)]*\))?!?:\s", re.I
+)
+_FIRST_WORD = re.compile(r"\W*([A-Za-z']+)")
+
+
+def reads_as_change(text: str) -> bool:
+    """Whether ``text`` reads as a change description: a conventional commit subject (``feat: ...``,
+    ``fix(table): ...``) or a line starting with a verb of change (``Fix ...``, ``Added ...``, ``Do not
+    ...``); not a description of what code does (``Return the ...``, ``Ensure that ...``)."""
+    first = _FIRST_WORD.match(text)
+    return bool(_CONVENTIONAL.match(text)) or (first is not None and first.group(1).lower() in _CHANGE_VERBS)
+
+
 def code_line(text: str) -> bool:
     """Whether ``text`` reads as one line copied from code (``rv = os.fsdecode(Path(rv).resolve())``):
     one line of ``LINE_WORDS`` words or more (fewer than ``VERBATIM_WORDS``), ``LINE_MARKS`` code marks

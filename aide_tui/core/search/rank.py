@@ -42,6 +42,7 @@ from aide_tui.core.search.query import (
     locations,
     member_words,
     pasted_code,
+    reads_as_change,
     reads_as_code,
     verbatim_words,
     without_frames,
@@ -563,10 +564,12 @@ def _graph_hops(
 def _tests_after_source(
     q: Retrieval[Any], fused: list[Fused], text: str, parts: QueryParts, code_like: bool, factor: float
 ) -> None:
-    """Scale test files by ``factor`` once more in a short prose query's final order (unless it asks
-    for tests): the test prior of :func:`apply_priors` keeps them among the first files the source list
-    reads for what they point at, and here they make way for the source itself."""
-    if factor == 1 or code_like or parts.long or asks_for_tests(text):
+    """Scale test files by ``factor`` once more in the final order of a short query that reads as a change
+    description (``Fix ...``, ``feat: ...``; unless it asks for tests): the change is to the source. The
+    test prior of :func:`apply_priors` keeps them among the first files the source list reads for what
+    they point at; here they make way for the source itself. A description of what code does
+    (``L{URL.remove} removes every ...``, a docstring) may well ask for a test: it is left alone."""
+    if factor == 1 or code_like or parts.long or not reads_as_change(text) or asks_for_tests(text):
         return
     for f in fused:
         if TEST_PATH.search(q.path(f.doc)):
