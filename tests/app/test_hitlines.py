@@ -140,6 +140,21 @@ def test_a_line_after_a_definitions_body_is_not_inside_it() -> None:
     assert symbol_at_line(hit, 9) == "class Foo > function second"
 
 
+def test_a_go_method_line_is_labelled_with_its_receivers_type() -> None:
+    """Go methods packed in one chunk are labelled as the chunker labels one: ``func (*Set) Len``, the
+    receiver's type without its name or type parameters; a plain function as ``func name``."""
+    from aide_tui.core.search.hitlines import symbol_at_line
+
+    go = (
+        "func (s *Set[K]) Add(k K) {\n\ts.m[k] = struct{}{}\n}\n\n"
+        "func (s *Set[K]) Len() int {\n\treturn len(s.m)\n}\n\nfunc New() *Set[int] {\n\treturn nil\n}\n"
+    )
+    hit = Hit("set.go", 10, 21, 0.5, "func (*Set) Add", "go", {}, [], go)
+    assert symbol_at_line(hit, 11) == "func (*Set) Add"
+    assert symbol_at_line(hit, 15) == "func (*Set) Len"
+    assert symbol_at_line(hit, 19) == "func New"
+
+
 def test_a_local_variable_holds_no_lines_below_it() -> None:
     """``var stacked = ...;`` inside a function is a statement, not a definition around the lines after
     it; a ``const`` that opens a block (an arrow function, an object) still holds its body."""

@@ -822,6 +822,13 @@ def _goes_on_an_expression(line: str, m: re.Match[str]) -> bool:
     return "," in head or bool(_TYPENAME_BEFORE.search(head)) or line.count(")") > line.count("(")
 
 
+def go_receiver_type(receiver: str) -> str:
+    """The type of a Go method's receiver, without its type parameters (``f *FlagBase[T, C]`` →
+    ``*FlagBase``): how a method's label names it (``func (*FlagBase) Apply``)."""
+    words = _TYPE_PARAMS.sub("", receiver).split()
+    return words[-1] if words else ""
+
+
 def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[str]) -> Unit:
     """The unit an anchor match starts on line ``i`` (ending on ``end``), with its kind, name and label."""
     gd = m.groupdict()
@@ -842,10 +849,7 @@ def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[s
         name = f"{_TEMPLATE_ARGS.sub('', scope)}::{last}"
     label = f"{kind} {'.'.join(n for n in (owner, name) if n)}".strip()
     if gd.get("recv"):
-        # the receiver's type, without its type parameters: ``f *FlagBase[T, C]`` is ``*FlagBase``
-        words = _TYPE_PARAMS.sub("", gd["recv"]).split()
-        recv = words[-1] if words else ""
-        label = f"func ({recv}) {name}"
+        label = f"func ({go_receiver_type(gd['recv'])}) {name}"
     define_name = name.rsplit("::", 1)[-1]
     if define_name.startswith("self."):
         define_name = define_name[5:]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+from aide_tui.core.chunk.code import go_receiver_type
 from aide_tui.core.textsafe import printable
 from aide_tui.core.tokens import CAMEL_PARTS, IDENTIFIER, fold
 
@@ -282,7 +283,7 @@ def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
         m = named[i]
         indent = _indent(lines[i])
         if m and indent < limit and indent < floor:
-            chain.insert(0, f"{m.group(1).split()[-1]} {m.group(2)}")
+            chain.insert(0, _label(m, lines[i]))
             limit = indent
             if limit == 0:
                 break
@@ -298,6 +299,17 @@ def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
             break
         outer.append(part)
     return " > ".join([*outer, *chain])
+
+
+_GO_METHOD = re.compile(r"\s*func\s*\(([^)]*)\)")
+
+
+def _label(m: re.Match[str], line: str) -> str:
+    """A definition line's link of a label: ``def send``, ``class Client``; a Go method with its
+    receiver's type, as the chunker writes it (``func (*Client) Get``)."""
+    kind, name = m.group(1).split()[-1], m.group(2)
+    method = _GO_METHOD.match(line) if kind == "func" else None
+    return f"func ({go_receiver_type(method.group(1))}) {name}" if method else f"{kind} {name}"
 
 
 def line_text(hit: object, line: int) -> str:
