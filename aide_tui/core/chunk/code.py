@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from aide_tui.core.chunk.base import Src, Unit
+from aide_tui.core.labels import go_receiver_type
 
 # --------------------------------------------------------------------------------------------- tokenizer
 
@@ -518,7 +519,6 @@ FAMILY = {"javascript": "js", "typescript": "js"}
 _DEFINE_RX = re.compile(r"^\s*#\s*define\s+(\w+)")
 _TYPEDEF_NAME = re.compile(r"(\w+)\s*(?:\[[^\]]*\])?\s*(?:\([^)]*\))?\s*;\s*$")
 _TEMPLATE_ARGS = re.compile(r"<[^<>()]*>")
-_TYPE_PARAMS = re.compile(r"\[[^\]]*\]")
 _GROUP_MEMBER = re.compile(r"^\s*([A-Za-z_]\w*)")
 _MAX_ANCHOR_LINE = 400
 
@@ -820,13 +820,6 @@ def _goes_on_an_expression(line: str, m: re.Match[str]) -> bool:
     comma or ``typename`` before the name, or more parentheses closed than opened, says so."""
     head = line[: m.start("name")]
     return "," in head or bool(_TYPENAME_BEFORE.search(head)) or line.count(")") > line.count("(")
-
-
-def go_receiver_type(receiver: str) -> str:
-    """The type of a Go method's receiver, without its type parameters (``f *FlagBase[T, C]`` →
-    ``*FlagBase``): how a method's label names it (``func (*FlagBase) Apply``)."""
-    words = _TYPE_PARAMS.sub("", receiver).split()
-    return words[-1] if words else ""
 
 
 def _anchored_unit(src: Src, lang: Lang, i: int, end: int, p: Pat, m: re.Match[str]) -> Unit:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from aide_tui.core.chunk.code import go_receiver_type
+from aide_tui.core.labels import go_receiver_type
 from aide_tui.core.textsafe import printable
 from aide_tui.core.tokens import CAMEL_PARTS, IDENTIFIER, fold
 
