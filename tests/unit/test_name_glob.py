@@ -4,6 +4,8 @@ files, indexed; the searches are the CLI's."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import indexed_bm25
 
@@ -179,3 +181,22 @@ def test_a_members_pattern_lists_what_its_owner_defines(searcher: Searcher) -> N
     typed = searcher.search("Client.*head", limit=10, mode="bm25", prefix=True)
     assert typed.read_as == "the definitions named like Client.*head"
     assert typed.results[0].path == "pkg/client.py"
+
+
+def test_a_members_pattern_finds_members_defined_apart_from_their_type(tmp_path: Path) -> None:
+    """``Store.*`` lists a Go type's methods wherever they are defined (one file declares the type,
+    others hold its methods), labelled as the chunker labels them; a plain function is no member."""
+    files = {
+        "store/store.go": "package store\n\ntype Store struct {\n\titems map[string]string\n}\n",
+        "store/get.go": (
+            "package store\n\nfunc (s *Store) Get(key string) string {\n\treturn s.items[key]\n}\n\n"
+            "func Open() *Store {\n\treturn &Store{}\n}\n"
+        ),
+        "store/put.go": "package store\n\nfunc (s *Store) Put(key, v string) {\n\ts.items[key] = v\n}\n",
+    }
+    root = indexed_bm25(tmp_path / "ws", files)
+    s = Searcher(root, load_settings(root, {"embedding": {"backend": "none"}}))
+    resp = s.search("Store.*", limit=10, mode="bm25")
+    assert resp.read_as == "the definitions named like Store.*"
+    listed = [(h.path, h.symbol) for h in resp.results if h.ranks.get("symbol")]
+    assert listed == [("store/get.go", "func (*Store) Get"), ("store/put.go", "func (*Store) Put")]

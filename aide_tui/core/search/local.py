@@ -136,6 +136,7 @@ class LocalGraph:
         self.references = g.references
         self.has_references = g.has_references
         self.definitions_in = g.definitions_in
+        self.definitions_under = g.definitions_under
         self.references_in = g.references_in
         self.imports_of = g.imports_of
         self.called_names = g.called_names

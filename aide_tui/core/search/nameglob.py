@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
@@ -37,7 +37,6 @@ MIN_INNER_LITERAL = 3  # ... one that starts with a wildcard (every name is sear
 MAX_GLOB_NAMES = 1000  # matching names whose definitions may be looked up, the shortest first
 NAMES_AT_ONCE = 100  # names whose definitions are looked up together
 MAX_MEMBERS = 1000  # members a members pattern (``Client.*``) looks for the chunks of
-MAX_OWNER_FILES = 100  # files of the types named like its owner that ``Client.*`` reads
 # kinds of definition that have members (not a function, whose nested definitions are its locals)
 TYPE_KINDS = frozenset("class struct interface type trait enum impl module namespace object record".split())
 # ``Owner.pattern``: a name (dotted or not), a dot, a pattern of name characters and wildcards
@@ -154,24 +153,24 @@ def asked_pattern(
 
 
 def _members(graph: SymbolGraph, stats: TermStats, glob: MemberGlob) -> list[tuple[str, Definition]]:
-    """(file, definition) of the members ``glob`` matches, at most ``MAX_MEMBERS``: the definitions of
-    the member names it matches (any file: a Go method, a Rust impl, a JavaScript prototype's function
-    defined apart from its type) when its pattern holds at least ``MIN_LITERAL`` name characters; else
-    those in the files of the types named like the owner (classes, structs...; not a function's
-    locals), the first ``MAX_OWNER_FILES`` of them."""
+    """(file, definition) of the members ``glob`` matches, at most ``MAX_MEMBERS``, wherever they are
+    defined (a Go method, a Rust impl, a JavaScript prototype's function apart from its type): the
+    definitions of the member names it matches when its pattern holds at least ``MIN_LITERAL`` name
+    characters; else every definition whose qualified name is under the owner's name. Not a
+    function's locals."""
     owner, member = glob.owner.lower(), glob.member
-    owners = graph.definitions(glob.owner, False)
-    types = dict.fromkeys(p for p, d in owners if d.kind in TYPE_KINDS)
-    kinds = {(p, d.qualname): d.kind for p, d in owners}  # a function's nested definitions are locals
-    out: list[tuple[str, Definition]] = []
+    kinds = {(p, d.qualname): d.kind for p, d in graph.definitions(glob.owner, False)}
     if _literal(member.text) >= MIN_LITERAL:
         names = stats.names_matching(member.prefix, member.needle, member.any_case, MAX_GLOB_NAMES)
-        pairs = (pd for name in names for pd in graph.definitions(name, False))
+        pairs: Iterable[tuple[str, Definition]] = (
+            pd for name in names for pd in graph.definitions(name, False)
+        )
     else:
-        pairs = ((p, d) for p in list(types)[:MAX_OWNER_FILES] for d in graph.definitions_in(p))
+        pairs = graph.definitions_under(glob.owner)
+    out: list[tuple[str, Definition]] = []
     for path, d in pairs:
         if kinds.get((path, d.qualname.rpartition(".")[0]), "class") not in TYPE_KINDS:
-            continue
+            continue  # a function's nested definitions are locals
         if _owner_of(d.qualname).lower() == owner and member.any_case.fullmatch(d.name):
             out.append((path, d))
             if len(out) >= MAX_MEMBERS:

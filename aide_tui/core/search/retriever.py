@@ -160,6 +160,11 @@ class SymbolGraph(Protocol):
         """A file's definitions, in line order."""
         ...
 
+    def definitions_under(self, owner: str) -> list[tuple[str, Definition]]:
+        """(path, definition) of the definitions whose qualified name has ``owner`` (any case) as a
+        part before a dot (the members of the types so named, in any file), by path and line."""
+        ...
+
     def references_in(self, path: str) -> list[Reference]:
         """A file's references, in line order."""
         ...

@@ -26,6 +26,7 @@ replaces them.
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -341,6 +342,31 @@ class MappedGraph:
         defs = self._defs.take(rows)
         return [d for _, d in self._definitions(defs, self._quals(rows.tolist()))]
 
+    def definitions_under(self, owner: str) -> list[tuple[int, Definition]]:
+        """(path id, definition) of the definitions whose qualified name holds ``owner`` (any case of its
+        ASCII letters) followed by a dot at a word's start (``Client`` in ``Client.send``,
+        ``Outer.Client.get``, ``Display for Client.fmt``): one scan of the qualified names' bytes (kept
+        end to end). The caller checks which part owns each."""
+        if not owner:
+            return []
+        lowered: bytes | None = self.__dict__.get("_quals_lowered")
+        if lowered is None:  # kept with the immutable segment (ASCII letters lowered: the same length)
+            blob = self._file("g_qual.bin")
+            blob.check(0, len(blob))
+            lowered = self.__dict__["_quals_lowered"] = bytes(blob.buffer).lower()
+        found = re.compile(re.escape(owner.encode("utf-8", "surrogatepass").lower()) + rb"\.")
+        at = np.fromiter((m.start() for m in found.finditer(lowered)), np.int64)
+        if not at.size:
+            return []
+        off = self._array("g_qual_off.npy").all().astype(np.int64)
+        rows = np.searchsorted(off, at, "right") - 1
+        # the names lie end to end: a match starts its name, or follows a byte no word goes on with
+        before = np.frombuffer(lowered, np.uint8)[np.maximum(at - 1, 0)]
+        starts = (rows >= 0) & (rows < len(off) - 1) & (off[np.clip(rows, 0, len(off) - 1)] == at)
+        rows = np.unique(rows[starts | ~_WORD_BYTE[before]])
+        rows = rows[(rows >= 0) & (rows < len(self._defs))].tolist()
+        return self._definitions(self._defs.take(rows), self._quals(rows))
+
     def references_in(self, path_id: int) -> np.ndarray:
         """(k, 5) reference rows of one file, by line and column."""
         lo, hi = self._range("g_ref_path_ptr.npy", path_id, len(self.paths))
@@ -398,6 +424,10 @@ class MappedGraph:
 
 def _text(raw: bytes | memoryview) -> str:
     return bytes(raw).decode("utf-8", "surrogatepass")
+
+
+_WORD_BYTE = np.zeros(256, bool)  # bytes a name goes on with (letters, digits, _, $, UTF-8 sequences)
+_WORD_BYTE[[*b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$", *range(0x80, 0x100)]] = True
 
 
 def _texts(offsets: MappedArray, blob: MappedFile, ids: Sequence[int]) -> list[str]:

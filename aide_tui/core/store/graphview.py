@@ -192,6 +192,18 @@ class GraphView:
         dst = dp[begin[cn[links]] + nth]
         return cp[links], dst, 1.0 / c[links]
 
+    def definitions_under(self, owner: str) -> list[tuple[str, Definition]]:
+        """Live definitions whose qualified name has ``owner`` (any case) as a part before a dot, by
+        path and line: the members of the types so named, wherever they are defined."""
+        out: list[tuple[str, Definition]] = []
+        for k, t in enumerate(self.tables):
+            if not t.paths:
+                continue
+            live = self.live_paths(k)
+            out.extend((t.paths[p], d) for p, d in t.definitions_under(owner) if live[p])
+        out.sort(key=lambda pd: (pd[0], pd[1].line, pd[1].col))
+        return out
+
     def definition_count(self, name: str) -> int:
         """How many live definitions ``name`` has (exact case)."""
         return len(self.definitions(name))
