@@ -32,7 +32,7 @@ from aide_tui.core.filekinds import (
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.index.scan import Scanner
 from aide_tui.core.search.filters import canonical_language, parse_query
-from aide_tui.core.search.query import analyze, reads_as_change
+from aide_tui.core.search.query import analyze
 from aide_tui.core.search.searcher import Searcher
 from aide_tui.core.tokens import tokenize
 
@@ -297,90 +297,6 @@ def test_tooling_is_the_projects_own_scripts_at_the_top() -> None:
     for path in ("src/tools/clippy/lib.rs", "pkg/scripts.py", "setup.py", "internal/parse/parse.go",
                  "lib/Makefile", "scripts.py", "src/pkg/build/wheel.py"):  # fmt: skip
         assert not is_tooling(path) and prior(path) == 1.0, path
-
-
-RETRY_FILES = {
-    "pkg/retry.py": """
-        def wait_time(attempt):
-            \"\"\"Seconds to wait before the next try: exponential backoff.\"\"\"
-            return min(60, 2**attempt)
-    """,
-    "tests/test_retry.py": """
-        def test_retry_delay_grows_with_jitter_and_backoff():
-            # the retry delay doubles with backoff, jitter spreads each retry delay
-            assert delays(retry=1, jitter=0) < delays(retry=2, jitter=0)  # backoff, retry delay
-    """,
-    **{
-        f"pkg/client_{i}.py": f"""
-            def send_{i}(request):
-                \"\"\"Send the request; a retry uses the configured delay and backoff.\"\"\"
-                return transport_{i}(request, retry=True, delay=1)
-        """
-        for i in range(14)
-    },
-}
-
-
-def test_a_change_description_puts_source_before_its_tests(tmp_path: Path) -> None:
-    s = make(tmp_path / "ws", RETRY_FILES)
-    change = "Fix the retry delay growing with backoff and jitter"
-
-    def order() -> list[str]:
-        return [h.path for h in s.search(change, limit=30).results]
-
-    files = order()
-    assert files.index("pkg/retry.py") < files.index("tests/test_retry.py")
-    s.settings = load_settings(s.root, {**NO_EMBED, "search": {"prose_test_weight": 1}})
-    files = order()
-    assert files.index("pkg/retry.py") > files.index("tests/test_retry.py")  # the final factor orders them
-    s.settings = load_settings(s.root, NO_EMBED)
-    assert s.search("tests of the retry delay with jitter").results[0].path == "tests/test_retry.py"
-    # what code does, not a change: it may ask for a test, which keeps the plain test prior
-    described = [h.path for h in s.search("Returns the retry delay growing with backoff and jitter").results]
-    assert described.index("pkg/retry.py") > described.index("tests/test_retry.py")
-
-
-def test_change_descriptions() -> None:
-    for text in ("Fix the retry delay", "fix(table): wrap cells", "feat!: drop py3.8", "Added a flag",
-                 "Don't split bundled flags", "- remove dead code", "Chore: bump deps"):  # fmt: skip
-        assert reads_as_change(text), text
-    for text in ("Returns the retry delay", "Ensure that the flag is set", "Error: Invalid value for -c",
-                 "L{URL.remove} removes it", "how do I add a flag", "fixture for the client"):  # fmt: skip
-        assert not reads_as_change(text), text
-
-
-TOOLING_FILES = {
-    "flags/parse.go": """
-        package flags
-
-        // Apply sets each flag from the arguments.
-        func Apply(args []string) error {
-            return checkFlags(args)
-        }
-    """,
-    "internal/build/build.go": """
-        package main
-
-        // runParallel runs every check of the release build in parallel: vet, parse the generated
-        // docs, check the flags, check the args, parse the args again, check the flags in parallel.
-        func runParallel(checks []string) error {
-            return runChecks(checks, "parse", "args", "flags", "parallel")
-        }
-    """,
-}
-
-
-def test_a_change_description_finds_source_before_the_projects_tooling(tmp_path: Path) -> None:
-    s = make(tmp_path / "ws", TOOLING_FILES)
-    change = "fix: parse args in parallel and check flags"
-    files = list(dict.fromkeys(h.path for h in s.search(change).results))
-    assert files[0] == "flags/parse.go"
-    s.settings = load_settings(s.root, {**NO_EMBED, "search": {"prose_kind_prior": 0}})
-    assert s.search(change).results[0].path == "internal/build/build.go"  # the prior is what orders them
-    s.settings = load_settings(s.root, NO_EMBED)
-    about = "the release build script runs its checks in parallel"
-    assert s.search(about).results[0].path == "internal/build/build.go"
-    assert s.search("runParallel").results[0].path == "internal/build/build.go"
 
 
 def test_translations_and_svg_are_not_indexed_by_default(tmp_path: Path) -> None:
