@@ -153,6 +153,17 @@ def test_a_go_method_line_is_labelled_with_its_receivers_type() -> None:
     assert symbol_at_line(hit, 11) == "func (*Set) Add"
     assert symbol_at_line(hit, 15) == "func (*Set) Len"
     assert symbol_at_line(hit, 19) == "func New"
+    # a chunk labelled by the group of declarations it starts with holds one method
+    grouped = (
+        "type (\n\tIntSlice = SliceBase[int64]\n)\n\n"
+        "func (cmd *Command) IntSlice(name string) []int64 {\n\treturn nil\n}\n"
+    )
+    hit = Hit("flag_int_slice.go", 1, 7, 0.5, "type", "go", {}, [], grouped)
+    assert symbol_at_line(hit, 6) == "func (*Command) IntSlice"
+    assert symbol_at_line(hit, 2) == "type"  # before the method: the chunk's own label
+    # the one definition of a continued class's chunk is inside the class
+    hit = Hit("c.py", 40, 42, 0.5, "class Client", "python", {}, [], "    def close(self):\n        pass\n")
+    assert symbol_at_line(hit, 41) == "class Client > def close"
 
 
 def test_a_local_variable_holds_no_lines_below_it() -> None:

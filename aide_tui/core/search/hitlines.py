@@ -267,8 +267,8 @@ def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
     """:func:`symbol_at_line` from the chunk's definitions (:func:`_definitions_of`)."""
     symbol = getattr(hit, "symbol", None)
     lines, prose, defined, named = found
-    if len(defined) < 2:
-        return symbol  # one definition (or none): the chunk's symbol is the one
+    if not defined or (len(defined) == 1 and symbol and symbol.split()[-1] in defined):
+        return symbol  # the chunk's one definition is its symbol's
     b = line - int(getattr(hit, "start_line", 1))
     while 0 <= b < len(lines) - 1 and lines[b].lstrip().startswith("@"):
         b += 1  # a decorator belongs to the definition below it
@@ -292,7 +292,8 @@ def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
             floor = min(floor, indent)
     if not chain:
         return symbol
-    parts = symbol.split(" > ") if symbol else []
+    # a Go definition is inside nothing (a chunk's ``type`` is a group of declarations before it)
+    parts = symbol.split(" > ") if symbol and getattr(hit, "language", "") != "go" else []
     outer = []
     for part in parts:
         if part.split()[-1] in defined:
