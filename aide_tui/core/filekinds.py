@@ -76,8 +76,9 @@ _ABOUT: dict[str, frozenset[str]] = {
     DATA: frozenset("csv tsv fixture fixtures dataset".split()),
     EXAMPLE: frozenset("example examples benchmark benchmarks demo gallery".split()),
     TOOLING: frozenset(
-        "build builds building script scripts tool tools tooling makefile lint linter linting nox tox "
-        "codegen generate generator bump hack".split()
+        "build builds building built script scripts tool tools tooling makefile lint linter linting nox "
+        "tox codegen generate generated generator regenerate regenerated bump bumped hack hacking "
+        "noxfile rakefile justfile fabfile magefile devtools build_tools buildtools".split()
     ),
 }
 
@@ -141,7 +142,9 @@ def is_tooling(path: str) -> bool:
 
 
 def kinds_asked_about(words: set[str]) -> set[str]:
-    """The kinds whose words occur in ``words`` (lower-case query words)."""
+    """The kinds whose words occur in ``words`` (lower-case query words; a file name counts by its stem
+    too: ``noxfile.py``)."""
+    words = words | {w.split(".", 1)[0] for w in words if "." in w}
     return {kind for kind, vocab in _ABOUT.items() if words & vocab}
 
 

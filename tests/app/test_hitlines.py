@@ -161,6 +161,12 @@ def test_a_go_method_line_is_labelled_with_its_receivers_type() -> None:
     hit = Hit("flag_int_slice.go", 1, 7, 0.5, "type", "go", {}, [], grouped)
     assert symbol_at_line(hit, 6) == "func (*Command) IntSlice"
     assert symbol_at_line(hit, 2) == "type"  # before the method: the chunk's own label
+    # two methods of one name: each line is its own receiver's
+    twins = (
+        'func (a A) String() string {\n\treturn "a"\n}\n\nfunc (b *B) String() string {\n\treturn "b"\n}\n'
+    )
+    hit = Hit("s.go", 1, 7, 0.5, "func (A) String", "go", {}, [], twins)
+    assert symbol_at_line(hit, 2) == "func (A) String" and symbol_at_line(hit, 6) == "func (*B) String"
     # the one definition of a continued class's chunk is inside the class
     hit = Hit("c.py", 40, 42, 0.5, "class Client", "python", {}, [], "    def close(self):\n        pass\n")
     assert symbol_at_line(hit, 41) == "class Client > def close"

@@ -274,8 +274,11 @@ def test_change_descriptions() -> None:
                  "Don't split bundled flags", "- remove dead code", "Chore: bump deps"):  # fmt: skip
         assert reads_as_change(text), text
     for text in ("Returns the retry delay", "Ensure that the flag is set", "Error: Invalid value for -c",
-                 "L{URL.remove} removes it", "how do I add a flag", "fixture for the client"):  # fmt: skip
+                 "L{URL.remove} removes it", "how do I add a flag", "fixture for the client",
+                 "Do redirects keep the header?", "Show me where cookies are parsed", "fix_path breaks",
+                 "Use of uninitialized value", "Update failed: permission denied"):  # fmt: skip
         assert not reads_as_change(text), text
+    assert reads_as_change("Don\u2019t follow redirects") and reads_as_change("Do not split flags")
 
 
 TOOLING_FILES = {
@@ -310,3 +313,17 @@ def test_a_change_description_finds_source_before_the_projects_tooling(tmp_path:
     about = "the release build script runs its checks in parallel"
     assert s.search(about).results[0].path == "internal/build/build.go"
     assert s.search("runParallel").results[0].path == "internal/build/build.go"
+    # a change naming a definition there, and a question (how is it built?), keep it first
+    build = "internal/build/build.go"
+    assert s.search("Fix runParallel checks in parallel").results[0].path == build
+    assert s.search("where are flags and args checked in parallel").results[0].path == build
+
+
+def test_a_spec_the_change_names_keeps_its_place(tmp_path: Path) -> None:
+    files = {**RETRY_FILES, "spec/retry_spec.py": RETRY_FILES["tests/test_retry.py"]}
+    del files["tests/test_retry.py"]
+    s = make(tmp_path / "ws", files=files)
+    change = "Fix the flaky retry delay spec with backoff and jitter"
+    as_is = [h.path for h in s.search(change, limit=30).results]
+    s.settings = load_settings(s.root, {**NO_EMBED, "search": {"prose_test_weight": 1}})
+    assert [h.path for h in s.search(change, limit=30).results] == as_is

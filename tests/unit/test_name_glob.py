@@ -200,3 +200,37 @@ def test_a_members_pattern_finds_members_defined_apart_from_their_type(tmp_path:
     assert resp.read_as == "the definitions named like Store.*"
     listed = [(h.path, h.symbol) for h in resp.results if h.ranks.get("symbol")]
     assert listed == [("store/get.go", "func (*Store) Get"), ("store/put.go", "func (*Store) Put")]
+
+
+def test_members_by_their_owner_in_any_case_and_only_its_own(tmp_path: Path) -> None:
+    """A prototype's functions beside their constructor are members, the constructor's locals are not;
+    an object (``utils = {}``) names no type for ``utils.*``; an owner in non-ASCII capitals is found
+    in any case; a match never runs across two qualified names stored end to end (``Foo.Cli`` then
+    ``ent.Clj`` hold ``Client.`` across them)."""
+    files = {
+        "js/client.js": (
+            "function Client(base) {\n  function helper() {\n    return 1;\n  }\n  this.base = base;\n}\n\n"
+            "Client.prototype.post = function (path) {\n  return path;\n};\n"
+        ),
+        "js/utils.js": "export const utils = {};\nutils.formatDate = function (d) {\n  return d;\n};\n",
+        "py/colour.py": "class GRÜN:\n    def färben(self):\n        return 1\n",
+        "py/straddle.py": (
+            "class Foo:\n    def Cli(self):\n        return 1\n\n\n"
+            "class ent:\n    def Clj(self):\n        return 2\n"
+        ),
+    }
+    root = indexed_bm25(tmp_path / "ws", files)
+    s = Searcher(root, load_settings(root, {"embedding": {"backend": "none"}}))
+
+    def listed(query: str) -> list[str | None]:
+        resp = s.search(query, limit=10, mode="bm25")
+        return [h.symbol for h in resp.results if h.ranks.get("symbol")] if resp.read_as else []
+
+    assert listed("Client.po*") and listed("Client.he*") == []  # a member; a local is none
+    assert listed("utils.*") == []
+    assert s.search("grün.*", limit=10, mode="bm25").read_as == "the definitions named like grün.*"
+    assert listed("Client.*") == []  # (a constructor function is no type: no member list)
+    graph = s.retriever.graph
+    assert graph is not None
+    under = [(p, d.qualname) for p, d in graph.definitions_under("Client")]
+    assert ("js/client.js", "Client.post") in under and all(p == "js/client.js" for p, _ in under)

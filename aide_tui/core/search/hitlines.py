@@ -267,7 +267,7 @@ def _symbol_in(hit: object, found: _Definitions, line: int) -> str | None:
     """:func:`symbol_at_line` from the chunk's definitions (:func:`_definitions_of`)."""
     symbol = getattr(hit, "symbol", None)
     lines, prose, defined, named = found
-    if not defined or (len(defined) == 1 and symbol and symbol.split()[-1] in defined):
+    if sum(m is not None for m in named) < 2 and (not defined or (symbol and symbol.split()[-1] in defined)):
         return symbol  # the chunk's one definition is its symbol's
     b = line - int(getattr(hit, "start_line", 1))
     while 0 <= b < len(lines) - 1 and lines[b].lstrip().startswith("@"):

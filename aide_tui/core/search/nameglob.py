@@ -156,21 +156,26 @@ def _members(graph: SymbolGraph, stats: TermStats, glob: MemberGlob) -> list[tup
     """(file, definition) of the members ``glob`` matches, at most ``MAX_MEMBERS``, wherever they are
     defined (a Go method, a Rust impl, a JavaScript prototype's function apart from its type): the
     definitions of the member names it matches when its pattern holds at least ``MIN_LITERAL`` name
-    characters; else every definition whose qualified name is under the owner's name. Not a
-    function's locals."""
+    characters; else, when a type (a class, a struct...) is named like the owner, every definition
+    whose qualified name is under the owner's name (``utils.*`` of an object or a file names none).
+    Not the definitions inside a function's body (its locals)."""
     owner, member = glob.owner.lower(), glob.member
-    kinds = {(p, d.qualname): d.kind for p, d in graph.definitions(glob.owner, False)}
+    owners = graph.definitions(glob.owner, False)
+    bodies = {(p, d.qualname): (d.line, d.end_line) for p, d in owners if d.kind not in TYPE_KINDS}
     if _literal(member.text) >= MIN_LITERAL:
         names = stats.names_matching(member.prefix, member.needle, member.any_case, MAX_GLOB_NAMES)
         pairs: Iterable[tuple[str, Definition]] = (
             pd for name in names for pd in graph.definitions(name, False)
         )
-    else:
+    elif any(d.kind in TYPE_KINDS for _, d in owners):
         pairs = graph.definitions_under(glob.owner)
+    else:
+        return []
     out: list[tuple[str, Definition]] = []
     for path, d in pairs:
-        if kinds.get((path, d.qualname.rpartition(".")[0]), "class") not in TYPE_KINDS:
-            continue  # a function's nested definitions are locals
+        body = bodies.get((path, d.qualname.rpartition(".")[0]))
+        if body is not None and body[0] <= d.line <= body[1]:
+            continue  # a function's local (a prototype's function assigned after it is a member)
         if _owner_of(d.qualname).lower() == owner and member.any_case.fullmatch(d.name):
             out.append((path, d))
             if len(out) >= MAX_MEMBERS:

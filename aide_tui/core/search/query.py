@@ -391,24 +391,35 @@ def verbatim_words(text: str) -> bool:
 _ASKS = re.compile(r"(?:how|why|what|where|when|which|who|whose|does|can|could|should|would)\s+\w", re.I)
 
 
-# the first word of a change description: what a commit subject or a changelog line starts with
+# the first word of a change description: what a commit subject or a changelog line starts with ("do"
+# only as "do not", "use" not as "use of")
 _CHANGE_VERBS = frozenset(
     """fix fixes fixed add adds added remove removes removed drop drops dropped update updates updated
-    bump deprecate refactor cleanup improve improves allow allows support avoid revert rename replace
-    do don't use hide show enable disable implement resolve""".split()
+    bump deprecate refactor cleanup improve improves allow allows avoid revert rename replace do don't
+    use hide enable disable implement resolve""".split()
 )
 _CONVENTIONAL = re.compile(  # feat: ..., fix(table): ...
     r"\s*(?:feat|fix|docs|style|refactor|perf|test|build|ci|chore|revert)(?:\([^)]*\))?!?:\s", re.I
 )
-_FIRST_WORD = re.compile(r"\W*([A-Za-z']+)")
+_FIRST_WORDS = re.compile(r"\W*([\w']+)\s*([\w']*)")
+_LABELLED = re.compile(r"\W*\w+(?:\s+\w+)?:\s")  # "Update failed: permission denied", a log line's label
 
 
 def reads_as_change(text: str) -> bool:
     """Whether ``text`` reads as a change description: a conventional commit subject (``feat: ...``,
     ``fix(table): ...``) or a line starting with a verb of change (``Fix ...``, ``Added ...``, ``Do not
-    ...``); not a description of what code does (``Return the ...``, ``Ensure that ...``)."""
-    first = _FIRST_WORD.match(text)
-    return bool(_CONVENTIONAL.match(text)) or (first is not None and first.group(1).lower() in _CHANGE_VERBS)
+    ...``); not a description of what code does (``Return the ...``, ``Ensure that ...``), a question,
+    an error line (``Update failed: ...``) or a name (``fix_path breaks ...``)."""
+    if _CONVENTIONAL.match(text):
+        return True
+    text = text.replace("\u2019", "'")
+    first = _FIRST_WORDS.match(text)
+    if first is None or text.rstrip().endswith("?") or _LABELLED.match(text) or error_message(text):
+        return False
+    verb, after = first.group(1).lower(), first.group(2).lower()
+    # "Do redirects ...?", "Use of uninitialized value": not the verbs
+    noun = (verb == "do" and after != "not") or (verb == "use" and after == "of")
+    return verb in _CHANGE_VERBS and not noun
 
 
 def code_line(text: str) -> bool:

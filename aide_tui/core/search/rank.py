@@ -561,6 +561,9 @@ def _graph_hops(
     return fused
 
 
+_NAMES_A_SPEC = re.compile(r"\bspecs?\b", re.I)
+
+
 def _tests_after_source(
     q: Retrieval[Any], fused: list[Fused], text: str, parts: QueryParts, code_like: bool, factor: float
 ) -> None:
@@ -571,6 +574,8 @@ def _tests_after_source(
     (``L{URL.remove} removes every ...``, a docstring) may well ask for a test: it is left alone."""
     if factor == 1 or code_like or parts.long or not reads_as_change(text) or asks_for_tests(text):
         return
+    if _NAMES_A_SPEC.search(text):
+        return  # "the flaky retry spec": a spec is a test it names
     for f in fused:
         if TEST_PATH.search(q.path(f.doc)):
             f.score *= factor
@@ -926,8 +931,13 @@ def apply_priors(
         exempt = filekinds.kinds_asked_about(set(re.findall(r"[\w.-]+", about.lower())))
         if asked_versions(about):  # a release number asked for: its notes are the answer
             exempt |= {filekinds.CHANGELOG, filekinds.DOCS}
+        if not parts.long and not reads_as_change(text):
+            exempt.add(filekinds.TOOLING)  # a question may well be about how the project is built
+        named = exempt | {filekinds.TOOLING}
         for f in fused:
-            f.score *= filekinds.prior(q.path(f.doc), exempt, strength)
+            # a file whose name or definition the text names is what it is about, tooling or not
+            asked = "symbol" in f.ranks or "path" in f.ranks
+            f.score *= filekinds.prior(q.path(f.doc), named if asked else exempt, strength)
     agg = s.file_agg if parts.long else s.prose_file_agg
     if agg > 0:
         aggregate_files(fused, q.file_of, agg)

@@ -349,12 +349,18 @@ class MappedGraph:
         end to end). The caller checks which part owns each."""
         if not owner:
             return []
+        if not owner.isascii():  # (the blob is lowered as ASCII)
+            low = owner.lower() + "."
+            rows_all = range(len(self._defs))
+            hits = [i for i, q in zip(rows_all, self._quals(rows_all), strict=True) if low in q.lower()]
+            return self._definitions(self._defs.take(hits), self._quals(hits)) if hits else []
         lowered: bytes | None = self.__dict__.get("_quals_lowered")
         if lowered is None:  # kept with the immutable segment (ASCII letters lowered: the same length)
             blob = self._file("g_qual.bin")
             blob.check(0, len(blob))
             lowered = self.__dict__["_quals_lowered"] = bytes(blob.buffer).lower()
-        found = re.compile(re.escape(owner.encode("utf-8", "surrogatepass").lower()) + rb"\.")
+        needle = owner.encode("utf-8", "surrogatepass").lower() + b"."
+        found = re.compile(re.escape(needle))
         at = np.fromiter((m.start() for m in found.finditer(lowered)), np.int64)
         if not at.size:
             return []
@@ -362,8 +368,11 @@ class MappedGraph:
         rows = np.searchsorted(off, at, "right") - 1
         # the names lie end to end: a match starts its name, or follows a byte no word goes on with
         before = np.frombuffer(lowered, np.uint8)[np.maximum(at - 1, 0)]
-        starts = (rows >= 0) & (rows < len(off) - 1) & (off[np.clip(rows, 0, len(off) - 1)] == at)
-        rows = np.unique(rows[starts | ~_WORD_BYTE[before]])
+        inside = (rows >= 0) & (rows < len(off) - 1)
+        row = np.clip(rows, 0, len(off) - 2)
+        starts = inside & (off[row] == at)
+        whole = inside & (at + len(needle) <= off[row + 1])  # not across two names lying end to end
+        rows = np.unique(rows[whole & (starts | ~_WORD_BYTE[before])])
         rows = rows[(rows >= 0) & (rows < len(self._defs))].tolist()
         return self._definitions(self._defs.take(rows), self._quals(rows))
 
