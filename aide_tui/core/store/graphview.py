@@ -6,7 +6,7 @@ lookup goes straight to that segment for a file, and checks liveness per row for
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -56,13 +56,21 @@ class GraphView:
 
     def definitions(self, name: str, exact: bool = True) -> list[tuple[str, Definition]]:
         """Live definitions of ``name`` (any case when not ``exact``), by path and line."""
+        return self._live_definitions(
+            lambda t: (pd for n in t.name_matches(name, exact) for pd in t.definitions_of(n))
+        )
+
+    def _live_definitions(
+        self, of_table: Callable[[MappedGraph], Iterable[tuple[int, Definition]]]
+    ) -> list[tuple[str, Definition]]:
+        """The live ones of each segment's (path id, definition) pairs ``of_table`` gives, by path and
+        line."""
         out: list[tuple[str, Definition]] = []
         for k, t in enumerate(self.tables):
             if not t.paths:
                 continue
             live = self.live_paths(k)
-            for n in t.name_matches(name, exact):
-                out.extend((t.paths[p], d) for p, d in t.definitions_of(n) if live[p])
+            out.extend((t.paths[p], d) for p, d in of_table(t) if live[p])
         out.sort(key=lambda pd: (pd[0], pd[1].line, pd[1].col))
         return out
 
@@ -195,14 +203,7 @@ class GraphView:
     def definitions_under(self, owner: str) -> list[tuple[str, Definition]]:
         """Live definitions whose qualified name has ``owner`` (any case) as a part before a dot, by
         path and line: the members of the types so named, wherever they are defined."""
-        out: list[tuple[str, Definition]] = []
-        for k, t in enumerate(self.tables):
-            if not t.paths:
-                continue
-            live = self.live_paths(k)
-            out.extend((t.paths[p], d) for p, d in t.definitions_under(owner) if live[p])
-        out.sort(key=lambda pd: (pd[0], pd[1].line, pd[1].col))
-        return out
+        return self._live_definitions(lambda t: t.definitions_under(owner))
 
     def definition_count(self, name: str) -> int:
         """How many live definitions ``name`` has (exact case)."""
