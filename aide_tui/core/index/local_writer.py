@@ -214,7 +214,7 @@ class LocalWriter:
             if present is not None:
                 entry = present[0]
             segments.append(entry)
-            hits = present[1] if present is not None else np.zeros(len(built.piece_keys), bool)
+            hits = present[1] if present is not None else np.zeros(len(built.piece_files), bool)
             for path, rec in built.records.items():
                 files[path] = replace(rec, segment=len(segments) - 1)
             vectors, full = Counter[str](), dict[tuple[str, int], bool]()
