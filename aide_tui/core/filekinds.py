@@ -31,10 +31,35 @@ KINDS = (SOURCE, DOCS, CHANGELOG, TRANSLATION, IMAGE, CI, CONFIG, DATA, EXAMPLE)
 NOT_INDEXED_BY_DEFAULT = {TRANSLATION: ("*.po", "*.pot"), IMAGE: ("*.svg",)}
 _EXT_KINDS = {"po": TRANSLATION, "pot": TRANSLATION, "svg": IMAGE}  # kinds an extension decides first
 
-# a test file or test data, by folder or name (ranking's test-file prior; defs list them last)
+# a test file or test data, by folder or name (ranking's test-file prior; defs list them last): see
+# is_test_path, which reads a library's own ``test``/``testing`` package apart
 TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
 )
+# a ``test``/``testing`` folder inside a package (not at the top, not under ``src/``), a Python file in
+# it named like a test, and the other ways a path says test (folders in the plural, data, suffixes)
+_PACKAGE_TEST_DIR = re.compile(r"(^|/)(?!src/)[^/]+/(test|testing)/")
+_TEST_NAME = re.compile(r"(^|/)(test_[^/]*|[^/]*_tests?\.py|tests?\.py|conftest\.py)$")
+_OTHER_TEST_MARK = re.compile(
+    r"(^|/)(tests|specs?|__tests__|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
+)
+
+
+def is_test_path(path: str) -> bool:
+    """Whether ``path`` is a test file or test data (``TEST_PATH``), except a module of a Python
+    library's own test-support package: a ``.py`` file in a ``test``/``testing`` folder nested in a
+    package (``django/test/runner.py``, ``numpy/testing/_private/utils.py``, ansible's
+    ``plugins/test/core.py``) that is not named like a test and not under another test folder. A
+    ``test`` folder at the top or under ``src/`` stays a test folder, and so does every other
+    language's (JavaScript keeps tests in nested ``test/`` folders under plain names, Go's ``test/``
+    holds test programs)."""
+    if not TEST_PATH.search(path):
+        return False
+    if not path.endswith(".py") or _OTHER_TEST_MARK.search(path) or _TEST_NAME.search(path):
+        return True
+    return not _PACKAGE_TEST_DIR.search(path)
+
+
 _DOC_EXT = frozenset("md markdown mdx rst txt adoc asciidoc rdoc tex texi org pod man 1 3 5 8".split())
 _CONFIG_EXT = frozenset("cfg ini toml yaml yml json jsonc json5 conf properties env editorconfig".split())
 _DATA_EXT = frozenset("csv tsv dat psv xml tab".split())

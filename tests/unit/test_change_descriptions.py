@@ -12,11 +12,12 @@ from pathlib import Path
 from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
+from aide_tui.core.filekinds import TEST_PATH, is_test_path
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.search import graphrank as G
 from aide_tui.core.search.lists import looks_like_code
 from aide_tui.core.search.query import reads_as_change
-from aide_tui.core.search.rank import TEST_PATH, is_source
+from aide_tui.core.search.rank import is_source
 from aide_tui.core.search.searcher import Searcher
 
 NO_EMBED = {"embedding": {"backend": "none"}}
@@ -177,6 +178,48 @@ def test_testdata_is_test_input() -> None:
     assert TEST_PATH.search("testdata/expected-fish-full.fish")
     assert not TEST_PATH.search("pkg/data.py")
     assert not is_source("internal/testdata/expected-help.txt") and is_source("pkg/proxy.py")
+
+
+def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> None:
+    library = [
+        "django/test/runner.py",
+        "numpy/testing/_private/utils.py",
+        "src/twisted/test/iosim.py",
+        "lib/ansible/plugins/test/core.py",
+        "Lib/test/support/__init__.py",
+    ]
+    tests = [
+        "test/helpers.py",  # a test folder at the top
+        "src/test/helpers.py",  # ... or under src/
+        "pkg/tests/helpers.py",  # in the plural
+        "src/twisted/test/test_iosim.py",  # named as a test
+        "pkg/test/conftest.py",
+        "pkg/test/fixtures/data.json",  # not Python
+        "packages/app/test/server.js",  # JavaScript's tests in nested folders under plain names
+        "src/test/java/org/x/Helper.java",
+        "go/test/fixedbugs/issue1.go",
+        "pkg/test/testdata/input.py",
+    ]
+    assert [p for p in library if is_test_path(p) or not is_source(p)] == []
+    assert [p for p in tests if not is_test_path(p)] == []
+
+
+def test_a_librarys_own_test_package_weighs_as_source_in_a_search(tmp_path: Path) -> None:
+    """The same module in a package's ``test`` folder and in another of its folders rank first; in the
+    project's ``tests`` folder, after them (the test prior)."""
+    body = """
+        class RequestFactory:
+            def fake_request(self, view_path, headers=None):
+                return {"path": view_path, "headers": dict(headers or {})}
+    """
+    root = tmp_path / "ws"
+    write_workspace(root, {"pkg/__init__.py": "", "pkg/test/__init__.py": "", "pkg/test/factory.py": body,
+                           "pkg/web/factory.py": body, "tests/factory.py": body})  # fmt: skip
+    settings = load_settings(root, NO_EMBED)
+    Indexer(root, settings).run()
+    hits = Searcher(root, settings).search("fake request for a view path", mode="bm25").results
+    assert {h.path for h in hits[:2]} == {"pkg/test/factory.py", "pkg/web/factory.py"}
+    assert hits[2].path == "tests/factory.py" and hits[2].score < hits[1].score
 
 
 ISSUE = (

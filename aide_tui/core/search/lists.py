@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from aide_tui.core.filekinds import TEST_PATH
+from aide_tui.core.filekinds import is_test_path
 from aide_tui.core.model import Definition, Reference
 from aide_tui.core.search.query import CODE_LIKE, Frame, QueryParts, UsesAsked, declared_name, last_part
 from aide_tui.core.search.releases import asked_versions, heading_pattern, version_pattern
@@ -568,7 +568,7 @@ def use_list(
         refs = [(p, ref) for p, ref in refs if raising.search(graph.line_text(p, ref.line) or "")] or refs
     by_file: dict[str, list[tuple[int, bool]]] = {}
     for path, ref in refs:
-        if asked.tests and not TEST_PATH.search(path):
+        if asked.tests and not is_test_path(path):
             continue
         by_file.setdefault(path, []).append((ref.line, ref.kind == _IMPORT))
     files = sorted(by_file, key=lambda p: -len(by_file[p]))[:MAX_USE_FILES]
@@ -576,7 +576,7 @@ def use_list(
     for path in files:
         keys = r.all_in_files([path])
         r.fetch(keys)
-        test = bool(TEST_PATH.search(path))
+        test = is_test_path(path)
         for k in keys:
             c = r.chunk(k)
             inside = sorted((ln, imp) for ln, imp in by_file[path] if c.start_line <= ln <= c.end_line)

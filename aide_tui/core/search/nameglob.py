@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
-from aide_tui.core.filekinds import TEST_PATH
+from aide_tui.core.filekinds import is_test_path
 from aide_tui.core.model import Definition
 from aide_tui.core.search.retriever import Candidate, Retrieval, SymbolGraph, TermStats
 
@@ -209,7 +209,7 @@ def glob_list(r: Retrieval[K], graph: SymbolGraph | None, asked: AskedPattern, l
         for name in batch:
             for k in defs.get(name, ()):
                 written = 0 if _as_written(r.defines(k), name, glob) else 1
-                key = (written, 1 if TEST_PATH.search(r.path(k)) else 0, len(name), name)
+                key = (written, 1 if is_test_path(r.path(k)) else 0, len(name), name)
                 if k not in ranked or key < ranked[k]:
                     best += key[:2] == (0, 0) and ranked.get(k, (1,))[:2] != (0, 0)
                     ranked[k] = key
@@ -271,7 +271,7 @@ def _member_list(
         keys = r.all_in_files([path])
         r.fetch(keys)
         chunks = [(r.chunk(k), k) for k in keys]
-        test = 1 if TEST_PATH.search(path) else 0
+        test = 1 if is_test_path(path) else 0
         for d in defs:
             holding = [(c, k) for c, k in chunks if c.start_line <= d.line <= c.end_line]
             if not holding:

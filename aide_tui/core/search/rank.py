@@ -20,7 +20,7 @@ from aide_tui.core import filekinds
 from aide_tui.core.bm25 import field_query
 from aide_tui.core.config import SearchSettings
 from aide_tui.core.errors import EmbedderError
-from aide_tui.core.filekinds import TEST_PATH
+from aide_tui.core.filekinds import is_test_path
 from aide_tui.core.search import graphrank as G
 from aide_tui.core.search import lists as L
 from aide_tui.core.search.filters import ParsedQuery
@@ -577,14 +577,14 @@ def _tests_after_source(
     if _NAMES_A_SPEC.search(text):
         return  # "the flaky retry spec": a spec is a test it names
     for f in fused:
-        if TEST_PATH.search(q.path(f.doc)):
+        if is_test_path(q.path(f.doc)):
             f.score *= factor
     _in_rank_order(q, fused)
 
 
 def is_source(path: str) -> bool:
     """Whether ``path`` is a source file (not docs, config, data, examples... nor a test)."""
-    return filekinds.kind_of(path) == filekinds.SOURCE and not TEST_PATH.search(path)
+    return filekinds.kind_of(path) == filekinds.SOURCE and not is_test_path(path)
 
 
 def _source_list(
@@ -610,7 +610,7 @@ def _source_list(
         seen.add(p)
         if len(seen) > s.source_from:
             break
-        is_test = bool(TEST_PATH.search(p))
+        is_test = is_test_path(p)
         if is_source(p) or (is_test and tests_asked) or filekinds.kind_of(p) in exempt:
             continue
         pointers.append((len(seen), p, q.chunk(f.doc).text, is_test))
@@ -923,7 +923,7 @@ def apply_priors(
     test_weight = s.long_test_weight if parts.long else s.test_weight
     if test_weight != 1 and not asks_for_tests(parts.title if parts.long else text):
         for f in fused:
-            if TEST_PATH.search(q.path(f.doc)):
+            if is_test_path(q.path(f.doc)):
                 f.score *= test_weight
     strength = s.kind_prior if parts.long else (0.0 if code_like else s.prose_kind_prior)
     if strength > 0:

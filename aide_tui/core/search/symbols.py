@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeGuard
 
-from aide_tui.core.filekinds import TEST_PATH
+from aide_tui.core.filekinds import is_test_path
 from aide_tui.core.model import Definition
 
 if TYPE_CHECKING:  # the retriever (numpy) loads with a search, not with a served lookup
@@ -124,7 +124,7 @@ def distinct_definitions(defs: list[Location]) -> list[str]:
 def definition_order(path: str, kind: str) -> tuple[int, int]:
     """How early a definition is listed: library code (0), then examples, docs and scripts (1), then
     tests (2); within each, classes and functions (0) before variables and attributes (1)."""
-    where = 2 if TEST_PATH.search(path) else 1 if _SIDE_PATH.search(path) else 0
+    where = 2 if is_test_path(path) else 1 if _SIDE_PATH.search(path) else 0
     return where, 1 if kind in VALUE_KINDS else 0
 
 
