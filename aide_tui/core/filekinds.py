@@ -35,6 +35,7 @@ _EXT_KINDS = {"po": TRANSLATION, "pot": TRANSLATION, "svg": IMAGE}  # kinds an e
 # is_test_path, which reads a library's own ``test``/``testing`` package apart
 TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
+    r"|(^|/)(tests\.(py|rs)|conftest\.py)$"  # a Django app's tests.py, a Rust module's tests.rs
 )
 # a ``test``/``testing`` folder inside a package (not at the top, not under ``src/``), a Python file in
 # it named like a test, and the other ways a path says test (folders in the plural, data, suffixes)

@@ -187,6 +187,8 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
         "src/twisted/test/iosim.py",
         "lib/ansible/plugins/test/core.py",
         "Lib/test/support/__init__.py",
+        "pkg/test.py",
+        "src/contest.py",
     ]
     tests = [
         "test/helpers.py",  # a test folder at the top
@@ -199,6 +201,9 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
         "src/test/java/org/x/Helper.java",
         "go/test/fixedbugs/issue1.go",
         "pkg/test/testdata/input.py",
+        "polls/tests.py",  # a Django app's tests
+        "library/alloc/src/vec/tests.rs",  # a Rust module's tests
+        "conftest.py",
     ]
     assert [p for p in library if is_test_path(p) or not is_source(p)] == []
     assert [p for p in tests if not is_test_path(p)] == []
