@@ -4,7 +4,6 @@ instead of left to one of them; helpers are forked only from a process with a si
 
 from __future__ import annotations
 
-import random
 import subprocess
 import sys
 import threading
@@ -19,7 +18,6 @@ from aide_tui.core.index.parallel import (
     _claimed,
     batch_bytes,
     helper_context,
-    largest_first,
 )
 from aide_tui.core.index.scan import FileEntry
 
@@ -110,40 +108,3 @@ def test_helpers_are_forked_only_from_a_process_with_one_thread() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.split() == ["fork", "True"]
-
-
-def _finish_times(backlog: Backlog, target: int) -> list[int]:
-    """Two helpers, each file costing its size in time: each helper claims when its claimed files are
-    read, and starts a new job while files are left; the time each one ends."""
-    cursor = Cursor(len(backlog.entries))
-    clocks = [0, 0]
-    jobs = [_claimed(backlog, cursor, target), _claimed(backlog, cursor, target)]
-    live = [True, True]
-    while any(live):
-        i = min((c, i) for i, c in enumerate(clocks) if live[i])[1]
-        e = next(jobs[i], None)
-        if e is not None:
-            clocks[i] += e.size
-        elif cursor.left():
-            jobs[i] = _claimed(backlog, cursor, target)
-        else:
-            live[i] = False
-    return clocks
-
-
-def test_the_biggest_files_go_first_and_claims_shrink_so_both_helpers_end_together(tmp_path: Path) -> None:
-    """A parallel build reads its files biggest first and claims at most a quarter of what is left: the
-    two helpers end within a small file's work of each other (in path order, with 64 KiB claims, one
-    of them read on alone for up to a big file's work: textual's ended 1-108 ms apart)."""
-    rng = random.Random(7)
-    sizes = [rng.choice([500, 2_000, 8_000, 30_000, 120_000]) for _ in range(300)]
-    total = sum(sizes)
-    in_path_order = _backlog(tmp_path, sizes)
-    ordered = largest_first(in_path_order.entries)
-    assert [e.size for e in ordered] == sorted(sizes, reverse=True)
-    assert ordered[0].rel < ordered[1].rel  # ties by path
-    backlog = Backlog(ordered, {}, str(tmp_path), in_path_order.settings, True, "")
-    for target in (batch_bytes(total, 2), total // 7):
-        ends = _finish_times(backlog, target)
-        assert sum(ends) == total
-        assert abs(ends[0] - ends[1]) <= 2_000, (target, ends)

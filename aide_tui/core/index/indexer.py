@@ -39,14 +39,7 @@ from aide_tui.core.gcpause import gc_paused
 from aide_tui.core.index.budget import BULK_PIECES, BulkJob, Wait, bulk_slot
 from aide_tui.core.index.built import Built, staging_dir
 from aide_tui.core.index.embcache import EmbeddingCache, usable_rows
-from aide_tui.core.index.parallel import (
-    Backlog,
-    batch_bytes,
-    helpers_for,
-    largest_first,
-    prev_of,
-    run_backlog,
-)
+from aide_tui.core.index.parallel import Backlog, batch_bytes, helpers_for, prev_of, run_backlog
 from aide_tui.core.index.reading import BatchNotes, read_batch
 from aide_tui.core.index.scan import VERDICT_RULES, FileEntry, Scanner
 from aide_tui.core.index.static_tier import StaticTier
@@ -358,7 +351,7 @@ class _Run:
         staging = staging_dir(idx_dir)
         keep = not self.writer.inline_vectors
         cache = self.cache_for(emb.emb_id, emb.dim) if emb.embedder is not None else None
-        backlog = Backlog(largest_first(to_read), prev_of(to_read, prev), str(staging), self.settings, keep,
+        backlog = Backlog(to_read, prev_of(to_read, prev), str(staging), self.settings, keep,
                           str(self.root), self.writer.batch_files, cache is not None)  # fmt: skip
         gone = set(removed)
         done = 0

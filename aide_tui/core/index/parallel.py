@@ -45,10 +45,6 @@ PARALLEL_MIN_BYTES = 2 << 20  # a smaller backlog is read in-process (textual, 3
 MIN_BATCH_BYTES = 4 << 20
 MAX_BATCH_BYTES = 16 << 20
 CLAIM_BYTES = 64 << 10  # files a helper takes from the shared cursor at once (about 50 ms of work)
-# a claim is at most this share of the bytes left, so the claims shrink toward the end and the helpers
-# finish together (with the biggest files first, ``largest_first``): textual's two helpers ended 1-108 ms
-# apart with claims of 64 KB in path order
-TAIL_SHARE = 4
 _PR_SET_PDEATHSIG = 1
 _kept: list[object] = []  # a helper's last job's data, left to the end of the process
 
@@ -211,22 +207,13 @@ def _claimed(backlog: Backlog, cursor: Cursor, target: int) -> Iterator[FileEntr
         if got >= target and backlog.after[len(backlog.entries) - cursor.left()] >= target:
             return
         most = backlog.max_files - files if backlog.max_files else len(backlog.entries)
-        left = backlog.after[len(backlog.entries) - cursor.left()]
-        start, end = cursor.claim(
-            backlog, min(CLAIM_BYTES, max(1, target - got), max(1, left // TAIL_SHARE)), most
-        )
+        start, end = cursor.claim(backlog, min(CLAIM_BYTES, max(1, target - got)), most)
         if start == end:
             return
         for e in backlog.entries[start:end]:
             got += e.size
             files += 1
             yield e
-
-
-def largest_first(entries: list[FileEntry]) -> list[FileEntry]:
-    """A parallel build's order: the biggest files first (the last claims are then small ones), ties by
-    path."""
-    return sorted(entries, key=lambda e: (-e.size, e.rel))
 
 
 def batch_bytes(total: int, workers: int) -> int:
