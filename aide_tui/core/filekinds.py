@@ -37,9 +37,10 @@ TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
     r"|(^|/)(tests\.(py|rs)|conftest\.py)$"  # a Django app's tests.py, a Rust module's tests.rs
 )
-# a ``test``/``testing`` folder inside a package (not at the top, not under ``src/``), a Python file in
-# it named like a test, and the other ways a path says test (folders in the plural, data, suffixes)
-_PACKAGE_TEST_DIR = re.compile(r"(^|/)(?!src/)[^/]+/(test|testing)/")
+# a ``test``/``testing`` folder inside a package (not at the top, not in a source root such as ``src/``
+# or CPython's ``Lib/``), a Python file in it named like a test, and the other ways a path says test
+# (folders in the plural, data, suffixes)
+_PACKAGE_TEST_DIR = re.compile(r"(^|/)(?!(src|lib|Lib|source|python)/)[^/]+/(test|testing)/")
 _TEST_NAME = re.compile(r"(^|/)(test_[^/]*|[^/]*_tests?\.py|tests?\.py|conftest\.py)$")
 _OTHER_TEST_MARK = re.compile(
     r"(^|/)(tests|specs?|__tests__|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
@@ -51,9 +52,9 @@ def is_test_path(path: str) -> bool:
     library's own test-support package: a ``.py`` file in a ``test``/``testing`` folder nested in a
     package (``django/test/runner.py``, ``numpy/testing/_private/utils.py``, ansible's
     ``plugins/test/core.py``) that is not named like a test and not under another test folder. A
-    ``test`` folder at the top or under ``src/`` stays a test folder, and so does every other
-    language's (JavaScript keeps tests in nested ``test/`` folders under plain names, Go's ``test/``
-    holds test programs)."""
+    ``test`` folder at the top or in a source root (``src/``, ``lib/``) stays a test folder, and so
+    does every other language's (JavaScript keeps tests in nested ``test/`` folders under plain
+    names, Go's ``test/`` holds test programs)."""
     if not TEST_PATH.search(path):
         return False
     if not path.endswith(".py") or _OTHER_TEST_MARK.search(path) or _TEST_NAME.search(path):

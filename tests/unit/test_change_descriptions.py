@@ -186,13 +186,13 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
         "numpy/testing/_private/utils.py",
         "src/twisted/test/iosim.py",
         "lib/ansible/plugins/test/core.py",
-        "Lib/test/support/__init__.py",
         "pkg/test.py",
         "src/contest.py",
     ]
     tests = [
         "test/helpers.py",  # a test folder at the top
-        "src/test/helpers.py",  # ... or under src/
+        "src/test/helpers.py",  # ... or in a source root
+        "Lib/test/_test_multiprocessing.py",  # CPython's tests
         "pkg/tests/helpers.py",  # in the plural
         "src/twisted/test/test_iosim.py",  # named as a test
         "pkg/test/conftest.py",
