@@ -136,3 +136,25 @@ def test_a_one_shot_static_search_does_not_leave_the_vectors_or_their_sketch_res
     long_lived.warm_vectors(STATIC_ID)
     assert _ranked(long_lived, vecs[5])[0] == 5  # a long-lived reader keeps what every query reads
     assert resident_kb(files[1]) > files[1].stat().st_size // 1024 // 2
+
+
+def test_the_prefilter_by_sketch_leaves_dead_rows_out_query_after_query(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A segment with dead rows (a later version replaced their files): the sketch's candidates are
+    live rows only, the same from the first query to the next (the live rows are listed once a view),
+    and they hold the exact top results of the live rows."""
+    n = 6000
+    vecs = _clustered(n, 128, 11)
+    ix = view_of(tmp_path, _chunks(n), static=vecs, static_id=STATIC_ID)
+    alive = np.ones(n, bool)
+    alive[::3] = False
+    queries = _queries(vecs, 12)
+    exact = [_ranked(IndexView(ix.parts, [alive], ix.files), q) for q in queries]
+    assert all(alive[r] for ranked in exact for r in ranked)
+    monkeypatch.setattr(view_mod, "ONE_SHOT_SKETCH_MIN", 1000)
+    monkeypatch.setattr(view_mod, "STATIC_SKETCH_CANDIDATES", 2000)
+    live = IndexView(ix.parts, [alive], ix.files)
+    first = [_ranked(live, q) for q in queries]
+    assert [_ranked(live, q) for q in queries] == first
+    assert all(alive[r] for ranked in first for r in ranked)
+    recall = [len(set(a) & set(b)) / 10 for a, b in zip(exact, first, strict=True)]
+    assert np.mean(recall) >= 0.95
