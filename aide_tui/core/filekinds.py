@@ -36,6 +36,7 @@ _EXT_KINDS = {"po": TRANSLATION, "pot": TRANSLATION, "svg": IMAGE}  # kinds an e
 TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
     r"|(^|/)(tests\.(py|rs)|conftest\.py)$"  # a Django app's tests.py, a Rust module's tests.rs
+    r"|(^|/)(__mocks__|__fixtures__|e2e|cypress)/"  # Jest's mocks and fixtures, end-to-end suites
 )
 # a ``test``/``testing`` folder inside a package (not at the top, not in a source root such as ``src/``
 # or CPython's ``Lib/``), a Python file in it named like a test, and the other ways a path says test
@@ -43,7 +44,8 @@ TEST_PATH = re.compile(
 _PACKAGE_TEST_DIR = re.compile(r"(^|/)(?!(src|lib|Lib|source|python)/)[^/]+/(test|testing)/")
 _TEST_NAME = re.compile(r"(^|/)(test_[^/]*|[^/]*_tests?\.py|tests?\.py|conftest\.py)$")
 _OTHER_TEST_MARK = re.compile(
-    r"(^|/)(tests|specs?|__tests__|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
+    r"(^|/)(tests|specs?|__tests__|testdata|__mocks__|__fixtures__|e2e|cypress)/|(^|/)test_[^/]*$"
+    r"|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
 )
 
 
@@ -102,7 +104,7 @@ _ABOUT: dict[str, frozenset[str]] = {
     CI: frozenset("ci workflow workflows github travis azure pipeline pipelines template pre-commit".split()),
     CONFIG: frozenset("toml yaml yml ini cfg json setup.cfg pyproject".split()),
     DATA: frozenset("csv tsv fixture fixtures dataset".split()),
-    EXAMPLE: frozenset("example examples benchmark benchmarks demo gallery".split()),
+    EXAMPLE: frozenset("example examples benchmark benchmarks demo gallery story stories storybook".split()),
     TOOLING: frozenset(
         "build builds building built script scripts tool tools tooling makefile lint linter linting nox "
         "tox codegen generate generated generator regenerate regenerated bump bumped hack hacking "
@@ -147,7 +149,7 @@ def kind_of(path: str) -> str:
         return DOCS
     if not _DOC_DIRS.isdisjoint(dirs):
         return DOCS
-    if not _EXAMPLE_DIRS.isdisjoint(dirs):
+    if not _EXAMPLE_DIRS.isdisjoint(dirs) or ".stories." in name:  # Storybook's stories show components
         return EXAMPLE
     if ext in _CONFIG_EXT:
         return CONFIG

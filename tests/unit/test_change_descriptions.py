@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import write_workspace
 
 from aide_tui.core.config import load_settings
-from aide_tui.core.filekinds import TEST_PATH, is_test_path
+from aide_tui.core.filekinds import EXAMPLE, TEST_PATH, is_test_path, kind_of, kinds_asked_about
 from aide_tui.core.index.indexer import Indexer
 from aide_tui.core.search import graphrank as G
 from aide_tui.core.search.lists import looks_like_code
@@ -204,9 +204,18 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
         "polls/tests.py",  # a Django app's tests
         "library/alloc/src/vec/tests.rs",  # a Rust module's tests
         "conftest.py",
+        "src/__mocks__/fs.js",  # Jest's mocks
+        "cypress/e2e/login.cy.js",  # end-to-end suites
+        "e2e/checkout.ts",
     ]
     assert [p for p in library if is_test_path(p) or not is_source(p)] == []
     assert [p for p in tests if not is_test_path(p)] == []
+
+
+def test_a_storybook_story_shows_a_component_as_an_example_does() -> None:
+    assert kind_of("src/components/Button.stories.tsx") == EXAMPLE
+    assert is_source("src/components/Button.tsx") and not is_source("src/components/Button.stories.tsx")
+    assert EXAMPLE in kinds_asked_about({"stories", "for", "button"})
 
 
 def test_a_librarys_own_test_package_weighs_as_source_in_a_search(tmp_path: Path) -> None:
