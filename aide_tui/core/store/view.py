@@ -159,9 +159,10 @@ class IndexView:
 
     def warm_tables(self) -> None:
         """Build what a version's first queries derive from it (a long-lived reader calls it after
-        loading, off the query path): the tie order, the path index, each segment's graph tables and
-        which of their files are live, and the tables a chunk's row reads (:meth:`Part.warm_rows`)."""
-        _ = self.row_order, self.path_parts, self.owners
+        loading, off the query path): the tie order, the path index, every row's path, each segment's
+        graph tables and which of their files are live, and the tables a chunk's row reads
+        (:meth:`Part.warm_rows`)."""
+        _ = self.row_order, self.path_parts, self.owners, self.paths
         graph = self.graph
         for k, part in enumerate(self.parts):
             part.graph.warm()
@@ -179,7 +180,11 @@ class IndexView:
         return k, row - self.offsets[k]
 
     def path(self, row: int) -> str:
-        """The file path of a global row (no chunk is decoded)."""
+        """The file path of a global row (no chunk is decoded); from :attr:`paths` once a long-lived
+        reader built it (:meth:`warm_tables`: a ranking asks a few hundred rows' paths)."""
+        paths: list[str] | None = self.__dict__.get("paths")
+        if paths is not None:
+            return paths[row]
         k, i = self._part_of(row)
         return self.parts[k].path_of(i)
 
