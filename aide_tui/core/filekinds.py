@@ -36,16 +36,18 @@ _EXT_KINDS = {"po": TRANSLATION, "pot": TRANSLATION, "svg": IMAGE}  # kinds an e
 TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
     r"|(^|/)(tests\.(py|rs)|conftest\.py)$"  # a Django app's tests.py, a Rust module's tests.rs
-    r"|(^|/)(__mocks__|__fixtures__|e2e|cypress)/"  # Jest's mocks and fixtures, end-to-end suites
+    r"|(^|/)(__mocks__|__fixtures__)/|(^|(?<!src)/)e2e/"  # Jest's mocks and fixtures, end-to-end suites
+    r"|(^|/)cypress/(e2e|integration|support|fixtures|component|plugins)/|\.cy\.\w+$"  # Cypress's
 )
 # a ``test``/``testing`` folder inside a package (not at the top, not in a source root such as ``src/``
 # or CPython's ``Lib/``), a Python file in it named like a test, and the other ways a path says test
 # (folders in the plural, data, suffixes)
 _PACKAGE_TEST_DIR = re.compile(r"(^|/)(?!(src|lib|Lib|source|python)/)[^/]+/(test|testing)/")
-_TEST_NAME = re.compile(r"(^|/)(test_[^/]*|[^/]*_tests?\.py|tests?\.py|conftest\.py)$")
+_TEST_NAME = re.compile(r"(^|/)(test[^/]*|[^/]*_tests?\.pyi?|conftest\.py)$")  # testcheck.py: mypy's
 _OTHER_TEST_MARK = re.compile(
     r"(^|/)(tests|specs?|__tests__|testdata|__mocks__|__fixtures__|e2e|cypress)/|(^|/)test_[^/]*$"
     r"|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
+    r"|^((src|lib|Lib|source|python)/)?(test|testing)/"  # below a test folder at the top
 )
 
 
@@ -60,7 +62,7 @@ def is_test_path(path: str) -> bool:
     names, Go's ``test/`` holds test programs)."""
     if not TEST_PATH.search(path):
         return False
-    if not path.endswith(".py") or _OTHER_TEST_MARK.search(path) or _TEST_NAME.search(path):
+    if not path.endswith((".py", ".pyi")) or _OTHER_TEST_MARK.search(path) or _TEST_NAME.search(path):
         return True
     return not _PACKAGE_TEST_DIR.search(path)
 
@@ -71,7 +73,9 @@ _DATA_EXT = frozenset("csv tsv dat psv xml tab".split())
 _DOC_DIRS = frozenset(
     "docs doc documentation _docs sphinx man manual guide guides tutorial tutorials".split()
 )
-_EXAMPLE_DIRS = frozenset("examples example samples sample demo demos benchmarks benchmark bench".split())
+_EXAMPLE_DIRS = frozenset(
+    "examples example samples sample demo demos benchmarks benchmark bench stories".split()
+)
 _CHANGELOG = re.compile(
     r"^(changes|changelog|change_log|history|news|release[-_ ]?notes|releases|whatsnew|what_s_new)"
     r"([-_.].*)?$",
@@ -149,7 +153,7 @@ def kind_of(path: str) -> str:
         return DOCS
     if not _DOC_DIRS.isdisjoint(dirs):
         return DOCS
-    if not _EXAMPLE_DIRS.isdisjoint(dirs) or ".stories." in name:  # Storybook's stories show components
+    if not _EXAMPLE_DIRS.isdisjoint(dirs) or ".stories." in name or ".story." in name:  # Storybook's
         return EXAMPLE
     if ext in _CONFIG_EXT:
         return CONFIG

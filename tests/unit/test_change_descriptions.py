@@ -188,6 +188,9 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
         "lib/ansible/plugins/test/core.py",
         "pkg/test.py",
         "src/contest.py",
+        "numpy/testing/_private/utils.pyi",  # a stub as its module
+        "packages/driver/src/cypress/cy.ts",  # Cypress's own source
+        "src/e2e/session.ts",
     ]
     tests = [
         "test/helpers.py",  # a test folder at the top
@@ -207,6 +210,10 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
         "src/__mocks__/fs.js",  # Jest's mocks
         "cypress/e2e/login.cy.js",  # end-to-end suites
         "e2e/checkout.ts",
+        "cypress/support/commands.js",
+        "mypy/test/testcheck.py",  # a suite in a package's test folder, its modules named test...
+        "Lib/unittest/test/testmock/testmock.py",
+        "test/pkg/test/helpers.py",  # below a test folder at the top
     ]
     assert [p for p in library if is_test_path(p) or not is_source(p)] == []
     assert [p for p in tests if not is_test_path(p)] == []
@@ -214,6 +221,7 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
 
 def test_a_storybook_story_shows_a_component_as_an_example_does() -> None:
     assert kind_of("src/components/Button.stories.tsx") == EXAMPLE
+    assert kind_of("src/Button.story.tsx") == kind_of("src/stories/Button.tsx") == EXAMPLE
     assert is_source("src/components/Button.tsx") and not is_source("src/components/Button.stories.tsx")
     assert EXAMPLE in kinds_asked_about({"stories", "for", "button"})
 

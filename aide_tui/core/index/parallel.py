@@ -137,9 +137,7 @@ def build(target: int) -> Built:
     """Claim files from the shared backlog and read them until the segment holds ``target`` bytes (or
     the backlog is done), then write the segment in the staging folder (runs in a helper)."""
     assert _shared is not None
-    if _kept:  # a job after what looked like the last one: back to the ordinary way
-        _kept.clear()
-        gc.unfreeze()
+    _kept.clear()  # a job after what looked like the last one: its data goes as an earlier job's does
     with gc_paused():
         out, held = _job(*_shared, target)
         if _shared[1].left() == 0:
