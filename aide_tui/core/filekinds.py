@@ -36,6 +36,7 @@ _EXT_KINDS = {"po": TRANSLATION, "pot": TRANSLATION, "svg": IMAGE}  # kinds an e
 TEST_PATH = re.compile(
     r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
     r"|(^|/)(tests\.(py|rs)|conftest\.py)$"  # a Django app's tests.py, a Rust module's tests.rs
+    r"|(^|/)(Tests?|[^/]+\.Tests?)/"  # Swift's and Pillow's Tests/, a .NET test project (Foo.Tests/)
     r"|(^|/)(__mocks__|__fixtures__)/|(^|(?<!src)/)e2e/"  # Jest's mocks and fixtures, end-to-end suites
     r"|(^|/)cypress/(e2e|integration|support|fixtures|component|plugins)/|\.cy\.\w+$"  # Cypress's
 )
@@ -45,7 +46,7 @@ TEST_PATH = re.compile(
 _PACKAGE_TEST_DIR = re.compile(r"(^|/)(?!(src|lib|Lib|source|python)/)[^/]+/(test|testing)/")
 _TEST_NAME = re.compile(r"(^|/)(test[^/]*|[^/]*_tests?\.pyi?|conftest\.py)$")  # testcheck.py: mypy's
 _OTHER_TEST_MARK = re.compile(
-    r"(^|/)(tests|specs?|__tests__|testdata|__mocks__|__fixtures__|e2e|cypress)/|(^|/)test_[^/]*$"
+    r"(^|/)(tests|Tests?|specs?|__tests__|testdata|__mocks__|__fixtures__|e2e|cypress)/|(^|/)test_[^/]*$"
     r"|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
     r"|^((src|lib|Lib|source|python)/)?(test|testing)/"  # below a test folder at the top
 )

@@ -191,6 +191,8 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
         "numpy/testing/_private/utils.pyi",  # a stub as its module
         "packages/driver/src/cypress/cy.ts",  # Cypress's own source
         "src/e2e/session.ts",
+        "src/Contests/entry.py",
+        "Sources/MyLib/Tester.swift",
     ]
     tests = [
         "test/helpers.py",  # a test folder at the top
@@ -214,6 +216,8 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
         "mypy/test/testcheck.py",  # a suite in a package's test folder, its modules named test...
         "Lib/unittest/test/testmock/testmock.py",
         "test/pkg/test/helpers.py",  # below a test folder at the top
+        "Tests/MyLibTests/Fixtures.swift",  # Swift's (and Pillow's) Tests/
+        "src/Shop.Tests/Helpers/OrderBuilder.cs",  # a .NET test project
     ]
     assert [p for p in library if is_test_path(p) or not is_source(p)] == []
     assert [p for p in tests if not is_test_path(p)] == []
