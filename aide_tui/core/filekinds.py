@@ -31,25 +31,25 @@ KINDS = (SOURCE, DOCS, CHANGELOG, TRANSLATION, IMAGE, CI, CONFIG, DATA, EXAMPLE)
 NOT_INDEXED_BY_DEFAULT = {TRANSLATION: ("*.po", "*.pot"), IMAGE: ("*.svg",)}
 _EXT_KINDS = {"po": TRANSLATION, "pot": TRANSLATION, "svg": IMAGE}  # kinds an extension decides first
 
-# a test file or test data, by folder or name (ranking's test-file prior; defs list them last): see
-# is_test_path, which reads a library's own ``test``/``testing`` package apart
-TEST_PATH = re.compile(
-    r"(^|/)(tests?|specs?|__tests__|testing|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
+# a test file or test data, by folder or name (ranking's test-file prior; defs list them last): a
+# ``test``/``testing`` folder, or one of the other marks; see is_test_path, which reads a library's own
+# ``test``/``testing`` package apart
+_TEST_FOLDER = r"(^|/)(test|testing)/"
+_OTHER_TEST_MARKS = (
+    r"(^|/)(tests|specs?|__tests__|testdata)/|(^|/)test_[^/]*$|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
     r"|(^|/)(tests\.(py|rs)|conftest\.py)$"  # a Django app's tests.py, a Rust module's tests.rs
     r"|(^|/)(Tests?|[^/]+\.Tests?)/"  # Swift's and Pillow's Tests/, a .NET test project (Foo.Tests/)
     r"|(^|/)(__mocks__|__fixtures__)/|(^|(?<!src)/)e2e/"  # Jest's mocks and fixtures, end-to-end suites
     r"|(^|/)cypress/(e2e|integration|support|fixtures|component|plugins)/|\.cy\.\w+$"  # Cypress's
 )
-# a ``test``/``testing`` folder inside a package (not at the top, not in a source root such as ``src/``
-# or CPython's ``Lib/``), a Python file in it named like a test, and the other ways a path says test
-# (folders in the plural, data, suffixes)
+TEST_PATH = re.compile(f"{_TEST_FOLDER}|{_OTHER_TEST_MARKS}")
+_OTHER_TEST_MARK = re.compile(_OTHER_TEST_MARKS)
+# a test folder at the top or in a source root such as ``src/`` or CPython's ``Lib/`` (everything below
+# it is a test); one inside a package (a library's own test package, unless its file is named as a
+# test: ``test*``, ``*_test(s).py``, ``conftest.py``)
+_TOP_TEST_FOLDER = re.compile(r"^((src|lib|Lib|source|python)/)?(test|testing)/")
 _PACKAGE_TEST_DIR = re.compile(r"(^|/)(?!(src|lib|Lib|source|python)/)[^/]+/(test|testing)/")
 _TEST_NAME = re.compile(r"(^|/)(test[^/]*|[^/]*_tests?\.pyi?|conftest\.py)$")  # testcheck.py: mypy's
-_OTHER_TEST_MARK = re.compile(
-    r"(^|/)(tests|Tests?|specs?|__tests__|testdata|__mocks__|__fixtures__|e2e|cypress)/|(^|/)test_[^/]*$"
-    r"|_test\.\w+$|\.(spec|test)\.\w+$|Tests?\.\w+$"
-    r"|^((src|lib|Lib|source|python)/)?(test|testing)/"  # below a test folder at the top
-)
 
 
 @lru_cache(maxsize=100_000)  # asked of every ranked row: the regexes took 2-4 µs a path
@@ -57,13 +57,15 @@ def is_test_path(path: str) -> bool:
     """Whether ``path`` is a test file or test data (``TEST_PATH``), except a module of a Python
     library's own test-support package: a ``.py`` file in a ``test``/``testing`` folder nested in a
     package (``django/test/runner.py``, ``numpy/testing/_private/utils.py``, ansible's
-    ``plugins/test/core.py``) that is not named like a test and not under another test folder. A
-    ``test`` folder at the top or in a source root (``src/``, ``lib/``) stays a test folder, and so
-    does every other language's (JavaScript keeps tests in nested ``test/`` folders under plain
-    names, Go's ``test/`` holds test programs)."""
+    ``plugins/test/core.py``) that is not named like a test and bears no other test mark. A ``test``
+    folder at the top or in a source root (``src/``, ``lib/``) stays a test folder, and so does every
+    other language's (JavaScript keeps tests in nested ``test/`` folders under plain names, Go's
+    ``test/`` holds test programs)."""
+    if _OTHER_TEST_MARK.search(path):
+        return True
     if not TEST_PATH.search(path):
         return False
-    if not path.endswith((".py", ".pyi")) or _OTHER_TEST_MARK.search(path) or _TEST_NAME.search(path):
+    if not path.endswith((".py", ".pyi")) or _TEST_NAME.search(path) or _TOP_TEST_FOLDER.match(path):
         return True
     return not _PACKAGE_TEST_DIR.search(path)
 

@@ -612,19 +612,18 @@ class IndexView:
     ) -> tuple[list[tuple[int, tuple[int, int] | None]], float | None]:
         """Like :meth:`dense_ranked_chunks`, with the line span of each chunk's best piece; and the
         highest similarity of any piece (None when no vector is searched)."""
-        best, top = self._dense_best(query, n, allowed, self._live_blocks(""))
+        best, top = self._dense_best(query, n, allowed, "")
         return [(r, self.piece_lines(p)) for r, p in best.items()], top
 
     def dense_ranked_chunks(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> list[int]:
         """Chunk rows ranked by their best piece's cosine similarity; see :meth:`_dense_best`."""
-        return list(self._dense_best(query, n, allowed, self._live_blocks(""))[0])
+        return list(self._dense_best(query, n, allowed, "")[0])
 
     def static_ranked(
         self, query: np.ndarray, static_id: str, n: int, allowed: np.ndarray | None = None
     ) -> tuple[list[tuple[int, tuple[int, int] | None]], float | None]:
         """Chunk rows ranked by their best piece's similarity in the static tier ``static_id``."""
-        blocks = self._live_blocks(static_id)
-        best, top = self._dense_best(query, n, allowed, blocks, sketches=True)
+        best, top = self._dense_best(query, n, allowed, static_id, sketches=True)
         return [(r, self.piece_lines(p)) for r, p in best.items()], top
 
     def _dense_best(
@@ -632,7 +631,7 @@ class IndexView:
         query: np.ndarray,
         n: int,
         allowed: np.ndarray | None,
-        blocks: list[tuple[VectorBlock, np.ndarray, np.ndarray]],
+        tier: str,
         candidates: int | None = None,
         sketches: bool = False,
     ) -> tuple[dict[int, int], float | None]:
@@ -647,8 +646,10 @@ class IndexView:
         long-lived reader, those nearest in a low-dimensional projection (PCA of the biggest part's
         vectors; default ``PREFILTER_CANDIDATES``).
         ``allowed`` ((n_rows,) bool) keeps only those chunk rows, before the candidates and the top
-        ``n`` are taken. Raises VectorDimensionMismatch when ``query`` does not fit the stored vectors.
+        ``n`` are taken. ``tier``: "" for the transformer's vectors, else the static tier's id. Raises
+        VectorDimensionMismatch when ``query`` does not fit the stored vectors.
         """
+        blocks = self._live_blocks(tier)
         q = np.asarray(query, np.float32)
         if not blocks:
             return {}, None
@@ -675,7 +676,7 @@ class IndexView:
             cand = np.sort(top_k(coarse, k))
         mats, ids = [], []
         start = 0
-        for (b, keep, gids), local in zip(blocks, self._live_rows(blocks), strict=True):
+        for (b, keep, gids), local in zip(blocks, self._live_rows(tier), strict=True):
             if cand is not None:
                 lo, hi = np.searchsorted(cand, [start, start + len(gids)])
                 pick = cand[lo:hi] - start
@@ -692,15 +693,14 @@ class IndexView:
         top = float(sims.max()) if sims.size else None  # rows outside ``allowed`` count as 0
         return self._best_owners(sims, all_ids, n), top
 
-    def _live_rows(self, blocks: list[tuple[VectorBlock, np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-        """Each block's live row numbers (kept with the view's cached blocks: a query over the monorepo's
-        static tier spent 1.5 % of its time listing 475k of them again)."""
-        memo: dict[int, tuple[list[tuple[VectorBlock, np.ndarray, np.ndarray]], list[np.ndarray]]]
-        memo = self.__dict__.setdefault("_live_rows_of", {})
-        got = memo.get(id(blocks))
-        if got is None or got[0] is not blocks:
-            got = memo[id(blocks)] = (blocks, [np.flatnonzero(keep) for _, keep, _ in blocks])
-        return got[1]
+    def _live_rows(self, tier: str) -> list[np.ndarray]:
+        """Each of :meth:`_live_blocks`'s blocks' live row numbers, kept like them (a query over the
+        monorepo's static tier spent 1.5 % of its time listing 475k of them again)."""
+        key = f"_live_rows:{tier}"
+        got: list[np.ndarray] | None = self.__dict__.get(key)
+        if got is None:
+            got = self.__dict__[key] = [np.flatnonzero(keep) for _, keep, _ in self._live_blocks(tier)]
+        return got
 
     def _nearest_by_sketch(
         self,
