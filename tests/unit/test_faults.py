@@ -101,6 +101,85 @@ def test_kill_9_at_random_points_never_corrupts(tmp_path: Path) -> None:
     assert not [n for n in names if n.startswith(".")], names  # no temp folder or file left behind
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _a_helper(pid: int) -> int | None:
+    """A helper process of the build running as ``pid`` (forked, or spawned: not its resource tracker)."""
+    for child in _children(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"resource_tracker" not in cmdline:
+            return child
+    return None
+
+
+def _module(i: int) -> str:
+    """~27 KB of Python: 60 functions and one marker the test looks for."""
+    units = [
+        f'def unit_{i}_{j}(value):\n    """Scale unit {j} of module {i}."""\n'
+        + "".join(f"    value = value * {k} + {j} - len(str(value)) % {k + 1}\n" for k in range(6))
+        + "    return value\n"
+        for j in range(60)
+    ]
+    return "\n\n".join(units) + f"\n\ndef marker_of_module_{i}():\n    return {i}\n"
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_helper_killed_mid_build_costs_a_warning_not_the_build(tmp_path: Path, start: str) -> None:
+    """A big build's helper is stopped as soon as it exists (so it cannot finish its first job) and then
+    SIGKILLed, as the kernel's OOM killer would: the build still ends with every file indexed, exit 0,
+    and a warning that says what happened. Forked helpers are the CLI's; spawned ones the app's and
+    `serve`'s (their indexer runs beside other threads)."""
+    root = tmp_path / "repo"
+    n = 150  # 4 MB: two jobs of seconds each
+    for i in range(n):
+        p = root / f"pkg{i % 5}" / f"mod_{i}.py"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(_module(i))
+    args = ["index", str(root), "--embedder", "none", "--json"]
+    if start == "fork":
+        cmd = [sys.executable, "-m", "aide_tui", *args]
+    else:  # a second thread in the indexer's process: helpers are spawned (parallel.helper_context)
+        code = (
+            "import sys, threading\n"
+            "threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+            f"from aide_tui.cli import main\nsys.exit(main({args!r}))"
+        )
+        cmd = [sys.executable, "-c", code]
+    env = {**_env(), "AIDE_INDEX_BUILD_WORKERS": "2"}  # helpers on a one-core machine too
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        helper = None
+        while helper is None and proc.poll() is None and time.monotonic() < deadline:
+            helper = _a_helper(proc.pid)
+            time.sleep(0.005)
+        assert helper is not None, "the build started no helper"
+        os.kill(helper, signal.SIGSTOP)  # it cannot hand a job over from here
+        time.sleep(0.2)
+        os.kill(helper, signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    summary = json.loads(out.splitlines()[-1])
+    assert summary["files"] == n
+    assert any("helper process of the index build ended abruptly" in w for w in summary["warnings"])
+    data = read_index(index_dir_for(root))
+    marked = {c.path for c in data.chunks if "def marker_of_module_" in c.text}
+    assert marked == {f"pkg{i % 5}/mod_{i}.py" for i in range(n)}
+    assert not [p.name for p in index_dir_for(root).iterdir() if p.name.startswith(".")]  # no staging left
+
+
 def _hostile_tree(root: Path) -> None:
     root.mkdir()
     (root / "ok.py").write_text("def fine_function():\n    return 'fine'\n")

@@ -374,7 +374,11 @@ class _Run:
 
         self.emit(Progress("indexing", 0, len(to_read), message=f"reading on {helpers} cores"))
         try:
-            run_backlog(backlog, batch_bytes(total, helpers), helpers, on_built, stop, self.start_static)
+            lost = run_backlog(
+                backlog, batch_bytes(total, helpers), helpers, on_built, stop, self.start_static
+            )
+            if lost:
+                self.report.warnings.append(lost)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         self.check_cancel()

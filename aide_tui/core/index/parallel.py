@@ -27,7 +27,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from multiprocessing.context import BaseContext
 from pathlib import Path
@@ -246,20 +247,21 @@ def run_backlog(
     on_built: Callable[[Built], None],
     stop: Callable[[], bool],
     started: Callable[[], None] = lambda: None,
-) -> None:
+) -> str | None:
     """Build every file of ``backlog`` in jobs of about ``target`` bytes, ``helpers`` at a time in helper
     processes (one per core) that claim files from one cursor, while this process commits: ``on_built``
     gets each job's result as it finishes (in this process). Without helpers, or for a backlog of one
     job, this process builds it. ``stop()`` is asked between jobs; when it says so, the running jobs stop
     claiming, no new one starts, and the finished ones are still handed over. ``started()`` is called
-    once the helpers run (or at once, without helpers)."""
+    once the helpers run (or at once, without helpers).
+
+    A helper that ends abruptly (killed: out of memory, a signal) loses only its running jobs: the files
+    no finished job handed over are then built in this process, and the warning saying so is returned
+    (None when nothing went wrong)."""
     if helpers <= 0 or backlog.after[0] <= target:
         started()
-        cursor = Cursor(len(backlog.entries))
-        while cursor.left() and not stop():
-            with gc_paused():
-                on_built(build_from(backlog, cursor, target))
-        return
+        _build_here(backlog, target, on_built, stop)
+        return None
     ctx, forked = helper_context()
     if forked:  # a forked helper would write out what this process has not flushed yet
         sys.stdout.flush()
@@ -272,20 +274,30 @@ def run_backlog(
         initargs=(backlog, cursor, os.getpid() if forked else 0),
     )
     running: set[Future[Built]] = set()
-    begun = False
+    handed: set[str] = set()  # the files of every job handed over
+    begun = broken = False
     try:
         while True:
-            while cursor.left() and len(running) < helpers and not stop():
-                running.add(pool.submit(build, target))
-                if not begun:  # the first job started the helpers
-                    begun = True
-                    started()
+            try:
+                while not broken and cursor.left() and len(running) < helpers and not stop():
+                    running.add(pool.submit(build, target))
+                    if not begun:  # the first job started the helpers
+                        begun = True
+                        started()
+            except (BrokenProcessPool, OSError):  # a helper died, or could not be started
+                broken = True
             if not running:
                 break
             for fut in _finished(running):
                 running.discard(fut)
-                on_built(fut.result())
-            if stop():
+                try:
+                    built = fut.result()
+                except BrokenProcessPool:  # every job still running is lost with it
+                    broken = True
+                    continue
+                handed.update(built.records, built.same, built.notes.skipped)
+                on_built(built)
+            if broken or stop():  # the jobs still running hand over what they have read
                 cursor.halt()
     finally:
         cursor.halt()
@@ -294,6 +306,24 @@ def run_backlog(
         # every job handed over: the idle helpers are told to end, not waited for (20-40 ms of a
         # cold build); one still running (an error, a stop) is waited for: it may be writing in staging
         pool.shutdown(wait=bool(running), cancel_futures=True)
+    if not broken or stop():
+        return None
+    rest = [e for e in backlog.entries if e.rel not in handed]
+    _build_here(replace(backlog, entries=rest), target, on_built, stop)
+    return (
+        f"a helper process of the index build ended abruptly (killed, or out of memory?): the "
+        f"{len(rest)} files not committed yet were read in this process"
+    )
+
+
+def _build_here(
+    backlog: Backlog, target: int, on_built: Callable[[Built], None], stop: Callable[[], bool]
+) -> None:
+    """Every file of ``backlog`` built in this process, a job at a time, until ``stop()``."""
+    cursor = Cursor(len(backlog.entries))
+    while cursor.left() and not stop():
+        with gc_paused():
+            on_built(build_from(backlog, cursor, target))
 
 
 def _finished(running: set[Future[Built]]) -> Iterator[Future[Built]]:
