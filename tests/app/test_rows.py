@@ -242,3 +242,36 @@ async def test_a_markdown_section_is_labelled_by_its_heading(workspace: Path) ->
         await _labelled(pilot, app, "marmalade orchestrated")
         row = _row(screen_text(app), "docs/guide.md:")
         assert "Marmalade orchestration notes" in row, row
+
+
+async def test_rows_are_labelled_only_after_the_frame_that_draws_them(workspace: Path) -> None:
+    """The search loop labels an answer's rows once they are on screen, not while the frame that shows
+    them is being drawn (both want the interpreter, and the rows are what the person waits for). The
+    screen used to say "painted" when its message queue went idle, which came before that frame: the
+    labelling then ran beside the paint and doubled its time on the monorepo benchmark."""
+    app = make_app(workspace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await indexed(pilot, app)
+        events: list[tuple[str, int]] = []  # ("drawn" | "painted", the rows' identity then)
+        rows = results(app)
+        draw = rows.render_lines
+
+        def drawn(crop: Any) -> Any:  # the real drawing, noted
+            events.append(("drawn", id(rows.hits)))
+            return draw(crop)
+
+        rows.render_lines = drawn  # type: ignore[method-assign]
+        loop = app.main_screen.loop
+        told = loop.painted
+
+        def painted(seq: int) -> None:
+            events.append(("painted", id(rows.hits)))
+            told(seq)
+
+        loop.painted = painted  # type: ignore[method-assign]
+        await search(pilot, app, "follow redirects")
+        await wait_for(pilot, lambda: ("painted", id(rows.hits)) in events, "the answer painted")
+        assert len(rows.hits) > 0
+        for i, (what, hits) in enumerate(events):
+            if what == "painted":  # the rows it says are painted were drawn before it said so
+                assert ("drawn", hits) in events[:i], events

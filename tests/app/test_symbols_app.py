@@ -20,6 +20,7 @@ from textual.pilot import Pilot
 from aide_tui.core.config import load_settings, user_config_path
 from aide_tui.tui.app import AideApp
 from aide_tui.tui.widgets import HelpScreen
+from aide_tui.tui.widgets.footer import LookupFooter
 
 MOCK = '''
     """A client double for tests."""
@@ -337,6 +338,35 @@ async def test_the_footer_names_what_d_and_r_take_and_r_takes_the_name_the_line_
         assert {(p, n) for p, n in _rows(app)} >= {(f"examples/demo_{i}/env.py", 6) for i in range(3)}
         assert set(_rows(app)) <= _rg_word(root, "Session")  # Session's uses, not scoped_session's:
         assert ("examples/demo_0/env.py", 1) not in _rows(app)  # its import names scoped_session only
+
+
+async def test_the_footer_relabels_d_and_r_in_place_when_the_names_move(tmp_path: Path) -> None:
+    """Typing and moving along the list change the names d and r take; the footer writes them into the
+    keys it shows (a recompose, what it did before, is a layout pass and a repaint of the whole screen
+    while the next key's search runs). When the same keys still fit they are the same widgets, with
+    the new names on screen (at 160 columns every key fits whatever the names)."""
+    root = write_workspace(tmp_path / "ws", SESSIONS)
+    app = make_app(root)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await indexed(pilot, app)
+        await search(pilot, app, "scoped_session factory")
+        await _settled(pilot, app)
+        results(app).focus()
+        await wait_for(pilot, lambda: "d def Session" in _footer(app), "the footer naming Session")
+        footer = app.main_screen.query_one(LookupFooter)
+        keys = list(footer.children)
+        first = _footer(app)
+        for _ in range(len(results(app).hits) - 1):
+            await pilot.press("down")
+            await _settled(pilot, app)
+            if footer.names is None:
+                await wait_for(pilot, lambda: footer.names is not None, "the names of the line shown")
+            await pilot.pause(0.1)
+            if _footer(app) != first:
+                break
+        assert _footer(app) != first, "no hit of the list gave d and r other names"
+        assert list(footer.children) == keys  # relabelled, not composed again
+        assert footer.labels[0] is not None and footer.labels[0] in _footer(app)
 
 
 async def test_d_takes_no_name_from_a_docstring(tmp_path: Path) -> None:

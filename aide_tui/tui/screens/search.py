@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import ClassVar
 
 from textual import events, on
@@ -197,8 +198,8 @@ class SearchScreen(Screen[None]):
         answer = message.answer
         if answer.request.key == (self.query_box.value, self.mode, self.everywhere):
             self.browser.take_answer(answer, empty_note(answer, self.settings.embedding.backend))
-            if answer.labels is None:  # its rows are labelled once they are on screen
-                self.call_after_refresh(self.loop.painted, answer.request.seq)
+            if answer.labels is None:  # its rows are labelled once they are drawn (not while)
+                self.browser.results.after_paint(partial(self.loop.painted, answer.request.seq))
 
     @on(IndexOpened)
     @on(IndexReloaded)

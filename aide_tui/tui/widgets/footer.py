@@ -9,6 +9,7 @@ from dataclasses import replace
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.reactive import var
+from textual.widget import Widget
 from textual.widgets import Footer
 
 from aide_tui.core.search.response import Hit
@@ -31,20 +32,23 @@ class FittingFooter(Footer):
 
     def compose(self) -> ComposeResult:
         items = list(super().compose())
+        own = {id(w): getattr(w, "description", "") for w in items}
+        self._composed = (items, own)  # every key and its binding's own label: what a relabel starts from
+        yield from self._fitting(items, own)
+
+    def _fitting(self, items: list[Widget], own: dict[int, str]) -> list[Widget]:
+        """The ``items`` shown, in order, each key labelled by :meth:`description` or its binding."""
         described = []  # keys labelled here (d def Session): what they do now, shown before the others
         for item in items:
             action = getattr(item, "action", None)  # a FooterKey (a group's label has none)
-            if (
-                isinstance(action, str)
-                and hasattr(item, "description")
-                and (label := self.description(action))
-            ):
-                item.description = label
-                described.append(item)
+            if isinstance(action, str) and hasattr(item, "description"):
+                label = self.description(action)
+                item.description = label or own[id(item)]
+                if label:
+                    described.append(item)
         width = self.size.width
         if not width:
-            yield from items
-            return
+            return items
         palette = [w for w in items if w.has_class("-command-palette")]
         kept = [w for w in items if getattr(w, "action", "") in ALWAYS_SHOWN and w not in palette]
         room = width - sum(_width(w) + 1 for w in palette) - sum(_width(w) for w in kept)
@@ -52,20 +56,40 @@ class FittingFooter(Footer):
             if _width(item) <= room:
                 kept.append(item)
                 room -= _width(item)
+        shown: list[Widget] = []
         full = False
         for item in items:
             if item in palette:
                 continue
             if item in kept:
-                yield item
+                shown.append(item)
                 continue
             need = _width(item)
             if full or need > room:
                 full = True
                 continue
             room -= need
-            yield item
-        yield from palette
+            shown.append(item)
+        return shown + palette
+
+    def relabel(self) -> None:
+        """:meth:`description` changed: when the same keys still fit, their labels are written in place
+        (a recompose is a layout pass and a repaint of the whole screen: typing moves the names on every
+        key, and each recompose took 5-40 ms of the interpreter the next key's search wants); otherwise
+        the footer is composed again."""
+        composed = getattr(self, "_composed", None)
+        if composed is None or not self.is_mounted:
+            return
+        items, own = composed
+        now = {id(w): getattr(w, "description", None) for w in items}
+        fits = self._fitting(items, own)
+        current = list(self.children)
+        if [id(w) for w in fits] != [id(w) for w in current]:
+            self.refresh(recompose=True)
+            return
+        for item in current:
+            if getattr(item, "description", None) != now[id(item)]:
+                item.refresh(layout=True)
 
     def on_resize(self, event: events.Resize) -> None:
         self.refresh(recompose=True)
@@ -77,9 +101,8 @@ class LookupFooter(FittingFooter):
     ``refs Session``). :meth:`work_out` finds them in a thread; an answer for a line left since is
     dropped."""
 
-    # what d and r are labelled with: the footer is recomposed only when a label changes (a recompose is
-    # a layout pass of the whole screen; typing moves the names on every key)
-    labels: var[tuple[str | None, str | None]] = var((None, None), bindings=True)
+    # what d and r are labelled with (written into the footer's keys: see relabel)
+    labels: var[tuple[str | None, str | None]] = var((None, None))
 
     def __init__(self) -> None:
         super().__init__()
@@ -90,6 +113,9 @@ class LookupFooter(FittingFooter):
     def names(self) -> NamesChosen | None:
         """The names worked out for the line the preview shows (None: not yet, or stale)."""
         return self._names
+
+    def watch_labels(self) -> None:
+        self.relabel()
 
     def description(self, action: str) -> str | None:
         if action == "screen.definition":

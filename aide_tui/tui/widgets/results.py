@@ -16,7 +16,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import var
 from textual.scroll_view import ScrollView
@@ -286,6 +286,7 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
         self._cache: dict[tuple[int, bool], Strip] = {}
         self._styles: dict[str, Style] | None = None
         self._base: Style | None = None
+        self._after_paint: list[Callable[[], Any]] = []
 
     # -- content -----------------------------------------------------------------------------------
 
@@ -440,6 +441,23 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
             self.scroll_to(y=index - height + 1, animate=False, immediate=True)
 
     # -- drawing -----------------------------------------------------------------------------------
+
+    def after_paint(self, callback: Callable[[], Any]) -> None:
+        """Call ``callback`` once the rows now set are drawn for the terminal (right after the frame that
+        holds them is written); at once, after the next refresh, when the list is not on screen."""
+        if self.back or not self.is_on_screen:
+            self.call_after_refresh(callback)
+            return
+        self._after_paint.append(callback)
+        self.refresh()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        strips = super().render_lines(crop)
+        if self._after_paint:  # the frame being composed holds these rows: the callbacks run after it
+            callbacks, self._after_paint = self._after_paint, []
+            for callback in callbacks:
+                self.call_later(callback)
+        return strips
 
     def _relayout(self) -> None:
         width = self.scrollable_content_region.width or self.size.width
