@@ -355,18 +355,18 @@ async def test_the_footer_relabels_d_and_r_in_place_when_the_names_move(tmp_path
         await wait_for(pilot, lambda: "d def Session" in _footer(app), "the footer naming Session")
         footer = app.main_screen.query_one(LookupFooter)
         keys = list(footer.children)
-        first = _footer(app)
+        first = footer.labels
         for _ in range(len(results(app).hits) - 1):
             await pilot.press("down")
             await _settled(pilot, app)
-            if footer.names is None:
-                await wait_for(pilot, lambda: footer.names is not None, "the names of the line shown")
-            await pilot.pause(0.1)
-            if _footer(app) != first:
+            await wait_for(pilot, lambda: footer.names is not None, "the names of the line shown")
+            if footer.labels != first:
                 break
-        assert _footer(app) != first, "no hit of the list gave d and r other names"
+        label = footer.labels[0]
+        assert label is not None and label != first[0], "no hit of the list gave d another name"
+        await wait_for(pilot, lambda: f"d {label}" in _footer(app), "the new name in the footer")
+        assert "d def Session" not in _footer(app)
         assert list(footer.children) == keys  # relabelled, not composed again
-        assert footer.labels[0] is not None and footer.labels[0] in _footer(app)
 
 
 async def test_d_takes_no_name_from_a_docstring(tmp_path: Path) -> None:
