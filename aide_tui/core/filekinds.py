@@ -50,6 +50,7 @@ _OTHER_TEST_MARK = re.compile(_OTHER_TEST_MARKS)
 _TOP_TEST_FOLDER = re.compile(r"^((src|lib|Lib|source|python)/)?(test|testing)/")
 _PACKAGE_TEST_DIR = re.compile(r"(^|/)(?!(src|lib|Lib|source|python)/)[^/]+/(test|testing)/")
 _TEST_NAME = re.compile(r"(^|/)(test[^/]*|[^/]*_tests?\.pyi?|conftest\.py)$")  # testcheck.py: mypy's
+_GO_TEST_FOLDER = re.compile(r"(^|/)test/")  # Go's test programs (go/test/, kubernetes's test/e2e/)
 
 
 @lru_cache(maxsize=100_000)  # asked of every ranked row: the regexes took 2-4 µs a path
@@ -60,10 +61,13 @@ def is_test_path(path: str) -> bool:
     ``plugins/test/core.py``) that is not named like a test and bears no other test mark. A ``test``
     folder at the top or in a source root (``src/``, ``lib/``) stays a test folder, and so does every
     other language's (JavaScript keeps tests in nested ``test/`` folders under plain names, Go's
-    ``test/`` holds test programs)."""
+    ``test/`` holds test programs). Go's own rule makes only ``_test.go`` files tests: a Go package
+    named ``testing`` (the standard library's, client-go's fakes) is source."""
     if _OTHER_TEST_MARK.search(path):
         return True
     if not TEST_PATH.search(path):
+        return False
+    if path.endswith(".go") and not _GO_TEST_FOLDER.search(path):
         return False
     if not path.endswith((".py", ".pyi")) or _TEST_NAME.search(path) or _TOP_TEST_FOLDER.match(path):
         return True

@@ -193,6 +193,8 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
         "src/e2e/session.ts",
         "src/Contests/entry.py",
         "Sources/MyLib/Tester.swift",
+        "go-1.19.8/src/testing/benchmark.go",  # Go's testing package: only _test.go files are tests
+        "staging/src/k8s.io/client-go/testing/fixture.go",
     ]
     tests = [
         "test/helpers.py",  # a test folder at the top
@@ -205,6 +207,8 @@ def test_a_librarys_own_test_package_is_source_and_test_folders_stay_tests() -> 
         "packages/app/test/server.js",  # JavaScript's tests in nested folders under plain names
         "src/test/java/org/x/Helper.java",
         "go/test/fixedbugs/issue1.go",
+        "src/testing/benchmark_test.go",
+        "test/e2e/framework/util.go",
         "pkg/test/testdata/input.py",
         "polls/tests.py",  # a Django app's tests
         "library/alloc/src/vec/tests.rs",  # a Rust module's tests
