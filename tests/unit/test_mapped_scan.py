@@ -118,3 +118,54 @@ def test_check_spans_verifies_the_blocks_of_many_short_spans_at_once(tmp_path: P
     bad.check_spans(np.asarray([0, 4 * BLOCK]), np.asarray([9, 4 * BLOCK + 9]))  # away from the damage
     with pytest.raises(IndexCorrupt, match="damaged"):
         bad.check_spans(np.asarray([0, 5 * BLOCK + 2]), np.asarray([9, 5 * BLOCK + 9]))
+
+
+@pytest.mark.parametrize("dtype", ["<u2", "|u1", "<u4", "<i4", "<i8", "<f2", "<f4", ">i4", "|b1", "<u8"])
+@pytest.mark.parametrize("shape", [(), (0,), (7,), (3, 4), (2, 0, 5)])
+def test_a_npy_header_reads_as_numpy_reads_it(dtype: str, shape: tuple[int, ...]) -> None:
+    """Every ``.npy`` file a reader maps has its header read (hundreds per one-shot search on a big
+    index): the header numpy writes is read without parsing Python, and agrees with numpy's reader."""
+    from numpy.lib import format as npy_format
+
+    from aide_tui.core.safeio import npy_header
+
+    for order in "CF":
+        buf = io.BytesIO()
+        np.save(buf, np.zeros(shape, dtype=dtype, order=order))
+        raw = buf.getvalue()
+        head = io.BytesIO(raw)
+        npy_format.read_magic(head)
+        want_shape, want_fortran, want_dtype = npy_format.read_array_header_1_0(head)
+        assert npy_header(raw) == (want_shape, want_dtype, want_fortran, head.tell())
+
+
+def test_a_npy_header_in_another_hand_still_reads_and_a_bad_one_is_refused() -> None:
+    """A header numpy did not format (keys in another order, other spacing) is read the slow way; an
+    object or structured dtype, a negative shape or a broken dict is a ValueError (the reader's "damaged
+    index"), never a pickle or a traceback."""
+    from aide_tui.core.safeio import npy_header
+
+    def npy(header: str) -> bytes:
+        text = header.encode("latin1") + b"\n"
+        return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text
+
+    assert npy_header(npy("{'shape': (3,), 'fortran_order': False, 'descr': '<u2'}"))[:3] == (
+        (3,),
+        np.dtype("<u2"),
+        False,
+    )
+    assert npy_header(npy("{'descr':'<f4','fortran_order':True,'shape':(2,3)}"))[:3] == (
+        (2, 3),
+        np.dtype("<f4"),
+        True,
+    )
+    for bad in (
+        "{'descr': '|O', 'fortran_order': False, 'shape': (3,), }",
+        "{'descr': [('a', '<u2')], 'fortran_order': False, 'shape': (3,), }",
+        "{'descr': '<u2', 'fortran_order': False, 'shape': (-1,), }",
+        "{'descr': '<U5', 'fortran_order': False, 'shape': (3,), }",
+        "{'descr': '<u2', 'fortran_order': False, 'shape': (3,",
+        "__import__('os').system('true')",
+    ):
+        with pytest.raises(ValueError):
+            npy_header(npy(bad))
