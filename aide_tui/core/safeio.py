@@ -169,7 +169,7 @@ def parse_npy(blob: bytes) -> np.ndarray:
 # the header dict as numpy's writer formats it, padded with spaces and ended by a newline
 _NPY_PLAIN = re.compile(
     r"\{'descr': '([<>|=]?[a-zA-Z][0-9]{0,2})', 'fortran_order': (True|False), "
-    r"'shape': \(((?:\d+, ?)*\d*)\), \} *\n"
+    r"'shape': \(((?:0|[1-9]\d*),|(?:0|[1-9]\d*)(?:, (?:0|[1-9]\d*))+|)\), \} *\n"
 )
 
 

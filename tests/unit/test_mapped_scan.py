@@ -165,6 +165,8 @@ def test_a_npy_header_in_another_hand_still_reads_and_a_bad_one_is_refused() -> 
         "{'descr': '<u2', 'fortran_order': False, 'shape': (-1,), }",
         "{'descr': '<U5', 'fortran_order': False, 'shape': (3,), }",
         "{'descr': '<u2', 'fortran_order': False, 'shape': (3,",
+        "{'descr': '<u2', 'fortran_order': False, 'shape': (3), }",  # not a tuple: numpy refuses it
+        "{'descr': '<u2', 'fortran_order': False, 'shape': (03,), }",
         "__import__('os').system('true')",
     ):
         with pytest.raises(ValueError):

@@ -4,6 +4,7 @@ instead of left to one of them; helpers are forked only from a process with a si
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -108,3 +109,79 @@ def test_helpers_are_forked_only_from_a_process_with_one_thread() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.split() == ["fork", "True"]
+
+
+def test_a_helper_killed_while_claiming_does_not_block_the_indexer() -> None:
+    """A helper SIGKILLed inside ``Cursor.claim`` (the kernel's OOM killer does not wait) leaves the
+    cursor's lock held for ever; the indexer still reads what is left (it asks between jobs)."""
+    import multiprocessing
+    import os
+    import signal
+
+    ctx = multiprocessing.get_context("fork")
+    cursor = Cursor(100, ctx)
+
+    def claim_and_die() -> None:
+        cursor._next.get_lock().acquire()  # as a helper inside claim()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    helper = ctx.Process(target=claim_and_die)
+    helper.start()
+    helper.join()
+    assert helper.exitcode == -signal.SIGKILL
+    answer: list[int] = []
+    reader = threading.Thread(target=lambda: answer.append(cursor.left()), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert answer == [100]
+
+
+def test_a_helper_that_cannot_be_started_leaves_no_process_and_every_file_built_once(tmp_path: Path) -> None:
+    """The second helper's fork fails (EAGAIN, as under memory pressure; the failure is injected where
+    the pool starts a process, the one place a fork can be refused on demand): the first helper, which
+    nothing would ever give a job or stop, is ended, and every file is built once in the indexer's
+    process. Run in a fresh interpreter: helpers are forked only from a process with one thread."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(40):
+        (src / f"m{i:02}.py").write_text(
+            "".join(f"def f_{i}_{j}(x):\n    return x * {j} + {i}\n\n" for j in range(100))
+        )
+    code = f"""
+import json, multiprocessing, sys
+from pathlib import Path
+from concurrent.futures import ProcessPoolExecutor
+from aide_tui.core.config import load_settings
+from aide_tui.core.index.parallel import Backlog, run_backlog
+from aide_tui.core.index.scan import FileEntry
+
+src = Path({str(src)!r})
+entries = []
+for p in sorted(src.iterdir()):
+    st = p.stat()
+    entries.append(FileEntry(p.name, str(p), st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino))
+backlog = Backlog(entries, {{}}, str(src.parent / "staging"), load_settings(src, environ={{}}), True, "")
+start = ProcessPoolExecutor._spawn_process
+tries = []
+def second_fails(pool):
+    tries.append(1)
+    if len(tries) >= 2:
+        raise OSError(11, "Resource temporarily unavailable")
+    start(pool)
+ProcessPoolExecutor._spawn_process = second_fails
+built, told = [], []
+warning = run_backlog(backlog, 40_000, 2, lambda b: built.extend([*b.records, *b.same, *b.notes.skipped]),
+                      lambda: False, lambda: told.append(1))
+for child in multiprocessing.active_children():
+    child.join(10)
+print(json.dumps({{"warning": warning, "built": sorted(built), "files": [e.rel for e in entries],
+                  "told": told, "tries": len(tries),
+                  "alive": [c.pid for c in multiprocessing.active_children() if c.is_alive()]}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert out.returncode == 0, out.stderr  # an orphaned helper made the interpreter's exit wait for ever
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["tries"] == 2 and got["warning"] and "ended abruptly" in got["warning"]
+    assert got["built"] == got["files"]  # each once
+    assert got["told"] == [1]  # the static tier's start is still told
+    assert got["alive"] == []

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from multiprocessing.context import BaseContext
@@ -75,7 +76,11 @@ class Cursor:
 
     def __init__(self, n: int, ctx: BaseContext | None = None) -> None:
         self.n = n
-        self._next: Any = ctx.Value("q", 0) if ctx is not None else _Local()
+        shared = ctx.Value("q", 0) if ctx is not None else None
+        self._next: Any = shared if shared is not None else _Local()
+        # the count itself, read without the lock: a helper killed while claiming leaves the lock held,
+        # and the indexer asking what is left must not wait on it for ever
+        self._count: Any = shared.get_obj() if shared is not None else self._next
         self._halt: Any = ctx.Value("b", 0, lock=False) if ctx is not None else _Local()
 
     def claim(self, backlog: Backlog, limit: int, most: int) -> tuple[int, int]:
@@ -93,7 +98,7 @@ class Cursor:
 
     def left(self) -> int:
         """Files not claimed yet."""
-        return self.n - int(self._next.value)
+        return self.n - int(self._count.value)
 
     def halt(self) -> None:
         self._halt.value = 1
@@ -286,6 +291,7 @@ def run_backlog(
                         started()
             except (BrokenProcessPool, OSError):  # a helper died, or could not be started
                 broken = True
+                _kill_started(pool)
             if not running:
                 break
             for fut in _finished(running):
@@ -308,12 +314,23 @@ def run_backlog(
         pool.shutdown(wait=bool(running), cancel_futures=True)
     if not broken or stop():
         return None
+    if not begun:
+        started()
     rest = [e for e in backlog.entries if e.rel not in handed]
     _build_here(replace(backlog, entries=rest), target, on_built, stop)
     return (
         f"a helper process of the index build ended abruptly (killed, or out of memory?): the "
         f"{len(rest)} files not committed yet were read in this process"
     )
+
+
+def _kill_started(pool: ProcessPoolExecutor) -> None:
+    """End the helpers a pool started before starting the next one failed (a fork refused for want of
+    memory): nothing will ever give them a job or tell them to stop, and the interpreter's exit would
+    wait for them for ever. The pool keeps them in a private table (CPython 3.8 to 3.13 alike)."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        with suppress(OSError, ValueError):
+            proc.kill()
 
 
 def _build_here(

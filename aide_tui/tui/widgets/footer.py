@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rich.cells import cell_len
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.reactive import var
@@ -167,4 +168,4 @@ def _label(what: str, name: str | None) -> str | None:
 def _width(item: object) -> int:
     """Cells a footer key takes: `` key description `` (a key without a description: `` key ``)."""
     key, description = str(getattr(item, "key_display", "")), str(getattr(item, "description", ""))
-    return len(key) + 2 + (len(description) + 1 if description else 0)
+    return cell_len(key) + 2 + (cell_len(description) + 1 if description else 0)  # CJK: 2 cells a letter

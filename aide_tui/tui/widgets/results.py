@@ -19,6 +19,7 @@ from textual.binding import BindingType
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import var
+from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -445,7 +446,9 @@ class ResultsList(TypesIntoQuery, ScrollView, can_focus=True):
     def after_paint(self, callback: Callable[[], Any]) -> None:
         """Call ``callback`` once the rows now set are drawn for the terminal (right after the frame that
         holds them is written); at once, after the next refresh, when the list is not on screen."""
-        if self.back or not self.is_on_screen:
+        top = self.app.screen
+        covered = top is not self.screen and not isinstance(top, ModalScreen)  # F7's ask: never drawn
+        if self.back or covered or not self.is_on_screen:
             self.call_after_refresh(callback)
             return
         self._after_paint.append(callback)
