@@ -192,6 +192,55 @@ def test_garbage_npy_never_mentions_pickles(workspace: Path) -> None:
     assert out.returncode == 0 and "pickle" not in out.stderr.lower(), out.stderr
 
 
+def _crafted(seg: Path, name: str) -> bytes:
+    """``name``'s bytes as no writer makes them: names that are not UTF-8, pointers far past the table."""
+    raw = (seg / name).read_bytes()
+    if name.endswith(".bin"):
+        return b"\xff" * len(raw)
+    header = 10 + int.from_bytes(raw[8:10], "little")
+    return raw[:header] + b"\xf0" * (len(raw) - header)  # each pointer near 4e9 rows
+
+
+@pytest.mark.parametrize("name", ["g_names.bin", "g_qual.bin", "g_def_ptr.npy", "g_ref_path_ptr.npy"])
+def test_a_symbol_graph_file_with_a_valid_checksum_and_bytes_no_writer_made_is_a_damaged_index(
+    workspace: Path, name: str
+) -> None:
+    """A cloned repository may ship its own ``.aide`` with checksums that hold: names that are not
+    UTF-8 ended ``search``, ``defs`` and ``refs`` with a UnicodeDecodeError traceback, and a definition
+    pointer near 4e9 made ``defs`` allocate a range of that many rows (the kernel killed it). Each is a
+    damaged index now: said in one line with exit 1 without updating, rebuilt and answered with it. The
+    commands run under a 3 GB address-space limit, so a pointer followed again fails here, not the host."""
+    Indexer(workspace, bm25(workspace)).run()
+    seg = first_segment(workspace)
+    data = _crafted(seg, name)
+    (seg / name).write_bytes(data)
+    idx = index_dir_for(workspace)
+    manifest = json.loads((idx / "manifest.json").read_text())
+    from aide_tui.core.store.mapped import FileSum
+
+    for entry in manifest["segments"]:
+        if entry["name"] == seg.name:
+            entry["files"][name] = FileSum.of(data).to_json()
+    rewrite_manifest(idx / "manifest.json", manifest)
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+    run = "import runpy, sys; sys.argv[0] = 'aide-tui'; runpy.run_module('aide_tui', run_name='__main__')"
+    ws = str(workspace)
+    for args in (
+        ["defs", "--path", ws, "--no-update", "--no-server", "Client"],
+        ["refs", "--path", ws, "--no-update", "--no-server", "send"],
+        ["search", "--path", ws, "--no-update", "--no-server", "--embedder", "none", "Client.send"],
+    ):
+        out = subprocess.run(
+            [sys.executable, "-c", limit + run, *args],
+            capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        assert "Traceback" not in out.stderr and out.returncode in (0, 1), (args, out.returncode, out.stderr)
+        if out.returncode == 1:
+            assert "symbol graph is malformed" in out.stderr or "not UTF-8" in out.stderr, out.stderr
+    fixed = cli("search", "--path", ws, "--embedder", "none", "--json", "Client.send")
+    assert fixed.returncode == 0 and json.loads(fixed.stdout)["results"], fixed.stderr
+
+
 # -- bad vectors and bit rot --------------------------------------------------------------------------------
 
 

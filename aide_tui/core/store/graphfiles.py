@@ -207,11 +207,15 @@ class MappedGraph:
         out[:, 1] = np.searchsorted(ptr, np.asarray(idx, np.int64), "right") - 1
         return out
 
-    def _range(self, ptr_name: str, i: int, n: int) -> tuple[int, int]:
+    def _range(self, ptr_name: str, i: int, n: int, within: int) -> tuple[int, int]:
+        """Rows [lo, hi) of the table of ``within`` rows that pointer table ``ptr_name`` (``n`` + 1
+        entries) gives entry ``i``; checked (a pointer out of place would read, or allocate, anything)."""
         ptr = self._array(ptr_name)
         if len(ptr) != n + 1 or not 0 <= i < n:
             raise self._bad(ptr_name)
         lo, hi = (int(x) for x in ptr.rows(i, i + 2))
+        if not 0 <= lo <= hi <= within:
+            raise self._bad(f"{ptr_name} pointers")
         return lo, hi
 
     # -- lookups ---------------------------------------------------------------------------------
@@ -256,7 +260,7 @@ class MappedGraph:
 
     def definitions_of(self, name_id: int) -> list[tuple[int, Definition]]:
         """(path id, definition) of every definition of a name, by path and line."""
-        lo, hi = self._range("g_def_ptr.npy", name_id, self.names.n)
+        lo, hi = self._range("g_def_ptr.npy", name_id, self.names.n, len(self._defs))
         rows = self._defs.rows(lo, hi)
         return self._definitions(rows, self._quals(range(lo, hi)))
 
@@ -321,9 +325,7 @@ class MappedGraph:
 
     def reference_rows(self, name_id: int) -> np.ndarray:
         """(k, 5) reference rows of a name, by path, line and column."""
-        lo, hi = self._range("g_ref_ptr.npy", name_id, self.names.n)
-        if not 0 <= lo <= hi <= len(self._refs):
-            raise self._bad("reference pointers")
+        lo, hi = self._range("g_ref_ptr.npy", name_id, self.names.n, len(self._refs))
         return self._ref_rows(np.arange(lo, hi))
 
     def reference(self, row: np.ndarray, name: str | None = None) -> tuple[int, Reference]:
@@ -335,8 +337,9 @@ class MappedGraph:
         return p, Reference(self.names.term(n) if name is None else name, REF_KINDS[k], line, col)
 
     def definitions_in(self, path_id: int) -> list[Definition]:
-        lo, hi = self._range("g_def_path_ptr.npy", path_id, len(self.paths))
-        rows = self._array("g_def_bypath.npy").rows(lo, hi)
+        bypath = self._array("g_def_bypath.npy")
+        lo, hi = self._range("g_def_path_ptr.npy", path_id, len(self.paths), len(bypath))
+        rows = bypath.rows(lo, hi)
         if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= len(self._defs)):
             raise self._bad("definitions by path")
         defs = self._defs.take(rows)
@@ -378,8 +381,9 @@ class MappedGraph:
 
     def references_in(self, path_id: int) -> np.ndarray:
         """(k, 5) reference rows of one file, by line and column."""
-        lo, hi = self._range("g_ref_path_ptr.npy", path_id, len(self.paths))
-        rows = self._array("g_ref_bypath.npy").rows(lo, hi)
+        bypath = self._array("g_ref_bypath.npy")
+        lo, hi = self._range("g_ref_path_ptr.npy", path_id, len(self.paths), len(bypath))
+        rows = bypath.rows(lo, hi)
         if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= len(self._refs)):
             raise self._bad("references by path")
         return self._ref_rows(rows)
@@ -440,9 +444,18 @@ _WORD_BYTE[[*b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$"
 
 
 def _texts(offsets: MappedArray, blob: MappedFile, ids: Sequence[int]) -> list[str]:
-    """Strings ``ids`` of a blob and its offset table (names, qualified names): a few read one by one,
-    more with their offsets gathered at once (an id's + 1 in int64: a uint16 column's last would wrap
-    to 0), and in one read when they lie close together (a name's definitions)."""
+    """Strings ``ids`` of a blob and its offset table (names, qualified names); IndexCorrupt when one
+    is not UTF-8 (a file whose checksum holds but whose bytes no writer made)."""
+    try:
+        return _texts_of(offsets, blob, ids)
+    except UnicodeDecodeError:
+        raise IndexCorrupt(f"index file {blob.where} holds a name that is not UTF-8; rebuilding") from None
+
+
+def _texts_of(offsets: MappedArray, blob: MappedFile, ids: Sequence[int]) -> list[str]:
+    """:func:`_texts`: a few read one by one, more with their offsets gathered at once (an id's + 1 in
+    int64: a uint16 column's last would wrap to 0), and in one read when they lie close together (a
+    name's definitions)."""
     if len(ids) < 8:
         return [_text(blob.view(*(int(x) for x in offsets.rows(i, i + 2)))) for i in ids]
     idx = np.asarray(ids, np.int64)

@@ -88,7 +88,17 @@ class TermDict:
         return bytes(self.blob.view(lo, hi))
 
     def term(self, i: int) -> str:
-        return self.term_at(i).decode("utf-8", "surrogatepass")
+        return self._decoded([self.term_at(i)])[0]
+
+    def _decoded(self, raw: Iterable[bytes | memoryview]) -> list[str]:
+        """Terms' bytes as text; IndexCorrupt for bytes that are not UTF-8 (a dictionary whose checksum
+        holds but whose bytes no writer made: a crafted or a damaged-then-resummed index)."""
+        try:
+            return [bytes(b).decode("utf-8", "surrogatepass") for b in raw]
+        except UnicodeDecodeError:
+            raise IndexCorrupt(
+                f"index file {self.blob.where} holds a term that is not UTF-8; rebuilding"
+            ) from None
 
     def terms(self, lo: int, hi: int) -> list[str]:
         """Terms ``lo`` to ``hi`` (ids), decoded."""
@@ -98,7 +108,7 @@ class TermDict:
         base = int(off[0])
         blob = bytes(self.blob.view(base, int(off[-1])))
         rel = (off - base).tolist()
-        return [blob[rel[k] : rel[k + 1]].decode("utf-8", "surrogatepass") for k in range(hi - lo)]
+        return self._decoded(blob[rel[k] : rel[k + 1]] for k in range(hi - lo))
 
     def terms_at(self, ids: np.ndarray) -> list[str]:
         """The terms of ``ids``, decoded (the whole dictionary verified once, then read in place)."""
@@ -106,7 +116,7 @@ class TermDict:
         blob = self.blob.view()
         ids = np.asarray(ids, np.int64)
         spans = zip(off[ids].tolist(), off[ids + 1].tolist(), strict=True)
-        return [bytes(blob[lo:hi]).decode("utf-8", "surrogatepass") for lo, hi in spans]
+        return self._decoded(blob[lo:hi] for lo, hi in spans)
 
     def terms_of(self, ids: np.ndarray) -> list[str]:
         """The terms of ``ids`` (valid ids), decoded; only the blocks holding them are checked."""
@@ -119,7 +129,7 @@ class TermDict:
         self.blob.check_spans(starts, ends)
         buf = self.blob.buffer
         spans = zip(starts.tolist(), ends.tolist(), strict=True)
-        return [bytes(buf[lo:hi]).decode("utf-8", "surrogatepass") for lo, hi in spans]
+        return self._decoded(buf[lo:hi] for lo, hi in spans)
 
     def ids(self, terms: Sequence[str] | HashedTerms) -> np.ndarray:
         """The id of each term (-1 when this segment does not hold it); ``terms`` may come hashed
