@@ -108,16 +108,18 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _a_helper(pid: int) -> int | None:
-    """A helper process of the build running as ``pid`` (forked, or spawned: not its resource tracker)."""
+def _helpers(pid: int) -> list[int]:
+    """The helper processes of the build running as ``pid`` (forked, or spawned: not its resource
+    tracker)."""
+    out = []
     for child in _children(pid):
         try:
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
         except OSError:
             continue
         if b"resource_tracker" not in cmdline:
-            return child
-    return None
+            out.append(child)
+    return out
 
 
 def _module(i: int) -> str:
@@ -133,8 +135,8 @@ def _module(i: int) -> str:
 
 @pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_a_helper_killed_mid_build_costs_a_warning_not_the_build(tmp_path: Path, start: str) -> None:
-    """A big build's helper is stopped as soon as it exists (so it cannot finish its first job) and then
-    SIGKILLed, as the kernel's OOM killer would: the build still ends with every file indexed, exit 0,
+    """A big build's two helpers are stopped as soon as both exist (neither can finish a job), then one
+    is SIGKILLed, as the kernel's OOM killer would: the build still ends with every file indexed, exit 0,
     and a warning that says what happened. Forked helpers are the CLI's; spawned ones the app's and
     `serve`'s (their indexer runs beside other threads)."""
     root = tmp_path / "repo"
@@ -156,15 +158,21 @@ def test_a_helper_killed_mid_build_costs_a_warning_not_the_build(tmp_path: Path,
     env = {**_env(), "AIDE_INDEX_BUILD_WORKERS": "2"}  # helpers on a one-core machine too
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        # both helpers are stopped once both exist (a spawned helper stopped before it has read what
+        # its parent sends would stop the parent too), before either can finish a job of seconds;
+        # then one is killed while jobs are pending, and the other goes on
         deadline = time.monotonic() + 120
-        helper = None
-        while helper is None and proc.poll() is None and time.monotonic() < deadline:
-            helper = _a_helper(proc.pid)
-            time.sleep(0.005)
-        assert helper is not None, "the build started no helper"
-        os.kill(helper, signal.SIGSTOP)  # it cannot hand a job over from here
-        time.sleep(0.2)
-        os.kill(helper, signal.SIGKILL)
+        stopped: list[int] = []
+        while len(stopped) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            helpers = _helpers(proc.pid)
+            if len(helpers) >= 2:
+                for helper in helpers[:2]:
+                    os.kill(helper, signal.SIGSTOP)
+                stopped = helpers[:2]
+            time.sleep(0.002)
+        assert len(stopped) == 2, f"the build started {len(_helpers(proc.pid))} helpers"
+        os.kill(stopped[0], signal.SIGKILL)
+        os.kill(stopped[1], signal.SIGCONT)
         out, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
@@ -173,7 +181,11 @@ def test_a_helper_killed_mid_build_costs_a_warning_not_the_build(tmp_path: Path,
     assert proc.returncode == 0, err
     summary = json.loads(out.splitlines()[-1])
     assert summary["files"] == n
-    assert any("helper process of the index build ended abruptly" in w for w in summary["warnings"])
+    assert any("helper process of the index build ended abruptly" in w for w in summary["warnings"]), (
+        summary,
+        err,
+        stopped,
+    )
     data = read_index(index_dir_for(root))
     marked = {c.path for c in data.chunks if "def marker_of_module_" in c.text}
     assert marked == {f"pkg{i % 5}/mod_{i}.py" for i in range(n)}

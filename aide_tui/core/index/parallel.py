@@ -291,7 +291,6 @@ def run_backlog(
                         started()
             except (BrokenProcessPool, OSError):  # a helper died, or could not be started
                 broken = True
-                _kill_started(pool)
             if not running:
                 break
             for fut in _finished(running):
@@ -309,6 +308,8 @@ def run_backlog(
         cursor.halt()
         for fut in running:
             fut.cancel()
+        if broken:  # what the pool would not end (see _kill_started)
+            _kill_started(pool)
         # every job handed over: the idle helpers are told to end, not waited for (20-40 ms of a
         # cold build); one still running (an error, a stop) is waited for: it may be writing in staging
         pool.shutdown(wait=bool(running), cancel_futures=True)
@@ -325,9 +326,11 @@ def run_backlog(
 
 
 def _kill_started(pool: ProcessPoolExecutor) -> None:
-    """End the helpers a pool started before starting the next one failed (a fork refused for want of
-    memory): nothing will ever give them a job or tell them to stop, and the interpreter's exit would
-    wait for them for ever. The pool keeps them in a private table (CPython 3.8 to 3.13 alike)."""
+    """End every helper of a broken pool. One started before the next one's start failed (a fork refused
+    for want of memory) is never given a job nor told to stop; one whose spawn was still being written
+    when another died is missing from the set the pool's own clean-up terminates, and that clean-up then
+    joins it (CPython 3.11). Either way the interpreter's exit would wait for ever. The pool keeps its
+    processes in a private table (CPython 3.8 to 3.13 alike)."""
     for proc in list((getattr(pool, "_processes", None) or {}).values()):
         with suppress(OSError, ValueError):
             proc.kill()
