@@ -308,8 +308,8 @@ def run_backlog(
         cursor.halt()
         for fut in running:
             fut.cancel()
-        if broken:  # what the pool would not end (see _kill_started)
-            _kill_started(pool)
+        if broken:  # what the pool would not end (see _end_helpers)
+            _end_helpers(pool)
         # every job handed over: the idle helpers are told to end, not waited for (20-40 ms of a
         # cold build); one still running (an error, a stop) is waited for: it may be writing in staging
         pool.shutdown(wait=bool(running), cancel_futures=True)
@@ -325,7 +325,7 @@ def run_backlog(
     )
 
 
-def _kill_started(pool: ProcessPoolExecutor) -> None:
+def _end_helpers(pool: ProcessPoolExecutor) -> None:
     """End every helper of a broken pool. One started before the next one's start failed (a fork refused
     for want of memory) is never given a job nor told to stop; one whose spawn was still being written
     when another died is missing from the set the pool's own clean-up terminates, and that clean-up then
